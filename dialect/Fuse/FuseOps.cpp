@@ -1,0 +1,803 @@
+//===- FuseOps.cpp - Shape inference and verification of fuse ops ---------===//
+//
+// Every op whose result follows from its operands checks its operands in
+// inferReturnTypes: the parser calls it for the custom assembly form and the
+// verifier calls it for every op, so one function gives both inference and
+// located error messages. Messages name the operand or attribute and say what
+// was expected and what was found.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Fuse/FuseOps.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallBitVector.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::fuse;
+
+//===----------------------------------------------------------------------===//
+// Helpers
+//===----------------------------------------------------------------------===//
+
+std::array<int64_t, 4> mlir::fuse::expandPadding(ArrayRef<int64_t> padding) {
+  if (padding.size() == 2)
+    return {padding[0], padding[0], padding[1], padding[1]};
+  if (padding.size() == 4)
+    return {padding[0], padding[1], padding[2], padding[3]};
+  return {0, 0, 0, 0};
+}
+
+int64_t mlir::fuse::channelAxis(Layout layout, int64_t rank) {
+  return layout == Layout::NCHW ? 1 : rank - 1;
+}
+
+static std::string shapeStr(ArrayRef<int64_t> shape) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << '[';
+  llvm::interleaveComma(shape, os);
+  os << ']';
+  return s;
+}
+
+static const char *layoutName(Layout layout) {
+  return layout == Layout::NCHW ? "nchw" : "nhwc";
+}
+
+namespace {
+/// Checks the operands of one op during type inference. Errors go to the
+/// op's location, prefixed like the verifier's own ("'fuse.x' op ..."); when
+/// inference runs without a location it fails silently.
+class Checker {
+public:
+  Checker(std::optional<Location> loc, StringRef opName)
+      : loc(loc), opName(opName) {}
+
+  template <typename... Ts>
+  LogicalResult fail(const Ts &...parts) {
+    if (loc) {
+      InFlightDiagnostic diag = emitError(*loc);
+      diag << "'" << opName << "' op ";
+      (diag << ... << parts);
+    }
+    return failure();
+  }
+
+  /// The static tensor type of operand `name`, or an error.
+  FailureOr<RankedTensorType> tensor(Value value, StringRef name) {
+    auto type = dyn_cast<RankedTensorType>(value.getType());
+    if (!type || !type.hasStaticShape() ||
+        !isa<Float32Type, Float16Type, BFloat16Type>(type.getElementType())) {
+      (void)fail("operand '", name,
+                 "' must be a statically shaped tensor of f32, f16 or bf16, "
+                 "found ",
+                 value.getType());
+      return failure();
+    }
+    return type;
+  }
+
+  /// The tensor type of `name` if it has rank `rank`.
+  FailureOr<RankedTensorType> tensorOfRank(Value value, StringRef name,
+                                           int64_t rank, StringRef what = "") {
+    FailureOr<RankedTensorType> type = tensor(value, name);
+    if (failed(type))
+      return failure();
+    if (type->getRank() != rank) {
+      (void)fail("operand '", name, "' must have rank ", rank, what,
+                 ", found rank ", type->getRank(), " (",
+                 shapeStr(type->getShape()), ")");
+      return failure();
+    }
+    return type;
+  }
+
+  LogicalResult sameElementType(RankedTensorType ref, StringRef refName,
+                                RankedTensorType other, StringRef otherName) {
+    if (ref.getElementType() == other.getElementType())
+      return success();
+    return fail("operand '", otherName, "' has element type ",
+                other.getElementType(), " but '", refName, "' has ",
+                ref.getElementType(), "; both must match");
+  }
+
+  LogicalResult hasShape(RankedTensorType type, StringRef name,
+                         ArrayRef<int64_t> expected, StringRef why) {
+    if (type.getShape() == expected)
+      return success();
+    return fail("operand '", name, "' must have shape ", shapeStr(expected),
+                " (", why, "), found ", shapeStr(type.getShape()));
+  }
+
+  /// A 2-element attribute of positive values.
+  LogicalResult positivePair(ArrayRef<int64_t> values, StringRef name) {
+    if (values.size() != 2)
+      return fail("attribute '", name, "' must have 2 values, found ",
+                  values.size());
+    if (values[0] < 1 || values[1] < 1)
+      return fail("attribute '", name, "' must be positive, found ",
+                  shapeStr(values));
+    return success();
+  }
+
+  LogicalResult padding(ArrayRef<int64_t> values) {
+    if (values.size() != 2 && values.size() != 4)
+      return fail("attribute 'padding' must have 2 values [ph, pw] or 4 "
+                  "values [top, bottom, left, right], found ",
+                  values.size());
+    if (llvm::any_of(values, [](int64_t v) { return v < 0; }))
+      return fail("attribute 'padding' must be non-negative, found ",
+                  shapeStr(values));
+    return success();
+  }
+
+  /// Normalises a possibly negative `axis` attribute into [0, rank).
+  FailureOr<int64_t> axis(int64_t axis, int64_t rank, StringRef name) {
+    if (axis < -rank || axis >= rank) {
+      (void)fail("attribute '", name, "' = ", axis,
+                 " is out of range for rank ", rank, " (expected ", -rank,
+                 " to ", rank - 1, ")");
+      return failure();
+    }
+    return axis < 0 ? axis + rank : axis;
+  }
+
+  /// NumPy broadcast of `a` and `b`, which are named in the error.
+  FailureOr<SmallVector<int64_t>> broadcast(ArrayRef<int64_t> a, StringRef an,
+                                            ArrayRef<int64_t> b,
+                                            StringRef bn) {
+    size_t rank = std::max(a.size(), b.size());
+    SmallVector<int64_t> result(rank);
+    for (size_t i = 0; i < rank; ++i) {
+      int64_t da = i < a.size() ? a[a.size() - 1 - i] : 1;
+      int64_t db = i < b.size() ? b[b.size() - 1 - i] : 1;
+      if (da != db && da != 1 && db != 1) {
+        (void)fail("operands '", an, "' ", shapeStr(a), " and '", bn, "' ",
+                   shapeStr(b), " are not broadcast-compatible: dimension ",
+                   i, " from the right is ", da, " vs ", db);
+        return failure();
+      }
+      result[rank - 1 - i] = da == 1 ? db : da;
+    }
+    return result;
+  }
+
+private:
+  std::optional<Location> loc;
+  StringRef opName;
+};
+} // namespace
+
+static void setResult(SmallVectorImpl<Type> &results, ArrayRef<int64_t> shape,
+                      Type elementType) {
+  results.push_back(RankedTensorType::get(shape, elementType));
+}
+
+/// The custom parser calls inferReturnTypes before the op exists: the
+/// attributes are still in a dictionary and default-valued ones are missing.
+/// This adaptor sees them as the finished op will.
+template <typename OpTy>
+static typename OpTy::Adaptor completeAdaptor(MLIRContext *ctx,
+                                              typename OpTy::Adaptor adaptor) {
+  typename OpTy::Properties props = adaptor.getProperties();
+  if (DictionaryAttr attrs = adaptor.getAttributes())
+    (void)OpTy::setPropertiesFromAttr(
+        props, attrs, [&] { return emitError(UnknownLoc::get(ctx)); });
+  OpTy::populateDefaultProperties(OperationName(OpTy::getOperationName(), ctx),
+                                  props);
+  return typename OpTy::Adaptor(adaptor.getOperands(), adaptor.getAttributes(),
+                                props);
+}
+
+/// Output extent of a sliding window; fails (reporting `what`) when the
+/// window does not fit the padded input.
+static FailureOr<int64_t> windowOutput(Checker &c, int64_t in, int64_t padLo,
+                                       int64_t padHi, int64_t window,
+                                       int64_t stride, StringRef what) {
+  int64_t span = in + padLo + padHi - window;
+  if (span < 0) {
+    (void)c.fail(what, " window of extent ", window,
+                 " does not fit the padded input extent ", in + padLo + padHi);
+    return failure();
+  }
+  return span / stride + 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Conv2dOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult Conv2dOp::inferReturnTypes(MLIRContext *ctx, std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &results) {
+  adaptor = completeAdaptor<Conv2dOp>(ctx, adaptor);
+  Checker c(loc, getOperationName());
+  Layout layout = adaptor.getLayout();
+  bool nhwc = layout == Layout::NHWC;
+  auto in = c.tensorOfRank(adaptor.getInput(), "input", 4,
+                           nhwc ? " [N, H, W, C] for layout nhwc"
+                                : " [N, C, H, W] for layout nchw");
+  if (failed(in))
+    return failure();
+  auto filter = c.tensorOfRank(adaptor.getFilter(), "filter", 4,
+                               nhwc ? " [Co, Kh, Kw, Ci/groups] for layout nhwc"
+                                    : " [Co, Ci/groups, Kh, Kw] for layout nchw");
+  if (failed(filter) || failed(c.sameElementType(*in, "input", *filter, "filter")))
+    return failure();
+  if (failed(c.positivePair(adaptor.getStrides(), "strides")) ||
+      failed(c.positivePair(adaptor.getDilation(), "dilation")) ||
+      failed(c.padding(adaptor.getPadding())))
+    return failure();
+  int64_t groups = adaptor.getGroups();
+  if (groups < 1)
+    return c.fail("attribute 'groups' must be positive, found ", groups);
+
+  ArrayRef<int64_t> x = in->getShape(), w = filter->getShape();
+  int64_t n = x[0], ci = nhwc ? x[3] : x[1], h = nhwc ? x[1] : x[2],
+          wd = nhwc ? x[2] : x[3];
+  int64_t co = w[0], kh = nhwc ? w[1] : w[2], kw = nhwc ? w[2] : w[3],
+          cig = nhwc ? w[3] : w[1];
+  if (ci % groups != 0)
+    return c.fail("input channels (", ci, ") are not divisible by groups (",
+                  groups, ")");
+  if (co % groups != 0)
+    return c.fail("output channels (filter dimension 0 = ", co,
+                  ") are not divisible by groups (", groups, ")");
+  if (cig != ci / groups)
+    return c.fail("operand 'filter' ", shapeStr(w), " has ", cig,
+                  " input channels per group (dimension ", nhwc ? 3 : 1,
+                  ") but the input has ", ci, " channels and groups = ",
+                  groups, ": expected ", ci / groups);
+  if (Value bias = adaptor.getBias()) {
+    auto b = c.tensor(bias, "bias");
+    if (failed(b) || failed(c.sameElementType(*in, "input", *b, "bias")) ||
+        failed(c.hasShape(*b, "bias", {co}, "one value per output channel")))
+      return failure();
+  }
+  std::array<int64_t, 4> pads = expandPadding(adaptor.getPadding());
+  ArrayRef<int64_t> s = adaptor.getStrides(), d = adaptor.getDilation();
+  auto ho = windowOutput(c, h, pads[0], pads[1], d[0] * (kh - 1) + 1, s[0],
+                         "dilated kernel height:");
+  if (failed(ho))
+    return failure();
+  auto wo = windowOutput(c, wd, pads[2], pads[3], d[1] * (kw - 1) + 1, s[1],
+                         "dilated kernel width:");
+  if (failed(wo))
+    return failure();
+  if (nhwc)
+    setResult(results, {n, *ho, *wo, co}, in->getElementType());
+  else
+    setResult(results, {n, co, *ho, *wo}, in->getElementType());
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// BatchNormOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult BatchNormOp::inferReturnTypes(MLIRContext *ctx,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &results) {
+  adaptor = completeAdaptor<BatchNormOp>(ctx, adaptor);
+  Checker c(loc, getOperationName());
+  auto in = c.tensor(adaptor.getInput(), "input");
+  if (failed(in))
+    return failure();
+  if (in->getRank() < 2)
+    return c.fail("operand 'input' must have rank 2 or more, found rank ",
+                  in->getRank());
+  if (adaptor.getEpsilon().convertToDouble() < 0)
+    return c.fail("attribute 'epsilon' must be non-negative, found ",
+                  adaptor.getEpsilon().convertToDouble());
+  int64_t axis = channelAxis(adaptor.getLayout(), in->getRank());
+  int64_t channels = in->getDimSize(axis);
+  std::string why = std::string("channels are axis ") + std::to_string(axis) +
+                    " for layout " + layoutName(adaptor.getLayout());
+  for (auto [value, name] :
+       {std::pair{adaptor.getMean(), "mean"},
+        std::pair{adaptor.getVariance(), "variance"},
+        std::pair{adaptor.getScale(), "scale"},
+        std::pair{adaptor.getShift(), "shift"}}) {
+    auto t = c.tensor(value, name);
+    if (failed(t) || failed(c.sameElementType(*in, "input", *t, name)) ||
+        failed(c.hasShape(*t, name, {channels}, why)))
+      return failure();
+  }
+  results.push_back(*in);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Binary ops and bias_add
+//===----------------------------------------------------------------------===//
+
+template <typename Adaptor>
+static LogicalResult inferBinary(StringRef opName, std::optional<Location> loc,
+                                 Adaptor adaptor,
+                                 SmallVectorImpl<Type> &results) {
+  Checker c(loc, opName);
+  auto lhs = c.tensor(adaptor.getLhs(), "lhs");
+  if (failed(lhs))
+    return failure();
+  auto rhs = c.tensor(adaptor.getRhs(), "rhs");
+  if (failed(rhs) || failed(c.sameElementType(*lhs, "lhs", *rhs, "rhs")))
+    return failure();
+  auto shape = c.broadcast(lhs->getShape(), "lhs", rhs->getShape(), "rhs");
+  if (failed(shape))
+    return failure();
+  setResult(results, *shape, lhs->getElementType());
+  return success();
+}
+
+#define FUSE_BINARY_INFER(OP)                                                  \
+  LogicalResult OP::inferReturnTypes(MLIRContext *,                            \
+                                     std::optional<Location> loc,              \
+                                     Adaptor adaptor,                          \
+                                     SmallVectorImpl<Type> &results) {         \
+    return inferBinary(getOperationName(), loc, adaptor, results);             \
+  }
+FUSE_BINARY_INFER(AddOp)
+FUSE_BINARY_INFER(SubOp)
+FUSE_BINARY_INFER(MulOp)
+FUSE_BINARY_INFER(DivOp)
+#undef FUSE_BINARY_INFER
+
+LogicalResult BiasAddOp::inferReturnTypes(MLIRContext *ctx,
+                                          std::optional<Location> loc,
+                                          Adaptor adaptor,
+                                          SmallVectorImpl<Type> &results) {
+  adaptor = completeAdaptor<BiasAddOp>(ctx, adaptor);
+  Checker c(loc, getOperationName());
+  auto in = c.tensor(adaptor.getInput(), "input");
+  if (failed(in))
+    return failure();
+  if (in->getRank() < 1)
+    return c.fail("operand 'input' must have rank 1 or more, found rank 0");
+  auto axis = c.axis(adaptor.getAxis(), in->getRank(), "axis");
+  auto bias = c.tensor(adaptor.getBias(), "bias");
+  if (failed(axis) || failed(bias) ||
+      failed(c.sameElementType(*in, "input", *bias, "bias")) ||
+      failed(c.hasShape(*bias, "bias", {in->getDimSize(*axis)},
+                        "the size of input axis " + std::to_string(*axis))))
+    return failure();
+  results.push_back(*in);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Activations
+//===----------------------------------------------------------------------===//
+
+LogicalResult ClampOp::verify() {
+  double lo = getMin().convertToDouble(), hi = getMax().convertToDouble();
+  if (std::isnan(lo) || std::isnan(hi) || lo > hi)
+    return emitOpError("attribute 'min' (")
+           << lo << ") must not exceed attribute 'max' (" << hi << ")";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// MatmulOp and LinearOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult MatmulOp::inferReturnTypes(MLIRContext *ctx,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &results) {
+  adaptor = completeAdaptor<MatmulOp>(ctx, adaptor);
+  Checker c(loc, getOperationName());
+  auto lhs = c.tensor(adaptor.getLhs(), "lhs");
+  if (failed(lhs))
+    return failure();
+  auto rhs = c.tensor(adaptor.getRhs(), "rhs");
+  if (failed(rhs) || failed(c.sameElementType(*lhs, "lhs", *rhs, "rhs")))
+    return failure();
+  if (lhs->getRank() < 2 || rhs->getRank() < 2)
+    return c.fail("operands must have rank 2 or more, found ranks ",
+                  lhs->getRank(), " and ", rhs->getRank());
+  ArrayRef<int64_t> a = lhs->getShape(), b = rhs->getShape();
+  int64_t ra = a.size(), rb = b.size();
+  bool ta = adaptor.getTransposeLhs(), tb = adaptor.getTransposeRhs();
+  int64_t m = ta ? a[ra - 1] : a[ra - 2], ka = ta ? a[ra - 2] : a[ra - 1];
+  int64_t kb = tb ? b[rb - 1] : b[rb - 2], n = tb ? b[rb - 2] : b[rb - 1];
+  if (ka != kb)
+    return c.fail("contraction sizes differ: 'lhs' ", shapeStr(a), " has K = ",
+                  ka, " (dimension ", ta ? ra - 2 : ra - 1, ") but 'rhs' ",
+                  shapeStr(b), " has K = ", kb, " (dimension ",
+                  tb ? rb - 1 : rb - 2, ")");
+  auto batch = c.broadcast(a.drop_back(2), "lhs batch", b.drop_back(2),
+                           "rhs batch");
+  if (failed(batch))
+    return failure();
+  SmallVector<int64_t> shape = *batch;
+  shape.append({m, n});
+  setResult(results, shape, lhs->getElementType());
+  return success();
+}
+
+LogicalResult LinearOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &results) {
+  Checker c(loc, getOperationName());
+  auto in = c.tensor(adaptor.getInput(), "input");
+  if (failed(in))
+    return failure();
+  if (in->getRank() < 1)
+    return c.fail("operand 'input' must have rank 1 or more, found rank 0");
+  auto w = c.tensorOfRank(adaptor.getWeight(), "weight", 2, " [N, K]");
+  if (failed(w) || failed(c.sameElementType(*in, "input", *w, "weight")))
+    return failure();
+  int64_t k = in->getShape().back(), n = w->getDimSize(0);
+  if (w->getDimSize(1) != k)
+    return c.fail("operand 'weight' ", shapeStr(w->getShape()), " has K = ",
+                  w->getDimSize(1), " (dimension 1) but 'input' ",
+                  shapeStr(in->getShape()), " has K = ", k,
+                  " (last dimension)");
+  if (Value bias = adaptor.getBias()) {
+    auto b = c.tensor(bias, "bias");
+    if (failed(b) || failed(c.sameElementType(*in, "input", *b, "bias")) ||
+        failed(c.hasShape(*b, "bias", {n}, "one value per output feature")))
+      return failure();
+  }
+  SmallVector<int64_t> shape(in->getShape());
+  shape.back() = n;
+  setResult(results, shape, in->getElementType());
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Normalisation and softmax
+//===----------------------------------------------------------------------===//
+
+/// Checks input, normalized_rank, epsilon and the optional affine operands of
+/// layer_norm and rms_norm.
+static LogicalResult inferNorm(Checker &c, Value input, int64_t normRank,
+                               double epsilon,
+                               ArrayRef<std::pair<Value, const char *>> affine,
+                               SmallVectorImpl<Type> &results) {
+  auto in = c.tensor(input, "input");
+  if (failed(in))
+    return failure();
+  if (normRank < 1 || normRank > in->getRank())
+    return c.fail("attribute 'normalized_rank' = ", normRank,
+                  " must be between 1 and the input rank (", in->getRank(),
+                  ")");
+  if (epsilon < 0)
+    return c.fail("attribute 'epsilon' must be non-negative, found ", epsilon);
+  ArrayRef<int64_t> trailing = in->getShape().take_back(normRank);
+  for (auto [value, name] : affine) {
+    if (!value)
+      continue;
+    auto t = c.tensor(value, name);
+    if (failed(t) || failed(c.sameElementType(*in, "input", *t, name)) ||
+        failed(c.hasShape(*t, name, trailing, "the normalised trailing axes")))
+      return failure();
+  }
+  results.push_back(*in);
+  return success();
+}
+
+LogicalResult LayerNormOp::inferReturnTypes(MLIRContext *ctx,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &results) {
+  adaptor = completeAdaptor<LayerNormOp>(ctx, adaptor);
+  Checker c(loc, getOperationName());
+  return inferNorm(c, adaptor.getInput(), adaptor.getNormalizedRank(),
+                   adaptor.getEpsilon().convertToDouble(),
+                   {{adaptor.getScale(), "scale"}, {adaptor.getShift(), "shift"}},
+                   results);
+}
+
+LogicalResult RmsNormOp::inferReturnTypes(MLIRContext *ctx,
+                                          std::optional<Location> loc,
+                                          Adaptor adaptor,
+                                          SmallVectorImpl<Type> &results) {
+  adaptor = completeAdaptor<RmsNormOp>(ctx, adaptor);
+  Checker c(loc, getOperationName());
+  return inferNorm(c, adaptor.getInput(), adaptor.getNormalizedRank(),
+                   adaptor.getEpsilon().convertToDouble(),
+                   {{adaptor.getScale(), "scale"}}, results);
+}
+
+LogicalResult SoftmaxOp::inferReturnTypes(MLIRContext *ctx,
+                                          std::optional<Location> loc,
+                                          Adaptor adaptor,
+                                          SmallVectorImpl<Type> &results) {
+  adaptor = completeAdaptor<SoftmaxOp>(ctx, adaptor);
+  Checker c(loc, getOperationName());
+  auto in = c.tensor(adaptor.getInput(), "input");
+  if (failed(in))
+    return failure();
+  if (in->getRank() < 1)
+    return c.fail("operand 'input' must have rank 1 or more, found rank 0");
+  if (failed(c.axis(adaptor.getAxis(), in->getRank(), "axis")))
+    return failure();
+  results.push_back(*in);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// AttentionOp and RopeOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult AttentionOp::inferReturnTypes(MLIRContext *ctx,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &results) {
+  adaptor = completeAdaptor<AttentionOp>(ctx, adaptor);
+  Checker c(loc, getOperationName());
+  auto q = c.tensorOfRank(adaptor.getQuery(), "query", 4, " [B, Hq, Nq, D]");
+  if (failed(q))
+    return failure();
+  auto k = c.tensorOfRank(adaptor.getKey(), "key", 4, " [B, Hkv, Nk, D]");
+  if (failed(k) || failed(c.sameElementType(*q, "query", *k, "key")))
+    return failure();
+  auto v = c.tensorOfRank(adaptor.getValue(), "value", 4, " [B, Hkv, Nk, Dv]");
+  if (failed(v) || failed(c.sameElementType(*q, "query", *v, "value")))
+    return failure();
+  ArrayRef<int64_t> qs = q->getShape(), ks = k->getShape(), vs = v->getShape();
+  if (ks[0] != qs[0] || ks[3] != qs[3])
+    return c.fail("operand 'key' ", shapeStr(ks),
+                  " must match 'query' ", shapeStr(qs),
+                  " in batch (dimension 0) and head size (dimension 3)");
+  if (vs[0] != ks[0] || vs[1] != ks[1] || vs[2] != ks[2])
+    return c.fail("operand 'value' ", shapeStr(vs), " must match 'key' ",
+                  shapeStr(ks), " in dimensions 0 to 2 [B, Hkv, Nk]");
+  if (qs[1] % ks[1] != 0)
+    return c.fail("query heads (", qs[1],
+                  ") must be a multiple of key/value heads (", ks[1], ")");
+  if (std::optional<APFloat> scale = adaptor.getScale()) {
+    double s = scale->convertToDouble();
+    if (!std::isfinite(s))
+      return c.fail("attribute 'scale' must be finite, found ", s);
+  }
+  if (Value mask = adaptor.getMask()) {
+    auto m = c.tensor(mask, "mask");
+    if (failed(m) || failed(c.sameElementType(*q, "query", *m, "mask")))
+      return failure();
+    SmallVector<int64_t> scores = {qs[0], qs[1], qs[2], ks[2]};
+    ArrayRef<int64_t> ms = m->getShape();
+    bool fits = ms.size() >= 2 && ms.size() <= 4;
+    for (size_t i = 0; fits && i < ms.size(); ++i) {
+      int64_t target = scores[4 - ms.size() + i];
+      fits = ms[i] == target || ms[i] == 1;
+    }
+    if (!fits)
+      return c.fail("operand 'mask' ", shapeStr(ms),
+                    " must have rank 2 to 4 and broadcast to the scores ",
+                    shapeStr(scores), " [B, Hq, Nq, Nk]");
+  }
+  setResult(results, {qs[0], qs[1], qs[2], vs[3]}, q->getElementType());
+  return success();
+}
+
+double AttentionOp::getEffectiveScale() {
+  if (std::optional<APFloat> scale = getScale())
+    return scale->convertToDouble();
+  return 1.0 / std::sqrt(static_cast<double>(getQuery().getType().getDimSize(3)));
+}
+
+LogicalResult RopeOp::inferReturnTypes(MLIRContext *,
+                                       std::optional<Location> loc,
+                                       Adaptor adaptor,
+                                       SmallVectorImpl<Type> &results) {
+  Checker c(loc, getOperationName());
+  auto in = c.tensor(adaptor.getInput(), "input");
+  if (failed(in))
+    return failure();
+  if (in->getRank() < 2)
+    return c.fail("operand 'input' must have rank 2 or more [..., N, D], "
+                  "found rank ",
+                  in->getRank());
+  int64_t n = in->getShape().end()[-2], d = in->getShape().back();
+  if (d % 2 != 0)
+    return c.fail("the feature size D of operand 'input' (last dimension) "
+                  "must be even, found ",
+                  d);
+  for (auto [value, name] : {std::pair{adaptor.getCos(), "cos"},
+                             std::pair{adaptor.getSin(), "sin"}}) {
+    auto t = c.tensor(value, name);
+    if (failed(t) || failed(c.sameElementType(*in, "input", *t, name)) ||
+        failed(c.hasShape(*t, name, {n, d / 2},
+                          "[N, D/2]: one row of angles per position")))
+      return failure();
+  }
+  results.push_back(*in);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Pooling and resampling
+//===----------------------------------------------------------------------===//
+
+/// Shared by max_pool2d and avg_pool2d.
+template <typename Adaptor>
+static LogicalResult inferPool(StringRef opName, std::optional<Location> loc,
+                               Adaptor adaptor,
+                               SmallVectorImpl<Type> &results) {
+  Checker c(loc, opName);
+  bool nhwc = adaptor.getLayout() == Layout::NHWC;
+  auto in = c.tensorOfRank(adaptor.getInput(), "input", 4,
+                           nhwc ? " [N, H, W, C] for layout nhwc"
+                                : " [N, C, H, W] for layout nchw");
+  if (failed(in))
+    return failure();
+  if (!adaptor.getKernelAttr())
+    return c.fail("requires attribute 'kernel'");
+  if (failed(c.positivePair(adaptor.getKernel(), "kernel")) ||
+      failed(c.padding(adaptor.getPadding())))
+    return failure();
+  ArrayRef<int64_t> kernel = adaptor.getKernel();
+  ArrayRef<int64_t> strides = kernel;
+  if (adaptor.getStrides()) {
+    strides = *adaptor.getStrides();
+    if (failed(c.positivePair(strides, "strides")))
+      return failure();
+  }
+  std::array<int64_t, 4> pads = expandPadding(adaptor.getPadding());
+  static const char *sides[] = {"top", "bottom", "left", "right"};
+  for (int i = 0; i < 4; ++i)
+    if (pads[i] > kernel[i / 2] / 2)
+      return c.fail("padding ", sides[i], " = ", pads[i],
+                    " exceeds half the kernel ", i < 2 ? "height" : "width",
+                    " (", kernel[i / 2], ")");
+  ArrayRef<int64_t> x = in->getShape();
+  int64_t h = nhwc ? x[1] : x[2], w = nhwc ? x[2] : x[3];
+  auto ho = windowOutput(c, h, pads[0], pads[1], kernel[0], strides[0],
+                         "kernel height:");
+  if (failed(ho))
+    return failure();
+  auto wo = windowOutput(c, w, pads[2], pads[3], kernel[1], strides[1],
+                         "kernel width:");
+  if (failed(wo))
+    return failure();
+  if (nhwc)
+    setResult(results, {x[0], *ho, *wo, x[3]}, in->getElementType());
+  else
+    setResult(results, {x[0], x[1], *ho, *wo}, in->getElementType());
+  return success();
+}
+
+LogicalResult MaxPool2dOp::inferReturnTypes(MLIRContext *ctx,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &results) {
+  adaptor = completeAdaptor<MaxPool2dOp>(ctx, adaptor);
+  return inferPool(getOperationName(), loc, adaptor, results);
+}
+
+LogicalResult AvgPool2dOp::inferReturnTypes(MLIRContext *ctx,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &results) {
+  adaptor = completeAdaptor<AvgPool2dOp>(ctx, adaptor);
+  return inferPool(getOperationName(), loc, adaptor, results);
+}
+
+LogicalResult GlobalAvgPoolOp::inferReturnTypes(MLIRContext *ctx, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &results) {
+  adaptor = completeAdaptor<GlobalAvgPoolOp>(ctx, adaptor);
+  Checker c(loc, getOperationName());
+  bool nhwc = adaptor.getLayout() == Layout::NHWC;
+  auto in = c.tensorOfRank(adaptor.getInput(), "input", 4,
+                           nhwc ? " [N, H, W, C] for layout nhwc"
+                                : " [N, C, H, W] for layout nchw");
+  if (failed(in))
+    return failure();
+  ArrayRef<int64_t> x = in->getShape();
+  if (nhwc)
+    setResult(results, {x[0], 1, 1, x[3]}, in->getElementType());
+  else
+    setResult(results, {x[0], x[1], 1, 1}, in->getElementType());
+  return success();
+}
+
+LogicalResult UpsampleOp::inferReturnTypes(MLIRContext *ctx,
+                                           std::optional<Location> loc,
+                                           Adaptor adaptor,
+                                           SmallVectorImpl<Type> &results) {
+  adaptor = completeAdaptor<UpsampleOp>(ctx, adaptor);
+  Checker c(loc, getOperationName());
+  bool nhwc = adaptor.getLayout() == Layout::NHWC;
+  auto in = c.tensorOfRank(adaptor.getInput(), "input", 4,
+                           nhwc ? " [N, H, W, C] for layout nhwc"
+                                : " [N, C, H, W] for layout nchw");
+  if (failed(in))
+    return failure();
+  std::optional<ArrayRef<int64_t>> size = adaptor.getSize();
+  std::optional<ArrayRef<double>> scale = adaptor.getScale();
+  if (size.has_value() == scale.has_value())
+    return c.fail("exactly one of the attributes 'size' and 'scale' must be "
+                  "given, found ",
+                  size ? "both" : "neither");
+  if (adaptor.getAlignCorners() &&
+      adaptor.getMode() != UpsampleMode::Bilinear)
+    return c.fail("attribute 'align_corners' is only valid with mode "
+                  "bilinear");
+  ArrayRef<int64_t> x = in->getShape();
+  int64_t h = nhwc ? x[1] : x[2], w = nhwc ? x[2] : x[3];
+  int64_t ho, wo;
+  if (size) {
+    if (failed(c.positivePair(*size, "size")))
+      return failure();
+    ho = (*size)[0];
+    wo = (*size)[1];
+  } else {
+    ArrayRef<double> s = *scale;
+    if (s.size() != 2)
+      return c.fail("attribute 'scale' must have 2 values, found ", s.size());
+    if (!(s[0] > 0 && s[1] > 0 && std::isfinite(s[0]) && std::isfinite(s[1])))
+      return c.fail("attribute 'scale' must be positive and finite, found [",
+                    s[0], ", ", s[1], "]");
+    ho = static_cast<int64_t>(std::floor(h * s[0]));
+    wo = static_cast<int64_t>(std::floor(w * s[1]));
+    if (ho < 1 || wo < 1)
+      return c.fail("attribute 'scale' gives an empty output (", ho, " x ",
+                    wo, ") for input ", h, " x ", w);
+  }
+  if (nhwc)
+    setResult(results, {x[0], ho, wo, x[3]}, in->getElementType());
+  else
+    setResult(results, {x[0], x[1], ho, wo}, in->getElementType());
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Data movement
+//===----------------------------------------------------------------------===//
+
+LogicalResult ReshapeOp::verify() {
+  RankedTensorType in = getInput().getType(), out = getResult().getType();
+  if (in.getElementType() != out.getElementType())
+    return emitOpError("result element type ")
+           << out.getElementType() << " differs from input element type "
+           << in.getElementType() << "; use fuse.cast to convert";
+  if (in.getNumElements() != out.getNumElements())
+    return emitOpError("cannot reshape ")
+           << shapeStr(in.getShape()) << " (" << in.getNumElements()
+           << " elements) to " << shapeStr(out.getShape()) << " ("
+           << out.getNumElements() << " elements)";
+  return success();
+}
+
+LogicalResult TransposeOp::inferReturnTypes(MLIRContext *ctx,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &results) {
+  adaptor = completeAdaptor<TransposeOp>(ctx, adaptor);
+  Checker c(loc, getOperationName());
+  auto in = c.tensor(adaptor.getInput(), "input");
+  if (failed(in))
+    return failure();
+  if (!adaptor.getPermutationAttr())
+    return c.fail("requires attribute 'permutation'");
+  ArrayRef<int64_t> perm = adaptor.getPermutation();
+  int64_t rank = in->getRank();
+  llvm::SmallBitVector seen(rank);
+  bool valid = static_cast<int64_t>(perm.size()) == rank;
+  for (int64_t p : perm) {
+    if (!valid || p < 0 || p >= rank || seen.test(p)) {
+      valid = false;
+      break;
+    }
+    seen.set(p);
+  }
+  if (!valid)
+    return c.fail("attribute 'permutation' ", shapeStr(perm),
+                  " is not a permutation of [0, ", rank, ")");
+  SmallVector<int64_t> shape;
+  for (int64_t p : perm)
+    shape.push_back(in->getDimSize(p));
+  setResult(results, shape, in->getElementType());
+  return success();
+}
+
+#define GET_OP_CLASSES
+#include "Fuse/FuseOps.cpp.inc"

@@ -1,0 +1,37 @@
+//===- FuseOps.h - Operators of the fuse dialect ----------------*- C++ -*-===//
+
+#ifndef FUSE_FUSEOPS_H
+#define FUSE_FUSEOPS_H
+
+#include "Fuse/FuseDialect.h"
+
+#include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/Interfaces/InferTypeOpInterface.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include <array>
+
+#include "Fuse/FuseEnums.h.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "Fuse/FuseAttrs.h.inc"
+
+namespace mlir::fuse {
+
+/// Padding written as [ph, pw] or [top, bottom, left, right], as the four
+/// sides. Verified ops only have these two forms.
+std::array<int64_t, 4> expandPadding(llvm::ArrayRef<int64_t> padding);
+
+/// The channel axis of an activation of `rank` in `layout`: 1 for NCHW, the
+/// last axis for NHWC.
+int64_t channelAxis(Layout layout, int64_t rank);
+
+} // namespace mlir::fuse
+
+#define GET_OP_CLASSES
+#include "Fuse/FuseOps.h.inc"
+
+#endif // FUSE_FUSEOPS_H

@@ -1,0 +1,455 @@
+//===- FuseOps.td - Operators of the fuse dialect ----------*- tablegen -*-===//
+
+#ifndef FUSE_OPS_TD
+#define FUSE_OPS_TD
+
+include "FuseAttrs.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/IR/CommonAttrConstraints.td"
+
+def Fuse_Tensor : StaticShapeTensorOf<[F32, F16, BF16]>;
+
+/// Ops whose result type follows from operands and attributes: shapes are
+/// checked, with located messages, by the op's inferReturnTypes.
+class Fuse_InferredOp<string mnemonic, list<Trait> traits = []>
+    : Fuse_Op<mnemonic, !listconcat([Pure, InferTypeOpAdaptor], traits)>;
+
+//===----------------------------------------------------------------------===//
+// Convolution and batch norm
+//===----------------------------------------------------------------------===//
+
+def Fuse_Conv2dOp : Fuse_InferredOp<"conv2d"> {
+  let summary = "2-D convolution with optional bias";
+  let description = [{
+    Cross-correlation of `input` with `filter`, as in every DL framework,
+    plus an optional per-output-channel `bias` of shape `[Co]`.
+
+    - `layout`: `nhwc` (default) takes input `[N, H, W, Ci]`, filter OHWI
+      `[Co, Kh, Kw, Ci/groups]` and gives `[N, Ho, Wo, Co]`; `nchw` takes
+      `[N, Ci, H, W]`, filter OIHW `[Co, Ci/groups, Kh, Kw]` and gives
+      `[N, Co, Ho, Wo]`.
+    - `strides` `[sh, sw]`, `dilation` `[dh, dw]` (default 1).
+    - `padding`: zero padding, `[top, bottom, left, right]`, or `[ph, pw]`
+      for symmetric padding (default 0).
+    - `groups`: `Ci` and `Co` are both divisible by it; output channel `o`
+      reads input channels of group `o / (Co/groups)`. Depthwise convolution
+      is `groups = Ci`.
+
+    `Ho = (H + top + bottom - dh * (Kh - 1) - 1) / sh + 1`, likewise `Wo`;
+    both must be at least 1.
+
+    ```mlir
+    %y = fuse.conv2d %x, %w, %b {strides = array<i64: 2, 2>,
+                                  padding = array<i64: 3, 3>}
+        : tensor<1x224x224x3xf32>, tensor<64x7x7x3xf32>, tensor<64xf32>
+    ```
+  }];
+  let arguments = (ins Fuse_Tensor:$input, Fuse_Tensor:$filter,
+                       Optional<Fuse_Tensor>:$bias,
+                       DefaultValuedAttr<DenseI64ArrayAttr, "{1, 1}">:$strides,
+                       DefaultValuedAttr<DenseI64ArrayAttr, "{0, 0, 0, 0}">:$padding,
+                       DefaultValuedAttr<DenseI64ArrayAttr, "{1, 1}">:$dilation,
+                       DefaultValuedAttr<I64Attr, "1">:$groups,
+                       DefaultValuedAttr<Fuse_LayoutAttr,
+                                         "::mlir::fuse::Layout::NHWC">:$layout);
+  let results = (outs Fuse_Tensor:$result);
+  let assemblyFormat = [{
+    $input `,` $filter (`,` $bias^)? attr-dict `:` type($input) `,`
+    type($filter) (`,` type($bias)^)?
+  }];
+  let extraClassDeclaration = [{
+    /// Padding as [top, bottom, left, right], whichever form was written.
+    std::array<int64_t, 4> getPads() { return expandPadding(getPadding()); }
+  }];
+}
+
+def Fuse_BatchNormOp : Fuse_InferredOp<"batch_norm",
+    [AllTypesMatch<["mean", "variance", "scale", "shift"]>]> {
+  let summary = "Batch normalisation, inference form";
+  let description = [{
+    `(input - mean) / sqrt(variance + epsilon) * scale + shift` per channel,
+    with the running statistics given as operands. The four per-channel
+    vectors have shape `[C]`. The channel axis follows `layout`: the last axis
+    for `nhwc`, axis 1 for `nchw`; `input` has rank 2 (`[N, C]`) or more.
+
+    The training form (batch statistics computed from `input`, updated
+    running statistics as extra results) will be a separate mode of this op.
+
+    ```mlir
+    %y = fuse.batch_norm %x, %mean, %var, %gamma, %beta {epsilon = 1.0e-05}
+        : tensor<8x56x56x64xf16>, tensor<64xf16>
+    ```
+  }];
+  let arguments = (ins Fuse_Tensor:$input, Fuse_Tensor:$mean,
+                       Fuse_Tensor:$variance, Fuse_Tensor:$scale,
+                       Fuse_Tensor:$shift,
+                       DefaultValuedAttr<F64Attr, "1.0e-5">:$epsilon,
+                       DefaultValuedAttr<Fuse_LayoutAttr,
+                                         "::mlir::fuse::Layout::NHWC">:$layout);
+  let results = (outs Fuse_Tensor:$result);
+  let assemblyFormat = [{
+    $input `,` $mean `,` $variance `,` $scale `,` $shift attr-dict `:`
+    type($input) `,` type($mean)
+  }];
+  let extraClassDeclaration = [{
+    /// The axis that holds channels.
+    int64_t getChannelAxis() {
+      return channelAxis(getLayout(), getInput().getType().getRank());
+    }
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise binary ops
+//===----------------------------------------------------------------------===//
+
+class Fuse_BinaryOp<string mnemonic, string expr>
+    : Fuse_InferredOp<mnemonic> {
+  let summary = "Elementwise " # expr # " with broadcasting";
+  let description = [{
+    Computes `}] # expr # [{` elementwise. Operand shapes broadcast as in
+    NumPy: aligned on the right, each pair of dimensions equal or one of them
+    1. This covers same-shape operands, per-channel operands (`[C]` against
+    NHWC, `[C, 1, 1]` against NCHW) and scalars (`tensor<f32>`). Both operands
+    have the same element type.
+  }];
+  let arguments = (ins Fuse_Tensor:$lhs, Fuse_Tensor:$rhs);
+  let results = (outs Fuse_Tensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs)
+  }];
+}
+
+def Fuse_AddOp : Fuse_BinaryOp<"add", "lhs + rhs">;
+def Fuse_SubOp : Fuse_BinaryOp<"sub", "lhs - rhs">;
+def Fuse_MulOp : Fuse_BinaryOp<"mul", "lhs * rhs">;
+def Fuse_DivOp : Fuse_BinaryOp<"div", "lhs / rhs">;
+
+def Fuse_BiasAddOp : Fuse_InferredOp<"bias_add"> {
+  let summary = "Adds a 1-D bias along one axis";
+  let description = [{
+    `input + bias` where `bias` has shape `[input.shape[axis]]` and is
+    broadcast along every other axis. `axis` may be negative (counted from
+    the end; default -1, the channel axis of NHWC or of `[tokens, features]`).
+  }];
+  let arguments = (ins Fuse_Tensor:$input, Fuse_Tensor:$bias,
+                       DefaultValuedAttr<I64Attr, "-1">:$axis);
+  let results = (outs Fuse_Tensor:$result);
+  let assemblyFormat = [{
+    $input `,` $bias attr-dict `:` type($input) `,` type($bias)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Activations
+//===----------------------------------------------------------------------===//
+
+class Fuse_UnaryOp<string mnemonic, string expr, dag attrs = (ins)>
+    : Fuse_Op<mnemonic, [Pure, SameOperandsAndResultType]> {
+  let summary = "Elementwise " # mnemonic;
+  let description = "Computes `" # expr # "` elementwise.";
+  let arguments = !con((ins Fuse_Tensor:$input), attrs);
+  let results = (outs Fuse_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
+def Fuse_ReluOp : Fuse_UnaryOp<"relu", "max(x, 0)">;
+def Fuse_Relu6Op : Fuse_UnaryOp<"relu6", "min(max(x, 0), 6)">;
+def Fuse_ClampOp : Fuse_UnaryOp<"clamp", "min(max(x, min), max)",
+    (ins F64Attr:$min, F64Attr:$max)> {
+  let hasVerifier = 1;
+}
+def Fuse_LeakyReluOp : Fuse_UnaryOp<"leaky_relu",
+    "x >= 0 ? x : alpha * x (alpha defaults to 0.01)",
+    (ins DefaultValuedAttr<F64Attr, "0.01">:$alpha)>;
+def Fuse_GeluOp : Fuse_UnaryOp<"gelu",
+    "x * Phi(x) with Phi the standard normal CDF; with approximate = tanh, "
+    "0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x^3)))",
+    (ins DefaultValuedAttr<Fuse_GeluApproximationAttr,
+                           "::mlir::fuse::GeluApproximation::None">:$approximate)>;
+def Fuse_SiluOp : Fuse_UnaryOp<"silu", "x * sigmoid(x)">;
+def Fuse_SigmoidOp : Fuse_UnaryOp<"sigmoid", "1 / (1 + exp(-x))">;
+def Fuse_TanhOp : Fuse_UnaryOp<"tanh", "tanh(x)">;
+def Fuse_HardSwishOp : Fuse_UnaryOp<"hardswish",
+    "x * min(max(x + 3, 0), 6) / 6">;
+
+//===----------------------------------------------------------------------===//
+// Matrix products
+//===----------------------------------------------------------------------===//
+
+def Fuse_MatmulOp : Fuse_InferredOp<"matmul"> {
+  let summary = "Batched matrix product";
+  let description = [{
+    `lhs [..., M, K] x rhs [..., K, N] -> [..., M, N]`. With
+    `transpose_lhs`, `lhs` is given as `[..., K, M]`; with `transpose_rhs`,
+    `rhs` as `[..., N, K]`. Both ranks are at least 2; the leading (batch)
+    dimensions broadcast as in NumPy.
+  }];
+  let arguments = (ins Fuse_Tensor:$lhs, Fuse_Tensor:$rhs,
+                       UnitAttr:$transpose_lhs, UnitAttr:$transpose_rhs);
+  let results = (outs Fuse_Tensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs)
+  }];
+}
+
+def Fuse_LinearOp : Fuse_InferredOp<"linear"> {
+  let summary = "Fully connected layer: x * W^T + b";
+  let description = [{
+    `input [..., K]`, `weight [N, K]` (PyTorch's `nn.Linear` layout), optional
+    `bias [N]`; the result is `[..., N]`.
+  }];
+  let arguments = (ins Fuse_Tensor:$input, Fuse_Tensor:$weight,
+                       Optional<Fuse_Tensor>:$bias);
+  let results = (outs Fuse_Tensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight (`,` $bias^)? attr-dict `:` type($input) `,`
+    type($weight) (`,` type($bias)^)?
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Normalisation and softmax
+//===----------------------------------------------------------------------===//
+
+def Fuse_LayerNormOp : Fuse_InferredOp<"layer_norm", [AttrSizedOperandSegments]> {
+  let summary = "Layer normalisation over trailing axes";
+  let description = [{
+    Normalises over the trailing `normalized_rank` axes (default 1):
+    `(x - mean) / sqrt(var + epsilon)` with the biased variance, then
+    multiplies by `scale` and adds `shift` when given. `scale` and `shift`
+    have the shape of the normalised axes.
+
+    ```mlir
+    %y = fuse.layer_norm %x scale(%g : tensor<768xbf16>)
+                            shift(%b : tensor<768xbf16>) : tensor<8x128x768xbf16>
+    ```
+  }];
+  let arguments = (ins Fuse_Tensor:$input, Optional<Fuse_Tensor>:$scale,
+                       Optional<Fuse_Tensor>:$shift,
+                       DefaultValuedAttr<I64Attr, "1">:$normalized_rank,
+                       DefaultValuedAttr<F64Attr, "1.0e-5">:$epsilon);
+  let results = (outs Fuse_Tensor:$result);
+  let assemblyFormat = [{
+    $input (`scale` `(` $scale^ `:` type($scale) `)`)?
+    (`shift` `(` $shift^ `:` type($shift) `)`)? attr-dict `:` type($input)
+  }];
+}
+
+def Fuse_RmsNormOp : Fuse_InferredOp<"rms_norm"> {
+  let summary = "RMS normalisation over trailing axes";
+  let description = [{
+    `x / sqrt(mean(x^2) + epsilon)` over the trailing `normalized_rank` axes
+    (default 1), multiplied by `scale` (the shape of the normalised axes)
+    when given.
+  }];
+  let arguments = (ins Fuse_Tensor:$input, Optional<Fuse_Tensor>:$scale,
+                       DefaultValuedAttr<I64Attr, "1">:$normalized_rank,
+                       DefaultValuedAttr<F64Attr, "1.0e-6">:$epsilon);
+  let results = (outs Fuse_Tensor:$result);
+  let assemblyFormat = [{
+    $input (`scale` `(` $scale^ `:` type($scale) `)`)? attr-dict `:`
+    type($input)
+  }];
+}
+
+def Fuse_SoftmaxOp : Fuse_InferredOp<"softmax"> {
+  let summary = "Softmax along one axis";
+  let description = [{
+    `exp(x - max) / sum(exp(x - max))` along `axis` (negative counts from the
+    end; default -1).
+  }];
+  let arguments = (ins Fuse_Tensor:$input,
+                       DefaultValuedAttr<I64Attr, "-1">:$axis);
+  let results = (outs Fuse_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
+//===----------------------------------------------------------------------===//
+// Attention
+//===----------------------------------------------------------------------===//
+
+def Fuse_AttentionOp : Fuse_InferredOp<"attention"> {
+  let summary = "Scaled dot-product attention";
+  let description = [{
+    `softmax(scale * query . key^T + mask) . value` with
+    `query [B, Hq, Nq, D]`, `key [B, Hkv, Nk, D]`, `value [B, Hkv, Nk, Dv]`
+    and result `[B, Hq, Nq, Dv]`.
+
+    - Grouped-query attention: `Hq` is a multiple of `Hkv`; query head `h`
+      reads key/value head `h / (Hq / Hkv)`.
+    - `scale` defaults to `1 / sqrt(D)`.
+    - `causal`: query `i` sees keys `j <= i` (top-left aligned, as PyTorch's
+      `is_causal`).
+    - `mask`: optional additive mask, broadcastable (NumPy rules) to
+      `[B, Hq, Nq, Nk]`, rank 2 to 4; `-inf` hides a key.
+    - A query that sees no key at all produces zeros.
+
+    ```mlir
+    %o = fuse.attention %q, %k, %v {causal}
+        : tensor<2x8x128x64xbf16>, tensor<2x2x128x64xbf16>, tensor<2x2x128x64xbf16>
+    ```
+  }];
+  let arguments = (ins Fuse_Tensor:$query, Fuse_Tensor:$key,
+                       Fuse_Tensor:$value, Optional<Fuse_Tensor>:$mask,
+                       OptionalAttr<F64Attr>:$scale, UnitAttr:$causal);
+  let results = (outs Fuse_Tensor:$result);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value (`,` $mask^)? attr-dict `:` type($query) `,`
+    type($key) `,` type($value) (`,` type($mask)^)?
+  }];
+  let extraClassDeclaration = [{
+    /// The scale actually applied: the attribute, or 1/sqrt(D).
+    double getEffectiveScale();
+  }];
+}
+
+def Fuse_RopeOp : Fuse_InferredOp<"rope", [AllTypesMatch<["cos", "sin"]>]> {
+  let summary = "Rotary position embedding";
+  let description = [{
+    Rotates pairs of features of `input [..., N, D]` (D even) by the angles
+    whose cosines and sines are given as tables `cos, sin [N, D/2]` (row `n`
+    is position `n`; slice the tables to apply an offset). By default pairs
+    are half-split, element `i` with `i + D/2` (GPT-NeoX, Llama); with
+    `interleaved`, element `2i` with `2i + 1` (GPT-J). A pair `(x0, x1)`
+    becomes `(x0 cos - x1 sin, x1 cos + x0 sin)`.
+  }];
+  let arguments = (ins Fuse_Tensor:$input, Fuse_Tensor:$cos, Fuse_Tensor:$sin,
+                       UnitAttr:$interleaved);
+  let results = (outs Fuse_Tensor:$result);
+  let assemblyFormat = [{
+    $input `,` $cos `,` $sin attr-dict `:` type($input) `,` type($cos)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Pooling and resampling
+//===----------------------------------------------------------------------===//
+
+class Fuse_Pool2dOp<string mnemonic, string what, dag extra = (ins)>
+    : Fuse_InferredOp<mnemonic> {
+  let summary = "2-D " # what # " pooling";
+  let arguments = !con((ins Fuse_Tensor:$input,
+                       DenseI64ArrayAttr:$kernel,
+                       OptionalAttr<DenseI64ArrayAttr>:$strides,
+                       DefaultValuedAttr<DenseI64ArrayAttr, "{0, 0, 0, 0}">:$padding,
+                       DefaultValuedAttr<Fuse_LayoutAttr,
+                                         "::mlir::fuse::Layout::NHWC">:$layout),
+                       extra);
+  let results = (outs Fuse_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let extraClassDeclaration = [{
+    /// Padding as [top, bottom, left, right], whichever form was written.
+    std::array<int64_t, 4> getPads() { return expandPadding(getPadding()); }
+    /// Strides, defaulting to the kernel size.
+    llvm::ArrayRef<int64_t> getEffectiveStrides() {
+      return getStrides() ? *getStrides() : getKernel();
+    }
+  }];
+}
+
+def Fuse_MaxPool2dOp : Fuse_Pool2dOp<"max_pool2d", "max"> {
+  let description = [{
+    Maximum over `kernel [kh, kw]` windows moved by `strides` (default: the
+    kernel). `padding` (`[top, bottom, left, right]` or `[ph, pw]`) never wins
+    the maximum; each side's padding is at most half the kernel, so every
+    window overlaps the input. `Ho = (H + top + bottom - kh) / sh + 1`.
+  }];
+}
+
+def Fuse_AvgPool2dOp : Fuse_Pool2dOp<"avg_pool2d", "average",
+    (ins DefaultValuedAttr<BoolAttr, "true">:$count_include_pad)> {
+  let description = [{
+    Mean over `kernel [kh, kw]` windows moved by `strides` (default: the
+    kernel), zero padding as `padding` (at most half the kernel per side).
+    With `count_include_pad` (default) the divisor counts the padded
+    positions of the window (PyTorch semantics); otherwise only the input
+    positions. `Ho = (H + top + bottom - kh) / sh + 1`.
+  }];
+}
+
+def Fuse_GlobalAvgPoolOp : Fuse_InferredOp<"global_avg_pool"> {
+  let summary = "Mean over the spatial axes";
+  let description = [{
+    Averages over H and W, keeping them as size-1 axes: `[N, C, 1, 1]` for
+    `nchw`, `[N, 1, 1, C]` for `nhwc`.
+  }];
+  let arguments = (ins Fuse_Tensor:$input,
+                       DefaultValuedAttr<Fuse_LayoutAttr,
+                                         "::mlir::fuse::Layout::NHWC">:$layout);
+  let results = (outs Fuse_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
+def Fuse_UpsampleOp : Fuse_InferredOp<"upsample"> {
+  let summary = "Spatial resampling, nearest or bilinear";
+  let description = [{
+    Resizes H and W either to `size [Ho, Wo]` or by `scale [sh, sw]`
+    (`Ho = floor(H * sh)`); exactly one of the two is given. Coordinates map
+    as in PyTorch's `interpolate`: the source step is `H / Ho` when a size is
+    given and `1 / sh` when a scale is given.
+
+    - `nearest` (default): `src = min(floor(dst * step), H - 1)`, computed
+      in float32 as PyTorch does, which also maps `dst` to itself when
+      `Ho == H` and to `dst / 2` when `Ho == 2 H`.
+    - `bilinear`: `src = max((dst + 0.5) * step - 0.5, 0)`; with
+      `align_corners`, `src = dst * (H - 1) / (Ho - 1)` so that the corner
+      pixels of input and output coincide. `align_corners` is only valid
+      with `bilinear`.
+  }];
+  let arguments = (ins Fuse_Tensor:$input,
+                       DefaultValuedAttr<Fuse_UpsampleModeAttr,
+                           "::mlir::fuse::UpsampleMode::Nearest">:$mode,
+                       OptionalAttr<DenseI64ArrayAttr>:$size,
+                       OptionalAttr<DenseF64ArrayAttr>:$scale,
+                       UnitAttr:$align_corners,
+                       DefaultValuedAttr<Fuse_LayoutAttr,
+                                         "::mlir::fuse::Layout::NHWC">:$layout);
+  let results = (outs Fuse_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
+//===----------------------------------------------------------------------===//
+// Data movement and casts
+//===----------------------------------------------------------------------===//
+
+def Fuse_CastOp : Fuse_Op<"cast", [Pure, SameOperandsAndResultShape]> {
+  let summary = "Element type conversion";
+  let description = [{
+    Converts each element to the result's element type (round to nearest,
+    ties to even). Shapes are equal.
+
+    ```mlir
+    %h = fuse.cast %x : tensor<4x8xf32> to tensor<4x8xbf16>
+    ```
+  }];
+  let arguments = (ins Fuse_Tensor:$input);
+  let results = (outs Fuse_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `to` type($result)";
+}
+
+def Fuse_ReshapeOp : Fuse_Op<"reshape", [Pure]> {
+  let summary = "Reinterprets a tensor with a new shape";
+  let description = [{
+    Same elements in row-major order, new shape; element counts and element
+    types are equal.
+  }];
+  let arguments = (ins Fuse_Tensor:$input);
+  let results = (outs Fuse_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `to` type($result)";
+  let hasVerifier = 1;
+}
+
+def Fuse_TransposeOp : Fuse_InferredOp<"transpose"> {
+  let summary = "Permutes axes";
+  let description = [{
+    `result.shape[i] = input.shape[permutation[i]]`; `permutation` is a
+    permutation of `[0, rank)`.
+  }];
+  let arguments = (ins Fuse_Tensor:$input, DenseI64ArrayAttr:$permutation);
+  let results = (outs Fuse_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
+#endif // FUSE_OPS_TD

@@ -1,0 +1,46 @@
+# -*- Python -*-
+# Configuration of the fusec lit suite. Tests mirror lib/: Dialect/,
+# Reference/, fusec/ (the driver); Unit/ holds the GoogleTest unit tests.
+
+import os
+import shutil
+import subprocess
+
+import lit.formats
+import lit.util
+from lit.llvm import llvm_config
+from lit.llvm.subst import ToolSubst
+
+config.name = "FUSEC"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".test", ".py"]
+config.excludes = ["Inputs", "lit.cfg.py", "lit.site.cfg.py",
+                   "CMakeLists.txt", "README.md"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.fusec_obj_root, "test")
+
+llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
+llvm_config.use_default_substitutions()
+
+config.substitutions.append(("%python", config.python_executable))
+config.substitutions.append(("%fusec_src_root", config.fusec_src_root))
+config.substitutions.append(("%fusec_obj_root", config.fusec_obj_root))
+config.substitutions.append(("%examples", os.path.join(config.fusec_src_root, "examples")))
+
+tool_dirs = [config.fusec_tools_dir, config.llvm_tools_dir]
+tools = [
+    ToolSubst("%fusec", os.path.join(config.fusec_tools_dir, "fusec"), unresolved="fatal"),
+    "fusec",
+    "fusec-opt",
+]
+llvm_config.add_tool_substitutions(tools, tool_dirs)
+
+# Features: what this machine can run.
+try:
+    subprocess.check_call([config.python_executable, "-c", "import numpy"],
+                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    config.available_features.add("numpy")
+except (OSError, subprocess.CalledProcessError):
+    pass
+if shutil.which("ptxas"):
+    config.available_features.add("ptxas")
