@@ -1,0 +1,37 @@
+//===- Interpreter.h - CPU reference interpreter for fuse graphs -*- C++ -*-===//
+//
+// Evaluates a graph function op by op with the float64 kernels of Kernels.h.
+// It is the numeric oracle every later stage is checked against.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FUSEC_REFERENCE_INTERPRETER_H
+#define FUSEC_REFERENCE_INTERPRETER_H
+
+#include "fusec/Reference/Kernels.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Support/LLVM.h"
+
+#include <optional>
+
+namespace fusec::ref {
+
+/// The reference dtype of an element type, if fuse supports it.
+std::optional<DType> getDType(mlir::Type elementType);
+
+/// Checks that `func` is a graph: a body of fuse ops ending in a return,
+/// arguments and results statically shaped tensors of f32, f16 or bf16.
+/// Emits a located error otherwise.
+mlir::LogicalResult verifyGraph(mlir::func::FuncOp func);
+
+/// Evaluates `func` on `inputs`, one per argument with the argument's shape
+/// (the caller has already rounded them to the argument dtypes). Results are
+/// rounded to their element types. Emits an error at the offending op and
+/// fails on anything that is not a fuse op.
+mlir::FailureOr<std::vector<Tensor>> evaluate(mlir::func::FuncOp func,
+                                              llvm::ArrayRef<Tensor> inputs);
+
+} // namespace fusec::ref
+
+#endif // FUSEC_REFERENCE_INTERPRETER_H

@@ -1,0 +1,253 @@
+//===- Interpreter.cpp - CPU reference interpreter for fuse graphs --------===//
+
+#include "fusec/Reference/Interpreter.h"
+
+#include "Fuse/FuseOps.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace mlir::fuse;
+using namespace fusec;
+using namespace fusec::ref;
+
+std::optional<DType> fusec::ref::getDType(Type elementType) {
+  if (elementType.isF32())
+    return DType::F32;
+  if (elementType.isF16())
+    return DType::F16;
+  if (elementType.isBF16())
+    return DType::BF16;
+  return std::nullopt;
+}
+
+static ref::Layout toRef(fuse::Layout layout) {
+  return layout == fuse::Layout::NCHW ? ref::Layout::NCHW : ref::Layout::NHWC;
+}
+
+template <size_t N>
+static std::array<int64_t, N> toArray(ArrayRef<int64_t> values) {
+  std::array<int64_t, N> result{};
+  std::copy_n(values.begin(), N, result.begin());
+  return result;
+}
+
+static int64_t normaliseAxis(int64_t axis, int64_t rank) {
+  return axis < 0 ? axis + rank : axis;
+}
+
+namespace {
+/// Values computed so far, keyed by SSA value.
+class Evaluator {
+public:
+  const Tensor &get(Value v) const { return env.find(v)->second; }
+  const Tensor *getOptional(Value v) const { return v ? &get(v) : nullptr; }
+  void set(Value v, Tensor t) { env[v] = std::move(t); }
+
+  /// Evaluates one fuse op; fails with an error at `op` for anything else.
+  FailureOr<Tensor> evaluate(Operation *op);
+
+private:
+  llvm::DenseMap<Value, Tensor> env;
+};
+} // namespace
+
+template <typename OpTy>
+static Tensor evalPool(const Evaluator &ev, OpTy op, bool isMax) {
+  Pool2dParams p;
+  p.kernel = toArray<2>(op.getKernel());
+  p.strides = toArray<2>(op.getEffectiveStrides());
+  p.pads = op.getPads();
+  p.layout = toRef(op.getLayout());
+  if constexpr (std::is_same_v<OpTy, AvgPool2dOp>)
+    p.countIncludePad = op.getCountIncludePad();
+  return isMax ? maxPool2d(ev.get(op.getInput()), p)
+               : avgPool2d(ev.get(op.getInput()), p);
+}
+
+static Tensor evalUpsample(const Evaluator &ev, UpsampleOp op) {
+  const Tensor &x = ev.get(op.getInput());
+  auto resultShape = op.getResult().getType().getShape();
+  bool nhwc = op.getLayout() == fuse::Layout::NHWC;
+  int64_t h = x.shape[nhwc ? 1 : 2], w = x.shape[nhwc ? 2 : 3];
+  UpsampleParams p;
+  p.mode = op.getMode() == fuse::UpsampleMode::Bilinear ? ref::UpsampleMode::Bilinear
+                                                  : ref::UpsampleMode::Nearest;
+  p.outSize = {resultShape[nhwc ? 1 : 2], resultShape[nhwc ? 2 : 3]};
+  if (std::optional<ArrayRef<double>> scale = op.getScale())
+    p.coordScale = {1.0 / (*scale)[0], 1.0 / (*scale)[1]};
+  else
+    p.coordScale = {static_cast<double>(h) / p.outSize[0],
+                    static_cast<double>(w) / p.outSize[1]};
+  p.alignCorners = op.getAlignCorners();
+  p.layout = toRef(op.getLayout());
+  return upsample(x, p);
+}
+
+FailureOr<Tensor> Evaluator::evaluate(Operation *op) {
+  auto unaryOf = [&](Operation *o, UnaryKind kind, double a = 0,
+                     double b = 0) {
+    return unary(kind, get(o->getOperand(0)), a, b);
+  };
+  auto binaryOf = [&](Operation *o, BinaryKind kind) {
+    return binary(kind, get(o->getOperand(0)), get(o->getOperand(1)));
+  };
+  return llvm::TypeSwitch<Operation *, FailureOr<Tensor>>(op)
+      .Case([&](Conv2dOp o) {
+        Conv2dParams p;
+        p.strides = toArray<2>(o.getStrides());
+        p.pads = o.getPads();
+        p.dilation = toArray<2>(o.getDilation());
+        p.groups = o.getGroups();
+        p.layout = toRef(o.getLayout());
+        return conv2d(get(o.getInput()), get(o.getFilter()),
+                      getOptional(o.getBias()), p);
+      })
+      .Case([&](BatchNormOp o) {
+        return batchNorm(get(o.getInput()), get(o.getMean()),
+                         get(o.getVariance()), get(o.getScale()),
+                         get(o.getShift()), o.getEpsilon().convertToDouble(),
+                         o.getChannelAxis());
+      })
+      .Case([&](AddOp o) { return binaryOf(o, BinaryKind::Add); })
+      .Case([&](SubOp o) { return binaryOf(o, BinaryKind::Sub); })
+      .Case([&](MulOp o) { return binaryOf(o, BinaryKind::Mul); })
+      .Case([&](DivOp o) { return binaryOf(o, BinaryKind::Div); })
+      .Case([&](BiasAddOp o) {
+        const Tensor &x = get(o.getInput());
+        return biasAdd(x, get(o.getBias()),
+                       normaliseAxis(o.getAxis(), x.rank()));
+      })
+      .Case([&](ReluOp o) { return unaryOf(o, UnaryKind::Relu); })
+      .Case([&](Relu6Op o) { return unaryOf(o, UnaryKind::Relu6); })
+      .Case([&](ClampOp o) {
+        return unaryOf(o, UnaryKind::Clamp, o.getMin().convertToDouble(),
+                       o.getMax().convertToDouble());
+      })
+      .Case([&](LeakyReluOp o) {
+        return unaryOf(o, UnaryKind::LeakyRelu,
+                       o.getAlpha().convertToDouble());
+      })
+      .Case([&](GeluOp o) {
+        return unaryOf(o, o.getApproximate() == GeluApproximation::Tanh
+                              ? UnaryKind::GeluTanh
+                              : UnaryKind::Gelu);
+      })
+      .Case([&](SiluOp o) { return unaryOf(o, UnaryKind::Silu); })
+      .Case([&](SigmoidOp o) { return unaryOf(o, UnaryKind::Sigmoid); })
+      .Case([&](TanhOp o) { return unaryOf(o, UnaryKind::Tanh); })
+      .Case([&](HardSwishOp o) { return unaryOf(o, UnaryKind::HardSwish); })
+      .Case([&](MatmulOp o) {
+        return matmul(get(o.getLhs()), get(o.getRhs()), o.getTransposeLhs(),
+                      o.getTransposeRhs());
+      })
+      .Case([&](LinearOp o) {
+        return linear(get(o.getInput()), get(o.getWeight()),
+                      getOptional(o.getBias()));
+      })
+      .Case([&](LayerNormOp o) {
+        return layerNorm(get(o.getInput()), getOptional(o.getScale()),
+                         getOptional(o.getShift()), o.getNormalizedRank(),
+                         o.getEpsilon().convertToDouble());
+      })
+      .Case([&](RmsNormOp o) {
+        return rmsNorm(get(o.getInput()), getOptional(o.getScale()),
+                       o.getNormalizedRank(),
+                       o.getEpsilon().convertToDouble());
+      })
+      .Case([&](SoftmaxOp o) {
+        const Tensor &x = get(o.getInput());
+        return softmax(x, normaliseAxis(o.getAxis(), x.rank()));
+      })
+      .Case([&](AttentionOp o) {
+        return attention(get(o.getQuery()), get(o.getKey()),
+                         get(o.getValue()), getOptional(o.getMask()),
+                         o.getEffectiveScale(), o.getCausal());
+      })
+      .Case([&](RopeOp o) {
+        return rope(get(o.getInput()), get(o.getCos()), get(o.getSin()),
+                    o.getInterleaved());
+      })
+      .Case([&](MaxPool2dOp o) { return evalPool(*this, o, /*isMax=*/true); })
+      .Case([&](AvgPool2dOp o) { return evalPool(*this, o, /*isMax=*/false); })
+      .Case([&](GlobalAvgPoolOp o) {
+        return globalAvgPool(get(o.getInput()), toRef(o.getLayout()));
+      })
+      .Case([&](UpsampleOp o) { return evalUpsample(*this, o); })
+      .Case([&](CastOp o) {
+        return castTo(get(o.getInput()),
+                      *getDType(o.getResult().getType().getElementType()));
+      })
+      .Case([&](ReshapeOp o) {
+        auto shape = o.getResult().getType().getShape();
+        return reshape(get(o.getInput()), {shape.begin(), shape.end()});
+      })
+      .Case([&](TransposeOp o) {
+        auto perm = o.getPermutation();
+        return transpose(get(o.getInput()), {perm.begin(), perm.end()});
+      })
+      .Default([](Operation *o) -> FailureOr<Tensor> {
+        return o->emitOpError("is not supported by the reference interpreter");
+      });
+}
+
+static bool isGraphTensor(Type type) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  return tensor && tensor.hasStaticShape() &&
+         getDType(tensor.getElementType()).has_value();
+}
+
+LogicalResult fusec::ref::verifyGraph(func::FuncOp func) {
+  if (func.isExternal())
+    return func.emitOpError("is a declaration; a graph needs a body");
+  for (auto [i, type] : llvm::enumerate(func.getArgumentTypes()))
+    if (!isGraphTensor(type))
+      return emitError(func.getArgument(i).getLoc())
+             << "argument #" << i << " of @" << func.getSymName()
+             << " has type " << type
+             << "; graph arguments must be statically shaped tensors of "
+                "f32, f16 or bf16";
+  for (auto [i, type] : llvm::enumerate(func.getResultTypes()))
+    if (!isGraphTensor(type))
+      return func.emitOpError("result #")
+             << i << " has type " << type
+             << "; graph results must be statically shaped tensors of f32, "
+                "f16 or bf16";
+  for (Operation &op : func.getBody().getOps())
+    if (!isa<func::ReturnOp>(op) && !isa<FuseDialect>(op.getDialect()))
+      return op.emitOpError("is not a fuse op; a graph may only contain fuse "
+                            "ops and a return");
+  return success();
+}
+
+FailureOr<std::vector<Tensor>> fusec::ref::evaluate(func::FuncOp func,
+                                                    ArrayRef<Tensor> inputs) {
+  if (failed(verifyGraph(func)))
+    return failure();
+  Block &body = func.getBody().front();
+  if (inputs.size() != body.getNumArguments())
+    return func.emitOpError("takes ")
+           << body.getNumArguments() << " arguments but " << inputs.size()
+           << " inputs were given";
+  Evaluator ev;
+  for (auto [arg, input] : llvm::zip_equal(body.getArguments(), inputs))
+    ev.set(arg, input);
+  for (Operation &op : body) {
+    if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+      std::vector<Tensor> results;
+      for (Value v : ret.getOperands()) {
+        auto type = cast<RankedTensorType>(v.getType());
+        results.push_back(castTo(ev.get(v), *getDType(type.getElementType())));
+      }
+      return results;
+    }
+    if (op.getNumResults() != 1 || op.getNumRegions() != 0)
+      return op.emitOpError("is not supported by the reference interpreter");
+    FailureOr<Tensor> result = ev.evaluate(&op);
+    if (failed(result))
+      return failure();
+    ev.set(op.getResult(0), std::move(*result));
+  }
+  return func.emitOpError("has no return");
+}

@@ -1,0 +1,334 @@
+//===- fusec.cpp - The fusec driver ---------------------------------------===//
+//
+//   fusec graph.mlir [-o out] [--emit=mlir]
+//   fusec run graph.mlir --device=cpu [--seed=N] [--input=a.npy ...]
+//                                     [--output-dir=DIR]
+//
+// A thin tool: parsing, verification and evaluation live in the libraries.
+//
+//===----------------------------------------------------------------------===//
+
+#include "fusec/InitAll.h"
+#include "fusec/Reference/Interpreter.h"
+#include "fusec/Support/Npy.h"
+
+#include "Fuse/FuseOps.h"
+
+#include "mlir/IR/AsmState.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Support/FileUtilities.h"
+#include "mlir/Support/ToolUtilities.h"
+
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Support/WithColor.h"
+
+#include <cmath>
+#include <random>
+
+using namespace mlir;
+using namespace fusec;
+namespace cl = llvm::cl;
+
+//===----------------------------------------------------------------------===//
+// Command line
+//===----------------------------------------------------------------------===//
+
+static cl::OptionCategory fusecCat("fusec options");
+static cl::SubCommand runCmd("run", "Evaluate a graph and print (or save) "
+                                    "its outputs");
+
+static cl::opt<std::string> inputFilename(cl::Positional,
+                                          cl::desc("<graph.mlir>"),
+                                          cl::init("-"), cl::cat(fusecCat),
+                                          cl::sub(cl::SubCommand::getTopLevel()),
+                                          cl::sub(runCmd));
+
+static cl::opt<std::string> entryName(
+    "entry", cl::desc("Graph function to use (default: the only function, "
+                      "or @main)"),
+    cl::value_desc("name"), cl::cat(fusecCat),
+    cl::sub(cl::SubCommand::getTopLevel()), cl::sub(runCmd));
+
+enum class EmitKind { MLIR };
+static cl::opt<EmitKind> emitKind(
+    "emit", cl::desc("What to write"), cl::init(EmitKind::MLIR),
+    cl::values(clEnumValN(EmitKind::MLIR, "mlir",
+                          "The verified graph in the fuse dialect")),
+    cl::cat(fusecCat));
+
+static cl::opt<std::string> outputFilename("o", cl::desc("Output file"),
+                                           cl::value_desc("file"),
+                                           cl::init("-"), cl::cat(fusecCat));
+
+enum class Device { CPU };
+static cl::opt<Device> device(
+    "device", cl::desc("Where to run"), cl::init(Device::CPU),
+    cl::values(clEnumValN(Device::CPU, "cpu",
+                          "The float64 reference interpreter")),
+    cl::cat(fusecCat), cl::sub(runCmd));
+
+static cl::opt<uint64_t> seed("seed",
+                              cl::desc("Seed of the random inputs (default 0)"),
+                              cl::init(0), cl::cat(fusecCat), cl::sub(runCmd));
+
+static cl::list<std::string>
+    inputFiles("input",
+               cl::desc("A .npy file for the next graph argument; give one "
+                        "per argument, in order, or none for random inputs"),
+               cl::value_desc("file.npy"), cl::cat(fusecCat), cl::sub(runCmd));
+
+static cl::opt<std::string> outputDir(
+    "output-dir",
+    cl::desc("Write the inputs used (input<i>.npy) and the results "
+             "(result<i>.npy) here; bf16 tensors are written as float32"),
+    cl::value_desc("dir"), cl::cat(fusecCat), cl::sub(runCmd));
+
+//===----------------------------------------------------------------------===//
+// Helpers
+//===----------------------------------------------------------------------===//
+
+static LogicalResult fail(const llvm::Twine &message) {
+  llvm::WithColor::error(llvm::errs(), "fusec") << message << "\n";
+  return failure();
+}
+
+/// Parses and verifies the graph file, returning the module.
+static OwningOpRef<ModuleOp> loadGraph(MLIRContext &context,
+                                       llvm::SourceMgr &sourceMgr) {
+  std::string error;
+  std::unique_ptr<llvm::MemoryBuffer> file =
+      openInputFile(inputFilename, &error);
+  if (!file) {
+    (void)fail(error);
+    return nullptr;
+  }
+  sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
+  return parseSourceFile<ModuleOp>(sourceMgr, &context);
+}
+
+/// The graph function to run or compile.
+static func::FuncOp findEntry(ModuleOp module) {
+  SmallVector<func::FuncOp> funcs(module.getOps<func::FuncOp>());
+  if (!entryName.empty()) {
+    if (auto f = module.lookupSymbol<func::FuncOp>(entryName))
+      return f;
+    (void)fail("no function @" + entryName + " in " + inputFilename);
+    return nullptr;
+  }
+  if (funcs.size() == 1)
+    return funcs.front();
+  if (auto f = module.lookupSymbol<func::FuncOp>("main"))
+    return f;
+  (void)fail(llvm::formatv("{0} has {1} functions and none is @main; choose "
+                           "one with --entry",
+                           inputFilename, funcs.size()));
+  return nullptr;
+}
+
+static std::string shapeStr(llvm::ArrayRef<int64_t> shape) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << '[';
+  llvm::interleaveComma(shape, os);
+  os << ']';
+  return s;
+}
+
+/// True if `arg` feeds the variance operand of a batch norm: random values
+/// for it are drawn positive so that the graph has a defined result.
+static bool isVariance(BlockArgument arg) {
+  return llvm::any_of(arg.getUses(), [](OpOperand &use) {
+    auto bn = dyn_cast<fuse::BatchNormOp>(use.getOwner());
+    return bn && use.get() == bn.getVariance();
+  });
+}
+
+/// Inputs of `func`: loaded from --input files, or seeded random values
+/// (uniform in [-1, 1), [0.5, 2) for variances), rounded to the argument
+/// dtypes.
+static FailureOr<std::vector<ref::Tensor>> makeInputs(func::FuncOp func) {
+  std::vector<ref::Tensor> inputs;
+  unsigned numArgs = func.getNumArguments();
+  if (!inputFiles.empty() && inputFiles.size() != numArgs)
+    return fail(llvm::formatv("@{0} takes {1} arguments but {2} --input "
+                              "files were given",
+                              func.getSymName(), numArgs, inputFiles.size()));
+  std::mt19937_64 rng(seed);
+  for (unsigned i = 0; i < numArgs; ++i) {
+    auto type = cast<RankedTensorType>(func.getArgument(i).getType());
+    ref::DType dtype = *ref::getDType(type.getElementType());
+    std::vector<int64_t> shape(type.getShape().begin(), type.getShape().end());
+    ref::Tensor t(shape);
+    if (inputFiles.empty()) {
+      bool positive = isVariance(func.getArgument(i));
+      std::uniform_real_distribution<double> dist(positive ? 0.5 : -1.0,
+                                                  positive ? 2.0 : 1.0);
+      for (double &v : t.data)
+        v = dist(rng);
+    } else {
+      const std::string &path = inputFiles[i];
+      std::string error;
+      auto buffer = openInputFile(path, &error);
+      if (!buffer)
+        return fail(error);
+      NpyArray array;
+      if (!parseNpy(buffer->getBuffer().str(), array, error))
+        return fail(path + ": " + error);
+      if (array.shape != shape)
+        return fail(llvm::formatv("{0}: shape {1} does not match argument "
+                                  "#{2} of @{3}, which is {4}",
+                                  path, shapeStr(array.shape), i,
+                                  func.getSymName(), shapeStr(shape)));
+      t.data = std::move(array.data);
+    }
+    inputs.push_back(ref::castTo(t, dtype));
+  }
+  return inputs;
+}
+
+static NpyDType npyDType(Type elementType) {
+  return elementType.isF16() ? NpyDType::F16 : NpyDType::F32;
+}
+
+/// Writes every tensor to `dir`, all or nothing.
+static LogicalResult writeTensors(
+    llvm::ArrayRef<std::tuple<std::string, const ref::Tensor *, Type>> files) {
+  if (std::error_code ec = llvm::sys::fs::create_directories(outputDir))
+    return fail("cannot create directory '" + outputDir + "': " + ec.message());
+  std::vector<std::unique_ptr<llvm::ToolOutputFile>> outputs;
+  for (auto &[name, tensor, elementType] : files) {
+    llvm::SmallString<128> path(outputDir);
+    llvm::sys::path::append(path, name);
+    std::string error;
+    auto out = openOutputFile(path, &error);
+    if (!out)
+      return fail(error);
+    NpyArray array{tensor->shape, tensor->data};
+    out->os() << writeNpy(array, npyDType(elementType));
+    out->os().flush();
+    if (out->os().has_error())
+      return fail("cannot write '" + path + "'");
+    outputs.push_back(std::move(out));
+  }
+  for (auto &out : outputs)
+    out->keep();
+  return success();
+}
+
+static void printSummary(llvm::raw_ostream &os, llvm::StringRef name,
+                         const ref::Tensor &t, Type type) {
+  double sum = 0, sumSq = 0, lo = INFINITY, hi = -INFINITY;
+  int64_t nonFinite = 0;
+  for (double v : t.data) {
+    if (!std::isfinite(v)) {
+      ++nonFinite;
+      continue;
+    }
+    sum += v;
+    sumSq += v * v;
+    lo = std::min(lo, v);
+    hi = std::max(hi, v);
+  }
+  int64_t n = std::max<int64_t>(1, t.numel() - nonFinite);
+  os << llvm::formatv("{0,-8} {1}  mean {2:e}  min {3:e}  max {4:e}  "
+                      "rms {5:e}",
+                      name, type, sum / n, lo, hi, std::sqrt(sumSq / n));
+  if (nonFinite)
+    os << "  non-finite " << nonFinite;
+  os << "\n";
+}
+
+//===----------------------------------------------------------------------===//
+// Commands
+//===----------------------------------------------------------------------===//
+
+static LogicalResult emitGraph(ModuleOp module) {
+  for (func::FuncOp func : module.getOps<func::FuncOp>())
+    if (failed(ref::verifyGraph(func)))
+      return failure();
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  module.print(os);
+  std::string error;
+  auto out = openOutputFile(outputFilename, &error);
+  if (!out)
+    return fail(error);
+  out->os() << text;
+  out->keep();
+  return success();
+}
+
+static LogicalResult runGraph(ModuleOp module) {
+  func::FuncOp func = findEntry(module);
+  if (!func || failed(ref::verifyGraph(func)))
+    return failure();
+  FailureOr<std::vector<ref::Tensor>> inputs = makeInputs(func);
+  if (failed(inputs))
+    return failure();
+  FailureOr<std::vector<ref::Tensor>> results = ref::evaluate(func, *inputs);
+  if (failed(results))
+    return failure();
+
+  llvm::outs() << "@" << func.getSymName() << " on cpu (reference), "
+               << (inputFiles.empty()
+                       ? "random inputs, seed " + std::to_string(seed)
+                       : std::string("inputs from .npy files"))
+               << "\n";
+  std::vector<std::tuple<std::string, const ref::Tensor *, Type>> files;
+  for (auto [i, t] : llvm::enumerate(*inputs))
+    files.emplace_back(llvm::formatv("input{0}.npy", i).str(), &t,
+                       cast<RankedTensorType>(func.getArgumentTypes()[i])
+                           .getElementType());
+  for (auto [i, t] : llvm::enumerate(*results)) {
+    Type type = func.getResultTypes()[i];
+    std::string name = llvm::formatv("result{0}", i).str();
+    printSummary(llvm::outs(), name, t, type);
+    files.emplace_back(name + ".npy", &t,
+                       cast<RankedTensorType>(type).getElementType());
+  }
+  if (outputDir.empty())
+    return success();
+  if (failed(writeTensors(files)))
+    return failure();
+  llvm::outs() << "wrote " << files.size() << " .npy files to " << outputDir
+               << "\n";
+  return success();
+}
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM y(argc, argv);
+  registerAsmPrinterCLOptions();
+  registerMLIRContextCLOptions();
+  cl::HideUnrelatedOptions(fusecCat);
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "fusec: compiles graphs of deep-learning operators into fused GPU "
+      "kernels\n\n"
+      "  fusec graph.mlir [--emit=mlir] [-o out]\n"
+      "  fusec run graph.mlir --device=cpu [--seed=N] [--input=a.npy ...] "
+      "[--output-dir=DIR]\n");
+
+  DialectRegistry registry;
+  registerAll(registry);
+  MLIRContext context(registry);
+  llvm::SourceMgr sourceMgr;
+  SourceMgrDiagnosticHandler diagHandler(sourceMgr, &context);
+
+  OwningOpRef<ModuleOp> module = loadGraph(context, sourceMgr);
+  if (!module)
+    return 1;
+  LogicalResult result =
+      runCmd ? runGraph(*module) : emitGraph(*module);
+  return succeeded(result) ? 0 : 1;
+}
