@@ -21,6 +21,9 @@ config.test_exec_root = os.path.join(config.fusec_obj_root, "test")
 
 llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
 llvm_config.use_default_substitutions()
+# FileCheck, not, count, split-file and our tools, whichever shell runs RUN.
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+llvm_config.with_environment("PATH", config.fusec_tools_dir, append_path=True)
 
 config.substitutions.append(("%python", config.python_executable))
 config.substitutions.append(("%fusec_src_root", config.fusec_src_root))

@@ -204,8 +204,6 @@ static NpyDType npyDType(Type elementType) {
 /// Writes every tensor to `dir`, all or nothing.
 static LogicalResult writeTensors(
     llvm::ArrayRef<std::tuple<std::string, const ref::Tensor *, Type>> files) {
-  if (std::error_code ec = llvm::sys::fs::create_directories(outputDir))
-    return fail("cannot create directory '" + outputDir + "': " + ec.message());
   std::vector<std::unique_ptr<llvm::ToolOutputFile>> outputs;
   for (auto &[name, tensor, elementType] : files) {
     llvm::SmallString<128> path(outputDir);
@@ -273,6 +271,10 @@ static LogicalResult runGraph(ModuleOp module) {
   func::FuncOp func = findEntry(module);
   if (!func || failed(ref::verifyGraph(func)))
     return failure();
+  if (!outputDir.empty())
+    if (std::error_code ec = llvm::sys::fs::create_directories(outputDir))
+      return fail("cannot create directory '" + outputDir +
+                  "': " + ec.message());
   FailureOr<std::vector<ref::Tensor>> inputs = makeInputs(func);
   if (failed(inputs))
     return failure();

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Installs what fusec needs to build and test on Debian 12 (idempotent: it
+# installs only what is missing), then configures and builds it.
+#
+#   ./setup.sh                 install + configure + build (into build/)
+#   ./setup.sh <ninja target>  the same, building that target instead
+#
+# Environment: BUILD_DIR (default build), FUSEC_CMAKE_ARGS (extra cmake args).
+set -euo pipefail
+cd "$(dirname "$0")"
+
+BUILD_DIR=${BUILD_DIR:-build}
+PACKAGES=(
+  llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools  # LLVM/MLIR, lit, FileCheck
+  cmake ninja-build ccache g++
+  libgtest-dev                                            # unit tests
+  python3 python3-numpy                                   # lit and its NumPy checks
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
+    missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}"
+  SUDO=
+  [ "$(id -u)" -eq 0 ] || SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends \
+    "${missing[@]}" >/dev/null
+fi
+
+LLVM_PREFIX=$(llvm-config-22 --prefix)
+if [ ! -f "$BUILD_DIR/build.ninja" ]; then
+  # shellcheck disable=SC2086
+  cmake -G Ninja -S . -B "$BUILD_DIR" \
+    -DCMAKE_BUILD_TYPE=Release \
+    -DCMAKE_CXX_COMPILER_LAUNCHER=ccache \
+    -DMLIR_DIR="$LLVM_PREFIX/lib/cmake/mlir" \
+    -DLLVM_EXTERNAL_LIT="$(command -v lit-22)" \
+    ${FUSEC_CMAKE_ARGS:-}
+fi
+ninja -C "$BUILD_DIR" "${1:-all}"
