@@ -1014,11 +1014,14 @@ for _name, _dt, _layout, _shape in [
 # -- upsample --------------------------------------------------------------------
 # Sizes/scales below are picked so that the float32 nearest-index arithmetic
 # differs from exact or from float64 arithmetic (14 -> 46 and 26 -> 22 differ
-# from exact rational arithmetic; scales 2.6 and 3.7 differ from float64).
+# from exact rational arithmetic; 10 -> 12 and 14 -> 20 differ from
+# float64(float32(in / out)) * dst; scales 2.6 and 3.7 differ from
+# float64 dst / scale).
 
 for _name, _dt, _layout, _shape, _mode, _size, _scale, _ac in [
         ("upsample_nearest_size_nhwc", "f32", None, (1, 14, 6, 3), None, (46, 74), None, False),
         ("upsample_nearest_size_down_nchw", "f32", "nchw", (3, 2, 26, 17), "nearest", (22, 5), None, False),
+        ("upsample_nearest_size_f32_step_nhwc", "f32", None, (1, 10, 14, 2), None, (12, 20), None, False),
         ("upsample_nearest_size_odd_nhwc", "f32", "nhwc", (3, 5, 7, 2), None, (13, 11), None, False),
         ("upsample_nearest_scale_nchw", "f32", "nchw", (1, 3, 16, 11), None, None, (2.6, 3.7), False),
         ("upsample_nearest_scale2_nhwc", "f32", None, (3, 5, 7, 3), "nearest", None, (2.0, 2.0), False),
@@ -1159,6 +1162,196 @@ def _(g):
     v = g.rng.standard_normal((5, 7))
     x = g.arg((5, 7), "bf16", save=v)
     g.ret(g.reshape(x, (35,)))
+
+
+@case("input_float64_rounded_directly_to_f16_bf16")
+def _(g):
+    # Rounding float64 -> float32 -> f16/bf16 would give 1.0 (a tie after the
+    # first rounding); rounding directly gives the next value up.
+    g.tol = 0.0
+    t = 2.0**-40
+    h = g.arg((4,), "f16", save=np.array([1 + 2.0**-11 + t, -(1 + 2.0**-11 + t),
+                                          1 + 3 * 2.0**-11 - t, 2.0**-25 + t]))
+    b = g.arg((4,), "bf16", save=np.array([1 + 2.0**-8 + t, -(1 + 2.0**-8 + t),
+                                           1 + 3 * 2.0**-8 - t, 3.0 + 2.0**-7 + t]))
+    g.ret(g.reshape(h, (2, 2)), g.reshape(b, (2, 2)))
+
+
+@case("output_rounded_once_from_float64")
+def _(g):
+    # (a + c) + b is exact in float64. Rounding each op's result, or going
+    # through float32, would round 1 + 2^-8 + 2^-30 to 1 (bf16) and
+    # 1 + 2^-11 + 2^-24 to 1 (f16); one rounding gives 1 + 2^-7 / 1 + 2^-10.
+    g.tol = 0.0
+    ab = g.arg((3,), "bf16", value=[1.0, -1.0, 2.0])
+    cb = g.arg((3,), "bf16", value=[2.0**-8, -(2.0**-8), 2.0**-7])
+    bb = g.arg((3,), "bf16", value=[2.0**-30, -(2.0**-30), 2.0**-29])
+    ah = g.arg((3,), "f16", value=[1.0, -1.0, 2.0])
+    ch = g.arg((3,), "f16", value=[2.0**-11, -(2.0**-11), 2.0**-10])
+    bh = g.arg((3,), "f16", value=[2.0**-24, -(2.0**-24), 2.0**-23])
+    g.ret(g.binary("add", g.binary("add", ab, cb), bb),
+          g.binary("add", g.binary("add", ah, ch), bh))
+
+
+# -- degenerate sizes and special values ---------------------------------------------
+
+@case("edge_conv_padding_larger_than_kernel")
+def _(g):
+    x = g.arg((1, 3, 4, 5))
+    w = g.arg((2, 3, 2, 2))
+    b = g.arg((2,))
+    g.ret(g.conv2d(x, w, b, padding=(3, 1, 2, 4), strides=(2, 3), layout="nchw"))
+
+
+@case("edge_conv_1x1_spatial_input")
+def _(g):
+    x = g.arg((3, 1, 1, 5))
+    w = g.arg((7, 3, 3, 5))
+    g.ret(g.conv2d(x, w, padding=(1, 1)))
+
+
+@case("edge_pools_kernel2_pad1")
+def _(g):
+    x = g.arg((1, 5, 6, 3))
+    g.ret(g.pool("max", x, (2, 2), (1, 1), (1, 1)),
+          g.pool("avg", x, (2, 2), (1, 1), (1, 1)),
+          g.pool("avg", x, (2, 2), (1, 1), (1, 1), count_include_pad=False),
+          g.pool("avg", x, (2, 2), (2, 2), (1, 0, 0, 1), count_include_pad=False))
+
+
+@case("edge_pools_window_equals_input")
+def _(g):
+    x = g.arg((3, 2, 5, 7))
+    g.ret(g.pool("max", x, (5, 7), layout="nchw"),
+          g.pool("avg", x, (5, 7), layout="nchw"),
+          g.global_avg_pool(x, layout="nchw"))
+
+
+@case("edge_global_avg_pool_1x1")
+def _(g):
+    x = g.arg((3, 1, 1, 5))
+    g.ret(g.global_avg_pool(x))
+
+
+@case("edge_upsample_from_1x1")
+def _(g):
+    x = g.arg((1, 1, 1, 3))
+    g.ret(g.upsample(x, size=(3, 4)), g.upsample(x, "bilinear", size=(3, 4)),
+          g.upsample(x, "bilinear", size=(3, 4), align_corners=True),
+          g.upsample(x, "bilinear", scale=(2.0, 3.0)))
+
+
+@case("edge_upsample_identity")
+def _(g):
+    x = g.arg((1, 5, 7, 2))
+    g.ret(g.upsample(x, size=(5, 7)), g.upsample(x, "bilinear", scale=(1.0, 1.0)),
+          g.upsample(x, "bilinear", size=(5, 7), align_corners=True))
+
+
+@case("edge_upsample_1d_rows")
+def _(g):
+    x = g.arg((3, 2, 1, 6))
+    g.ret(g.upsample(x, "bilinear", size=(4, 9), layout="nchw"),
+          g.upsample(x, "bilinear", size=(4, 9), align_corners=True, layout="nchw"),
+          g.upsample(x, size=(4, 9), layout="nchw"))
+
+
+@case("edge_softmax_layer_norm_size1_axis")
+def _(g):
+    x = g.arg((3, 5, 1))
+    s = g.arg((1,))
+    b = g.arg((1,))
+    g.ret(g.softmax(x), g.softmax(x, 1), g.layer_norm(x, s, b), g.rms_norm(x, s))
+
+
+@case("edge_matmul_linear_k1_m1")
+def _(g):
+    a = g.arg((3, 1, 1))
+    b = g.arg((3, 1, 6))
+    x = g.arg((4, 1))
+    w = g.arg((5, 1))
+    g.ret(g.matmul(a, b), g.matmul(b, b, ta=True), g.linear(x, w))
+
+
+@case("edge_scalar_tensors")
+def _(g):
+    a = g.arg(())
+    b = g.arg((), dist="away")
+    c = g.arg((1,))
+    g.ret(g.binary("div", a, b), g.binary("sub", c, a), g.unary("tanh", a))
+
+
+@case("edge_binary_size1_both_sides")
+def _(g):
+    a = g.arg((1,))
+    b = g.arg((3, 1))
+    c = g.arg((1, 1, 1))
+    g.ret(g.binary("mul", a, b), g.binary("add", b, c), g.binary("sub", c, a))
+
+
+@case("edge_attention_nk1_d1")
+def _(g):
+    q = g.arg((2, 3, 4, 1))
+    k = g.arg((2, 3, 1, 1))
+    v = g.arg((2, 3, 1, 2))
+    g.ret(g.attention(q, k, v), g.attention(q, k, v, causal=True))
+
+
+@case("edge_rope_d2_n1")
+def _(g):
+    x = g.arg((3, 1, 2))
+    c = g.arg((1, 1))
+    s = g.arg((1, 1))
+    g.ret(g.rope(x, c, s), g.rope(x, c, s, interleaved=True))
+
+
+@case("edge_reshape_to_scalar_and_rank1_transpose")
+def _(g):
+    x = g.arg((1, 1))
+    y = g.arg((7,))
+    g.ret(g.reshape(x, ()), g.transpose(y, (0,)))
+
+
+@case("edge_activation_boundaries")
+def _(g):
+    x = g.arg((12,), value=[-3.0, 3.0, 0.0, -0.0, 6.0, -6.0, 1e-30, -1e-30,
+                            2.25, -1.5, 7.0, -4.0])
+    g.ret(g.unary("hardswish", x), g.unary("relu6", x),
+          g.unary("clamp", x, min=-1.5, max=2.25), g.unary("clamp", x, min=0.5, max=0.5),
+          g.unary("leaky_relu", x, alpha=-0.5), g.unary("leaky_relu", x, alpha=3.0),
+          g.unary("gelu", x), g.unary("gelu", x, approximate="tanh"))
+
+
+@case("edge_inf_nan_propagation")
+def _(g):
+    inf, nan = np.inf, np.nan
+    a = g.arg((6,), value=[inf, -inf, nan, 1.0, inf, 0.0])
+    b = g.arg((6,), value=[1.0, 1.0, 1.0, inf, -inf, 0.0])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        g.ret(g.binary("add", a, b), g.binary("mul", a, b), g.binary("div", a, b),
+              g.unary("sigmoid", a), g.unary("tanh", a))
+
+
+@case("edge_softmax_with_neg_inf")
+def _(g):
+    x = g.arg((3, 4), value=[[-np.inf, 0.0, 1.0, 2.0], [5.0, -np.inf, -np.inf, 5.0],
+                             [-np.inf, -np.inf, -np.inf, 3.0]])
+    g.ret(g.softmax(x), g.softmax(x, 0))
+
+
+@case("edge_batch_norm_rank2_nchw")
+def _(g):
+    x = g.arg((5, 7))
+    m, v, ga, be = g.arg((7,)), g.arg((7,), dist="uniform"), g.arg((7,)), g.arg((7,))
+    g.ret(g.batch_norm(x, m, v, ga, be, layout="nchw"))
+
+
+@case("edge_f16_overflow_to_inf")
+def _(g):
+    # 300 * 300 = 90000 > 65504: the f16 result is +-inf.
+    a = g.arg((4,), "f16", value=[300.0, -300.0, 255.0, 256.0])
+    b = g.arg((4,), "f16", value=[300.0, 300.0, 256.0, 256.0])
+    g.ret(g.binary("mul", a, b))
 
 
 # -- multi-op graphs -------------------------------------------------------------------
@@ -1483,8 +1676,9 @@ def self_check():
     # f16 rounding agrees with NumPy's float16 conversion.
     r = np.random.default_rng(1).standard_normal(1000) * 10.0 ** \
         np.random.default_rng(2).integers(-9, 6, 1000)
-    assert np.array_equal(round_to(r, "f16"),
-                          r.astype(np.float16).astype(np.float64))
+    with np.errstate(over="ignore"):
+        assert np.array_equal(round_to(r, "f16"),
+                              r.astype(np.float16).astype(np.float64))
     assert round_to(65520.0, "f16") == np.inf and round_to(65519.0, "f16") == 65504.0
 
 
