@@ -14,7 +14,7 @@ from lit.llvm.subst import ToolSubst
 config.name = "FUSEC"
 config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
 config.suffixes = [".mlir", ".test", ".py"]
-config.excludes = ["Inputs", "lit.cfg.py", "lit.site.cfg.py",
+config.excludes = ["Inputs", "Utils", "lit.cfg.py", "lit.site.cfg.py",
                    "CMakeLists.txt", "README.md"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.fusec_obj_root, "test")
@@ -28,6 +28,7 @@ llvm_config.with_environment("PATH", config.fusec_tools_dir, append_path=True)
 config.substitutions.append(("%python", config.python_executable))
 config.substitutions.append(("%fusec_src_root", config.fusec_src_root))
 config.substitutions.append(("%fusec_obj_root", config.fusec_obj_root))
+config.substitutions.append(("%npy-relerr", config.python_executable + " " + os.path.join(config.fusec_src_root, "test", "Utils", "npy-relerr.py")))
 config.substitutions.append(("%examples", os.path.join(config.fusec_src_root, "examples")))
 
 tool_dirs = [config.fusec_tools_dir, config.llvm_tools_dir]

@@ -312,6 +312,42 @@ LogicalResult BatchNormOp::inferReturnTypes(MLIRContext *ctx,
   return success();
 }
 
+LogicalResult ScaleShiftOp::inferReturnTypes(MLIRContext *ctx,
+                                             std::optional<Location> loc,
+                                             Adaptor adaptor,
+                                             SmallVectorImpl<Type> &results) {
+  adaptor = completeAdaptor<ScaleShiftOp>(ctx, adaptor);
+  Checker c(loc, getOperationName());
+  auto in = c.tensor(adaptor.getInput(), "input");
+  if (failed(in))
+    return failure();
+  if (in->getRank() < 1)
+    return c.fail("operand 'input' must have rank 1 or more, found rank 0");
+  auto axis = c.axis(adaptor.getAxis(), in->getRank(), "axis");
+  if (failed(axis))
+    return failure();
+  std::string why = "the size of input axis " + std::to_string(*axis);
+  for (auto [value, name] : {std::pair{adaptor.getScale(), "scale"},
+                             std::pair{adaptor.getShift(), "shift"}}) {
+    auto t = c.tensor(value, name);
+    if (failed(t) || failed(c.sameElementType(*in, "input", *t, name)) ||
+        failed(c.hasShape(*t, name, {in->getDimSize(*axis)}, why)))
+      return failure();
+  }
+  results.push_back(*in);
+  return success();
+}
+
+LogicalResult BatchNormCoefficientsOp::verify() {
+  if (getMean().getType().getRank() != 1)
+    return emitOpError("operands must have rank 1 [C], found ")
+           << getMean().getType();
+  if (getEpsilon().convertToDouble() < 0)
+    return emitOpError("attribute 'epsilon' must be non-negative, found ")
+           << getEpsilon().convertToDouble();
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Binary ops and bias_add
 //===----------------------------------------------------------------------===//
@@ -767,6 +803,57 @@ LogicalResult ReshapeOp::verify() {
   return success();
 }
 
+/// A cast that widens exactly (f16 or bf16 to f32) loses nothing, so a cast
+/// back undoes it.
+static bool isExactWidening(Type from, Type to) {
+  return (from.isF16() || from.isBF16()) && to.isF32();
+}
+
+OpFoldResult CastOp::fold(FoldAdaptor) {
+  if (getInput().getType() == getType())
+    return getInput();
+  if (auto inner = getInput().getDefiningOp<CastOp>())
+    if (inner.getInput().getType() == getType() &&
+        isExactWidening(getType().getElementType(),
+                        inner.getType().getElementType()))
+      return inner.getInput();
+  return {};
+}
+
+OpFoldResult ReshapeOp::fold(FoldAdaptor) {
+  if (getInput().getType() == getType())
+    return getInput();
+  if (auto inner = getInput().getDefiningOp<ReshapeOp>()) {
+    getInputMutable().assign(inner.getInput());
+    return getResult();
+  }
+  return {};
+}
+
+OpFoldResult TransposeOp::fold(FoldAdaptor) {
+  ArrayRef<int64_t> perm = getPermutation();
+  auto isIdentity = [](ArrayRef<int64_t> p) {
+    for (auto [i, v] : llvm::enumerate(p))
+      if (static_cast<int64_t>(i) != v)
+        return false;
+    return true;
+  };
+  if (isIdentity(perm))
+    return getInput();
+  if (auto inner = getInput().getDefiningOp<TransposeOp>()) {
+    // result[i] = inner[perm[i]] = x[innerPerm[perm[i]]].
+    SmallVector<int64_t> composed;
+    for (int64_t p : perm)
+      composed.push_back(inner.getPermutation()[p]);
+    if (isIdentity(composed))
+      return inner.getInput();
+    setPermutation(composed);
+    getInputMutable().assign(inner.getInput());
+    return getResult();
+  }
+  return {};
+}
+
 LogicalResult TransposeOp::inferReturnTypes(MLIRContext *ctx,
                                             std::optional<Location> loc,
                                             Adaptor adaptor,
@@ -796,6 +883,42 @@ LogicalResult TransposeOp::inferReturnTypes(MLIRContext *ctx,
   for (int64_t p : perm)
     shape.push_back(in->getDimSize(p));
   setResult(results, shape, in->getElementType());
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// KernelOp
+//===----------------------------------------------------------------------===//
+
+void KernelOp::build(OpBuilder &builder, OperationState &state, StringRef name,
+                     TypeRange results, ValueRange inputs) {
+  state.addAttribute(getNameAttrName(state.name), builder.getStringAttr(name));
+  state.addOperands(inputs);
+  state.addTypes(results);
+  Region *body = state.addRegion();
+  Block *block = new Block();
+  body->push_back(block);
+  for (Value input : inputs)
+    block->addArgument(input.getType(), input.getLoc());
+}
+
+LogicalResult KernelOp::verify() {
+  Block &block = getBody().front();
+  if (block.getNumArguments() != getInputs().size())
+    return emitOpError("body has ")
+           << block.getNumArguments() << " arguments but the kernel has "
+           << getInputs().size() << " inputs";
+  for (auto [i, arg, input] :
+       llvm::enumerate(block.getArguments(), getInputs()))
+    if (arg.getType() != input.getType())
+      return emitOpError("body argument #")
+             << i << " has type " << arg.getType() << " but input #" << i
+             << " has type " << input.getType();
+  auto yield = cast<YieldOp>(block.getTerminator());
+  if (yield.getValues().getTypes() != getResultTypes())
+    return emitOpError("yields ")
+           << yield.getValues().getTypes() << " but the kernel returns "
+           << getResultTypes();
   return success();
 }
 

@@ -100,6 +100,51 @@ def Fuse_BatchNormOp : Fuse_InferredOp<"batch_norm",
   }];
 }
 
+def Fuse_ScaleShiftOp : Fuse_InferredOp<"scale_shift",
+    [AllTypesMatch<["scale", "shift"]>]> {
+  let summary = "Per-channel affine transform: x * scale + shift";
+  let description = [{
+    `input * scale + shift` with `scale` and `shift` of shape
+    `[input.shape[axis]]` broadcast along every other axis (`axis` may be
+    negative; default -1). `fusec-simplify` turns inference batch norms into
+    this form and merges chains of them with biases.
+  }];
+  let arguments = (ins Fuse_Tensor:$input, Fuse_Tensor:$scale,
+                       Fuse_Tensor:$shift,
+                       DefaultValuedAttr<I64Attr, "-1">:$axis);
+  let results = (outs Fuse_Tensor:$result);
+  let assemblyFormat = [{
+    $input `,` $scale `,` $shift attr-dict `:` type($input) `,` type($scale)
+  }];
+  let extraClassDeclaration = [{
+    /// `axis` normalised to [0, rank).
+    int64_t getChannelAxis() {
+      int64_t rank = getInput().getType().getRank();
+      auto axis = static_cast<int64_t>(getAxis());
+      return axis < 0 ? axis + rank : axis;
+    }
+  }];
+}
+
+def Fuse_BatchNormCoefficientsOp : Fuse_Op<"batch_norm_coefficients",
+    [Pure, AllTypesMatch<["mean", "variance", "scale", "shift",
+                          "result_scale", "result_shift"]>]> {
+  let summary = "The per-channel scale and shift of an inference batch norm";
+  let description = [{
+    `result_scale = scale / sqrt(variance + epsilon)` and
+    `result_shift = shift - mean * result_scale`, all of shape `[C]`, so that
+    `batch_norm(x) == scale_shift(x, result_scale, result_shift)`.
+  }];
+  let arguments = (ins Fuse_Tensor:$mean, Fuse_Tensor:$variance,
+                       Fuse_Tensor:$scale, Fuse_Tensor:$shift,
+                       DefaultValuedAttr<F64Attr, "1.0e-5">:$epsilon);
+  let results = (outs Fuse_Tensor:$result_scale, Fuse_Tensor:$result_shift);
+  let assemblyFormat = [{
+    $mean `,` $variance `,` $scale `,` $shift attr-dict `:` type($mean)
+  }];
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Elementwise binary ops
 //===----------------------------------------------------------------------===//
@@ -427,6 +472,7 @@ def Fuse_CastOp : Fuse_Op<"cast", [Pure, SameOperandsAndResultShape]> {
   let arguments = (ins Fuse_Tensor:$input);
   let results = (outs Fuse_Tensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `to` type($result)";
+  let hasFolder = 1;
 }
 
 def Fuse_ReshapeOp : Fuse_Op<"reshape", [Pure]> {
@@ -439,6 +485,7 @@ def Fuse_ReshapeOp : Fuse_Op<"reshape", [Pure]> {
   let results = (outs Fuse_Tensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `to` type($result)";
   let hasVerifier = 1;
+  let hasFolder = 1;
 }
 
 def Fuse_TransposeOp : Fuse_InferredOp<"transpose"> {
@@ -450,6 +497,57 @@ def Fuse_TransposeOp : Fuse_InferredOp<"transpose"> {
   let arguments = (ins Fuse_Tensor:$input, DenseI64ArrayAttr:$permutation);
   let results = (outs Fuse_Tensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Kernels
+//===----------------------------------------------------------------------===//
+
+def Fuse_KernelOp : Fuse_Op<"kernel", [IsolatedFromAbove,
+    SingleBlockImplicitTerminator<"YieldOp">, Pure]> {
+  let summary = "A group of ops that becomes exactly one GPU kernel";
+  let description = [{
+    Made by `fusec-form-kernels`. The body computes the kernel's results from
+    its block arguments, which stand for `inputs`. It holds one anchor (a
+    convolution, matrix product, pooling, normalisation, ...) plus the
+    elementwise ops fused around it, or a chain of elementwise ops alone.
+    `name` names the GPU function the tiling stage will generate.
+
+    ```mlir
+    %y = fuse.kernel "k0_conv2d" (%x, %w, %s, %t)
+        : (tensor<1x8x8x3xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>,
+           tensor<4xf32>) -> tensor<1x6x6x4xf32> {
+    ^bb0(%a: tensor<1x8x8x3xf32>, %b: tensor<4x3x3x3xf32>,
+         %c: tensor<4xf32>, %d: tensor<4xf32>):
+      %0 = fuse.conv2d %a, %b : tensor<1x8x8x3xf32>, tensor<4x3x3x3xf32>
+      %1 = fuse.scale_shift %0, %c, %d : tensor<1x6x6x4xf32>, tensor<4xf32>
+      %2 = fuse.relu %1 : tensor<1x6x6x4xf32>
+      fuse.yield %2 : tensor<1x6x6x4xf32>
+    }
+    ```
+  }];
+  let arguments = (ins StrAttr:$name, Variadic<Fuse_Tensor>:$inputs);
+  let results = (outs Variadic<Fuse_Tensor>:$results);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = [{
+    $name `(` $inputs `)` attr-dict `:` functional-type($inputs, $results)
+    $body
+  }];
+  let hasVerifier = 1;
+  let skipDefaultBuilders = 1;
+  let builders = [
+    OpBuilder<(ins "::llvm::StringRef":$name, "::mlir::TypeRange":$results,
+                   "::mlir::ValueRange":$inputs)>
+  ];
+}
+
+def Fuse_YieldOp : Fuse_Op<"yield", [Pure, Terminator,
+    HasParent<"KernelOp">]> {
+  let summary = "Returns the results of a fuse.kernel";
+  let arguments = (ins Variadic<Fuse_Tensor>:$values);
+  let assemblyFormat = "$values attr-dict `:` type($values)";
+  let builders = [OpBuilder<(ins), [{ /* nothing to yield */ }]>];
 }
 
 #endif // FUSE_OPS_TD

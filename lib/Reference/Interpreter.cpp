@@ -110,6 +110,10 @@ FailureOr<Tensor> Evaluator::evaluate(Operation *op) {
                          get(o.getShift()), o.getEpsilon().convertToDouble(),
                          o.getChannelAxis());
       })
+      .Case([&](ScaleShiftOp o) {
+        return scaleShift(get(o.getInput()), get(o.getScale()),
+                          get(o.getShift()), o.getChannelAxis());
+      })
       .Case([&](AddOp o) { return binaryOf(o, BinaryKind::Add); })
       .Case([&](SubOp o) { return binaryOf(o, BinaryKind::Sub); })
       .Case([&](MulOp o) { return binaryOf(o, BinaryKind::Mul); })
@@ -221,6 +225,49 @@ LogicalResult fusec::ref::verifyGraph(func::FuncOp func) {
   return success();
 }
 
+/// Evaluates the ops of `block` after its arguments were bound, returning
+/// the operands of its terminator.
+static FailureOr<std::vector<Tensor>> evaluateBlock(Evaluator &ev,
+                                                   Block &block) {
+  for (Operation &op : block) {
+    if (isa<func::ReturnOp, YieldOp>(op)) {
+      std::vector<Tensor> results;
+      for (Value v : op.getOperands())
+        results.push_back(ev.get(v));
+      return results;
+    }
+    if (auto coeffs = dyn_cast<BatchNormCoefficientsOp>(op)) {
+      auto [s, t] = batchNormCoefficients(
+          ev.get(coeffs.getMean()), ev.get(coeffs.getVariance()),
+          ev.get(coeffs.getScale()), ev.get(coeffs.getShift()),
+          coeffs.getEpsilon().convertToDouble());
+      ev.set(coeffs.getResultScale(), std::move(s));
+      ev.set(coeffs.getResultShift(), std::move(t));
+      continue;
+    }
+    if (auto kernel = dyn_cast<KernelOp>(op)) {
+      Evaluator inner;
+      Block &body = kernel.getBody().front();
+      for (auto [arg, input] :
+           llvm::zip_equal(body.getArguments(), kernel.getInputs()))
+        inner.set(arg, ev.get(input));
+      FailureOr<std::vector<Tensor>> results = evaluateBlock(inner, body);
+      if (failed(results))
+        return failure();
+      for (auto [value, t] : llvm::zip_equal(kernel.getResults(), *results))
+        ev.set(value, std::move(t));
+      continue;
+    }
+    if (op.getNumResults() != 1 || op.getNumRegions() != 0)
+      return op.emitOpError("is not supported by the reference interpreter");
+    FailureOr<Tensor> result = ev.evaluate(&op);
+    if (failed(result))
+      return failure();
+    ev.set(op.getResult(0), std::move(*result));
+  }
+  return block.getParentOp()->emitOpError("has no terminator");
+}
+
 FailureOr<std::vector<Tensor>> fusec::ref::evaluate(func::FuncOp func,
                                                     ArrayRef<Tensor> inputs) {
   if (failed(verifyGraph(func)))
@@ -233,21 +280,10 @@ FailureOr<std::vector<Tensor>> fusec::ref::evaluate(func::FuncOp func,
   Evaluator ev;
   for (auto [arg, input] : llvm::zip_equal(body.getArguments(), inputs))
     ev.set(arg, input);
-  for (Operation &op : body) {
-    if (auto ret = dyn_cast<func::ReturnOp>(op)) {
-      std::vector<Tensor> results;
-      for (Value v : ret.getOperands()) {
-        auto type = cast<RankedTensorType>(v.getType());
-        results.push_back(castTo(ev.get(v), *getDType(type.getElementType())));
-      }
-      return results;
-    }
-    if (op.getNumResults() != 1 || op.getNumRegions() != 0)
-      return op.emitOpError("is not supported by the reference interpreter");
-    FailureOr<Tensor> result = ev.evaluate(&op);
-    if (failed(result))
-      return failure();
-    ev.set(op.getResult(0), std::move(*result));
-  }
-  return func.emitOpError("has no return");
+  FailureOr<std::vector<Tensor>> results = evaluateBlock(ev, body);
+  if (failed(results))
+    return failure();
+  for (auto [t, type] : llvm::zip_equal(*results, func.getResultTypes()))
+    t = castTo(t, *getDType(cast<RankedTensorType>(type).getElementType()));
+  return results;
 }

@@ -297,6 +297,32 @@ Tensor ref::biasAdd(const Tensor &x, const Tensor &bias, int64_t axis) {
   return result;
 }
 
+Tensor ref::scaleShift(const Tensor &x, const Tensor &scale,
+                       const Tensor &shift, int64_t axis) {
+  const AxisView v = axisView(x, axis);
+  assert(scale.rank() == 1 && scale.shape[0] == v.len && shift.rank() == 1 &&
+         shift.shape[0] == v.len && "scale/shift must have shape [C]");
+  Tensor result(x.shape);
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    const int64_t c = (i / v.inner) % v.len;
+    result.data[i] = x.data[i] * scale.data[c] + shift.data[c];
+  }
+  return result;
+}
+
+std::pair<Tensor, Tensor> ref::batchNormCoefficients(const Tensor &mean,
+                                                     const Tensor &var,
+                                                     const Tensor &scale,
+                                                     const Tensor &shift,
+                                                     double eps) {
+  Tensor s(mean.shape), t(mean.shape);
+  for (int64_t c = 0; c < mean.numel(); ++c) {
+    s.data[c] = scale.data[c] / std::sqrt(var.data[c] + eps);
+    t.data[c] = shift.data[c] - mean.data[c] * s.data[c];
+  }
+  return {s, t};
+}
+
 /// Clamps to [lo, hi] but lets NaN through, as the frameworks do.
 static double clampNaN(double x, double lo, double hi) {
   if (x < lo)

@@ -2,6 +2,9 @@
 
 #include "fusec/InitAll.h"
 
+#include "fusec/Pipelines/Pipelines.h"
+#include "fusec/Transforms/Passes.h"
+
 #include "Fuse/FuseDialect.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -10,6 +13,8 @@
 
 void fusec::registerAll(mlir::DialectRegistry &registry) {
   registry.insert<mlir::fuse::FuseDialect, mlir::func::FuncDialect>();
+  fusec::registerFusecTransformsPasses();
+  fusec::registerPipelines();
   mlir::registerCanonicalizerPass();
   mlir::registerCSEPass();
 }

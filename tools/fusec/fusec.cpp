@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "fusec/InitAll.h"
+#include "fusec/Pipelines/Pipelines.h"
 #include "fusec/Reference/Interpreter.h"
 #include "fusec/Support/Npy.h"
 
@@ -20,6 +21,7 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Support/ToolUtilities.h"
 
@@ -60,12 +62,19 @@ static cl::opt<std::string> entryName(
     cl::value_desc("name"), cl::cat(fusecCat),
     cl::sub(cl::SubCommand::getTopLevel()), cl::sub(runCmd));
 
-enum class EmitKind { MLIR };
+enum class EmitKind { MLIR, Kernels };
 static cl::opt<EmitKind> emitKind(
     "emit", cl::desc("What to write"), cl::init(EmitKind::MLIR),
     cl::values(clEnumValN(EmitKind::MLIR, "mlir",
-                          "The verified graph in the fuse dialect")),
+                          "The verified graph in the fuse dialect"),
+               clEnumValN(EmitKind::Kernels, "kernels",
+                          "The graph simplified and partitioned into "
+                          "fuse.kernel regions")),
     cl::cat(fusecCat));
+
+static cl::opt<bool> showRemarks(
+    "remarks", cl::desc("Print the compiler's remarks (fusion decisions)"),
+    cl::init(false), cl::cat(fusecCat));
 
 static cl::opt<std::string> outputFilename("o", cl::desc("Output file"),
                                            cl::value_desc("file"),
@@ -145,12 +154,20 @@ static std::string shapeStr(llvm::ArrayRef<int64_t> shape) {
   return s;
 }
 
-/// True if `arg` feeds the variance operand of a batch norm: random values
-/// for it are drawn positive so that the graph has a defined result.
-static bool isVariance(BlockArgument arg) {
-  return llvm::any_of(arg.getUses(), [](OpOperand &use) {
-    auto bn = dyn_cast<fuse::BatchNormOp>(use.getOwner());
-    return bn && use.get() == bn.getVariance();
+/// True if `value` feeds the variance operand of a batch norm, also inside a
+/// fuse.kernel: random values for it are drawn positive so that the graph
+/// has a defined result.
+static bool isVariance(Value value) {
+  return llvm::any_of(value.getUses(), [](OpOperand &use) {
+    Operation *user = use.getOwner();
+    if (auto bn = dyn_cast<fuse::BatchNormOp>(user))
+      return use.get() == bn.getVariance();
+    if (auto coeffs = dyn_cast<fuse::BatchNormCoefficientsOp>(user))
+      return use.get() == coeffs.getVariance();
+    if (auto kernel = dyn_cast<fuse::KernelOp>(user))
+      return isVariance(
+          kernel.getBody().getArgument(use.getOperandNumber()));
+    return false;
   });
 }
 
@@ -255,6 +272,14 @@ static LogicalResult emitGraph(ModuleOp module) {
   for (func::FuncOp func : module.getOps<func::FuncOp>())
     if (failed(ref::verifyGraph(func)))
       return failure();
+  if (emitKind != EmitKind::MLIR) {
+    PassManager pm(module->getContext());
+    if (failed(applyPassManagerCLOptions(pm)))
+      return failure();
+    buildPipeline(pm, Stage::Kernels, PipelineOptions());
+    if (failed(pm.run(module)))
+      return failure();
+  }
   std::string text;
   llvm::raw_string_ostream os(text);
   module.print(os);
@@ -312,12 +337,13 @@ int main(int argc, char **argv) {
   llvm::InitLLVM y(argc, argv);
   registerAsmPrinterCLOptions();
   registerMLIRContextCLOptions();
+  registerPassManagerCLOptions();
   cl::HideUnrelatedOptions(fusecCat);
   cl::ParseCommandLineOptions(
       argc, argv,
       "fusec: compiles graphs of deep-learning operators into fused GPU "
       "kernels\n\n"
-      "  fusec graph.mlir [--emit=mlir] [-o out]\n"
+      "  fusec graph.mlir [--emit=mlir|kernels] [--remarks] [-o out]\n"
       "  fusec run graph.mlir --device=cpu [--seed=N] [--input=a.npy ...] "
       "[--output-dir=DIR]\n");
 
@@ -326,6 +352,12 @@ int main(int argc, char **argv) {
   MLIRContext context(registry);
   llvm::SourceMgr sourceMgr;
   SourceMgrDiagnosticHandler diagHandler(sourceMgr, &context);
+  // Registered last, so it sees diagnostics first: drops remarks unless
+  // asked for.
+  context.getDiagEngine().registerHandler([](Diagnostic &diag) {
+    return success(!showRemarks &&
+                   diag.getSeverity() == DiagnosticSeverity::Remark);
+  });
 
   OwningOpRef<ModuleOp> module = loadGraph(context, sourceMgr);
   if (!module)

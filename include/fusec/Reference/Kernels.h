@@ -18,6 +18,7 @@
 
 #include <array>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 namespace fusec::ref {
@@ -64,6 +65,19 @@ Tensor conv2d(const Tensor &input, const Tensor &filter, const Tensor *bias,
 Tensor batchNorm(const Tensor &x, const Tensor &mean, const Tensor &var,
                  const Tensor &scale, const Tensor &shift, double eps,
                  int64_t channelAxis);
+
+/// x * scale + shift with scale and shift of shape [x.shape[axis]] (axis
+/// already normalised to [0, rank)).
+Tensor scaleShift(const Tensor &x, const Tensor &scale, const Tensor &shift,
+                  int64_t axis);
+
+/// The per-channel (scale, shift) of an inference batch norm:
+/// scale / sqrt(var + eps) and shift - mean * that.
+std::pair<Tensor, Tensor> batchNormCoefficients(const Tensor &mean,
+                                                const Tensor &var,
+                                                const Tensor &scale,
+                                                const Tensor &shift,
+                                                double eps);
 
 enum class BinaryKind { Add, Sub, Mul, Div };
 

@@ -1,0 +1,32 @@
+//===- Pipelines.h - The one place that orders fusec's passes ---*- C++ -*-===//
+
+#ifndef FUSEC_PIPELINES_PIPELINES_H
+#define FUSEC_PIPELINES_PIPELINES_H
+
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassOptions.h"
+
+namespace fusec {
+
+/// How far the pipeline runs; each stage includes the ones before it.
+enum class Stage {
+  Graph,   // verified input, simplified
+  Kernels, // partitioned into fuse.kernel regions
+};
+
+struct PipelineOptions : mlir::PassPipelineOptions<PipelineOptions> {
+  Option<bool> simplify{*this, "simplify",
+                        llvm::cl::desc("Run fusec-simplify"),
+                        llvm::cl::init(true)};
+};
+
+/// Adds the passes that take a graph module to `stage`.
+void buildPipeline(mlir::OpPassManager &pm, Stage stage,
+                   const PipelineOptions &options);
+
+/// Registers `fusec-pipeline-kernels` with fusec-opt.
+void registerPipelines();
+
+} // namespace fusec
+
+#endif // FUSEC_PIPELINES_PIPELINES_H

@@ -1,0 +1,26 @@
+//===- Passes.h - fusec graph passes ----------------------------*- C++ -*-===//
+
+#ifndef FUSEC_TRANSFORMS_PASSES_H
+#define FUSEC_TRANSFORMS_PASSES_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Pass/Pass.h"
+
+namespace mlir {
+class RewritePatternSet;
+} // namespace mlir
+
+namespace fusec {
+
+#define GEN_PASS_DECL
+#include "fusec/Transforms/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "fusec/Transforms/Passes.h.inc"
+
+/// Adds the rewrites of fusec-simplify to `patterns`.
+void populateFuseSimplifyPatterns(mlir::RewritePatternSet &patterns);
+
+} // namespace fusec
+
+#endif // FUSEC_TRANSFORMS_PASSES_H

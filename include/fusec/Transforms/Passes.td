@@ -1,0 +1,37 @@
+//===- Passes.td - fusec graph passes ----------------------*- tablegen -*-===//
+
+#ifndef FUSEC_TRANSFORMS_PASSES_TD
+#define FUSEC_TRANSFORMS_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def FuseSimplify : Pass<"fusec-simplify", "mlir::func::FuncOp"> {
+  let summary = "Folds a graph into fewer, simpler ops";
+  let description = [{
+    Inference batch norms become a per-channel `fuse.scale_shift` whose
+    coefficients come from `fuse.batch_norm_coefficients`; a bias right after
+    a convolution or linear layer moves into it; chains of biases and
+    scale/shifts on the same axis merge into one; no-op casts, reshapes and
+    transposes vanish and chains of them collapse.
+  }];
+  let dependentDialects = ["mlir::fuse::FuseDialect"];
+}
+
+def FormKernels : Pass<"fusec-form-kernels", "mlir::func::FuncOp"> {
+  let summary = "Partitions a graph into fuse.kernel regions, one per GPU kernel";
+  let description = [{
+    Each anchor (convolution, matrix product, pooling, normalisation,
+    softmax, attention, resampling, transpose, rope) starts a kernel; the
+    chain of elementwise ops that consumes its result joins it as an epilogue
+    while each link has a single user and keeps the shape. Elementwise ops
+    that only combine graph parameters (batch-norm coefficients, merged
+    biases) join the kernel that alone uses them, and are recomputed there.
+    Elementwise ops left over form kernels of their own. A value with several
+    users, a reshape or transpose, or an edge between two anchors ends a
+    kernel. Every decision is reported as a remark (`fused ...` or
+    `not fused ...`), which `fusec --remarks` prints.
+  }];
+  let dependentDialects = ["mlir::fuse::FuseDialect"];
+}
+
+#endif // FUSEC_TRANSFORMS_PASSES_TD

@@ -1,0 +1,270 @@
+//===- FormKernels.cpp - fusec-form-kernels -------------------------------===//
+//
+// Partitions a graph into fuse.kernel regions, one per GPU kernel, and
+// explains each decision with a remark.
+//
+//===----------------------------------------------------------------------===//
+
+#include "fusec/Transforms/Passes.h"
+
+#include "Fuse/FuseOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/SetVector.h"
+#include "llvm/Support/FormatVariadic.h"
+
+namespace fusec {
+#define GEN_PASS_DEF_FORMKERNELS
+#include "fusec/Transforms/Passes.h.inc"
+} // namespace fusec
+
+using namespace mlir;
+using namespace mlir::fuse;
+
+//===----------------------------------------------------------------------===//
+// Op classes
+//===----------------------------------------------------------------------===//
+
+/// Ops that start a kernel of their own: they read neighbourhoods, reduce or
+/// move data, so they cannot be computed one output element at a time from
+/// the same element of their inputs.
+static bool isAnchor(Operation *op) {
+  return isa<Conv2dOp, MatmulOp, LinearOp, AttentionOp, LayerNormOp,
+             RmsNormOp, SoftmaxOp, MaxPool2dOp, AvgPool2dOp, GlobalAvgPoolOp,
+             UpsampleOp, RopeOp, TransposeOp>(op);
+}
+
+/// Ops computed element by element (operands broadcast to the result).
+static bool isElementwise(Operation *op) {
+  return isa<AddOp, SubOp, MulOp, DivOp, BiasAddOp, ScaleShiftOp, BatchNormOp,
+             ReluOp, Relu6Op, ClampOp, LeakyReluOp, GeluOp, SiluOp, SigmoidOp,
+             TanhOp, HardSwishOp, CastOp, BatchNormCoefficientsOp>(op);
+}
+
+static StringRef shortName(Operation *op) {
+  return op->getName().stripDialect();
+}
+
+namespace {
+
+/// One future kernel: its ops in program order.
+struct Group {
+  std::string name;
+  llvm::SetVector<Operation *> ops;
+};
+
+class KernelFormer {
+public:
+  explicit KernelFormer(func::FuncOp func) : func(func) {}
+
+  void run();
+
+private:
+  bool isParameterOnly(Operation *op);
+  Group &startGroup(Operation *root);
+  void growEpilogue(Group &group);
+  void pullInParameterOps(Group &group);
+  void materialise(Group &group);
+
+  func::FuncOp func;
+  std::vector<std::unique_ptr<Group>> groups;
+  llvm::DenseMap<Operation *, Group *> groupOf;
+  llvm::DenseMap<Operation *, bool> parameterOnly;
+};
+
+} // namespace
+
+/// True for an elementwise op whose operands all derive, through other such
+/// ops, from graph arguments alone: a computation on parameters that a
+/// kernel can redo per element instead of reading from memory.
+bool KernelFormer::isParameterOnly(Operation *op) {
+  if (!isElementwise(op))
+    return false;
+  auto it = parameterOnly.find(op);
+  if (it != parameterOnly.end())
+    return it->second;
+  bool result = llvm::all_of(op->getOperands(), [&](Value v) {
+    if (auto arg = dyn_cast<BlockArgument>(v))
+      return arg.getOwner() == &func.getBody().front();
+    return isParameterOnly(v.getDefiningOp());
+  });
+  parameterOnly[op] = result;
+  return result;
+}
+
+Group &KernelFormer::startGroup(Operation *root) {
+  groups.push_back(std::make_unique<Group>());
+  Group &group = *groups.back();
+  group.name = llvm::formatv("k{0}_{1}", groups.size() - 1, shortName(root));
+  group.ops.insert(root);
+  groupOf[root] = &group;
+  return group;
+}
+
+/// Follows the single-user chain of elementwise ops after the group's last
+/// op, absorbing each link that keeps the shape.
+void KernelFormer::growEpilogue(Group &group) {
+  while (true) {
+    Operation *last = group.ops.back();
+    if (last->getNumResults() != 1)
+      return;
+    Value result = last->getResult(0);
+    if (result.use_empty())
+      return;
+    if (!result.hasOneUse()) {
+      last->emitRemark() << "not fused: the result of " << last->getName()
+                         << " has "
+                         << std::distance(result.use_begin(), result.use_end())
+                         << " users, so kernel " << group.name << " ends here";
+      return;
+    }
+    Operation *user = *result.user_begin();
+    if (isa<func::ReturnOp>(user))
+      return;
+    if (groupOf.count(user))
+      return;
+    if (isa<ReshapeOp, TransposeOp>(user)) {
+      user->emitRemark() << "not fused: " << user->getName()
+                         << " changes the layout, so kernel " << group.name
+                         << " ends before it";
+      return;
+    }
+    if (isAnchor(user)) {
+      user->emitRemark() << "not fused: " << user->getName()
+                         << " is an anchor and starts its own kernel after "
+                         << group.name;
+      return;
+    }
+    if (!isElementwise(user))
+      return;
+    if (user->getResult(0).getType() != result.getType()) {
+      user->emitRemark() << "not fused: " << user->getName()
+                         << " changes the shape or type of the result of "
+                         << group.name;
+      return;
+    }
+    // Operands other than the chain must be available before the kernel
+    // runs: defined outside every kernel formed so far, or by an earlier one.
+    group.ops.insert(user);
+    groupOf[user] = &group;
+    user->emitRemark() << "fused " << user->getName() << " into the "
+                       << (isAnchor(group.ops.front()) ? "epilogue of " : "")
+                       << "kernel " << group.name;
+  }
+}
+
+/// Adds the parameter-only producers whose results only this group uses.
+void KernelFormer::pullInParameterOps(Group &group) {
+  bool changed = true;
+  while (changed) {
+    changed = false;
+    for (Operation *op : llvm::to_vector(group.ops)) {
+      for (Value operand : op->getOperands()) {
+        Operation *producer = operand.getDefiningOp();
+        if (!producer || groupOf.count(producer) ||
+            !isParameterOnly(producer))
+          continue;
+        bool onlyHere = llvm::all_of(producer->getUsers(), [&](Operation *u) {
+          return groupOf.lookup(u) == &group;
+        });
+        if (!onlyHere)
+          continue;
+        group.ops.insert(producer);
+        groupOf[producer] = &group;
+        producer->emitRemark()
+            << "fused " << producer->getName() << " into kernel "
+            << group.name << ", which recomputes it from graph parameters";
+        changed = true;
+      }
+    }
+  }
+}
+
+/// Replaces the group's ops with one fuse.kernel.
+void KernelFormer::materialise(Group &group) {
+  // Program order, so that the clone sees definitions before uses.
+  SmallVector<Operation *> ops(group.ops.begin(), group.ops.end());
+  llvm::sort(ops, [](Operation *a, Operation *b) {
+    return a->isBeforeInBlock(b);
+  });
+  llvm::SetVector<Value> inputs, outputs;
+  for (Operation *op : ops) {
+    for (Value operand : op->getOperands()) {
+      Operation *def = operand.getDefiningOp();
+      if (!def || !group.ops.contains(def))
+        inputs.insert(operand);
+    }
+    for (Value result : op->getResults())
+      if (llvm::any_of(result.getUsers(), [&](Operation *u) {
+            return !group.ops.contains(u);
+          }))
+        outputs.insert(result);
+  }
+
+  Operation *anchor = group.ops.front();
+  OpBuilder builder(ops.back());
+  auto kernel = KernelOp::create(builder, anchor->getLoc(), group.name,
+                                 TypeRange(outputs.getArrayRef()),
+                                 inputs.getArrayRef());
+  Block &body = kernel.getBody().front();
+  IRMapping mapping;
+  mapping.map(inputs.getArrayRef(), body.getArguments());
+  builder.setInsertionPointToStart(&body);
+  for (Operation *op : ops)
+    builder.clone(*op, mapping);
+  SmallVector<Value> yielded;
+  for (Value v : outputs)
+    yielded.push_back(mapping.lookup(v));
+  YieldOp::create(builder, anchor->getLoc(), yielded);
+
+  for (auto [value, result] : llvm::zip_equal(outputs, kernel.getResults()))
+    Value(value).replaceAllUsesWith(result);
+  for (Operation *op : llvm::reverse(ops))
+    op->erase();
+}
+
+void KernelFormer::run() {
+  Block &block = func.getBody().front();
+  auto usedOnlyByKernels = [&](Operation *op) {
+    return llvm::all_of(op->getUsers(),
+                        [&](Operation *u) { return groupOf.count(u) != 0; });
+  };
+  // Anchors first claim their epilogues and the parameter computations that
+  // only they use.
+  for (Operation &op : block) {
+    if (!isAnchor(&op))
+      continue;
+    Group &group = startGroup(&op);
+    op.emitRemark() << "kernel " << group.name << " is anchored on "
+                    << op.getName();
+    growEpilogue(group);
+    pullInParameterOps(group);
+  }
+  // Then chains of the elementwise ops left over.
+  for (Operation &op : block) {
+    if (groupOf.count(&op) || !isElementwise(&op) ||
+        (isParameterOnly(&op) && usedOnlyByKernels(&op)))
+      continue;
+    Group &group = startGroup(&op);
+    growEpilogue(group);
+    pullInParameterOps(group);
+  }
+  // Last, parameter computations that several kernels share.
+  for (Operation &op : block) {
+    if (groupOf.count(&op) || !isElementwise(&op))
+      continue;
+    Group &group = startGroup(&op);
+    op.emitRemark() << "kernel " << group.name << " computes "
+                    << op.getName()
+                    << " on graph parameters; more than one kernel uses it";
+  }
+  for (auto &group : groups)
+    materialise(*group);
+}
+
+namespace {
+struct FormKernelsPass : fusec::impl::FormKernelsBase<FormKernelsPass> {
+  void runOnOperation() override { KernelFormer(getOperation()).run(); }
+};
+} // namespace

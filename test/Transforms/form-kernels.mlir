@@ -1,0 +1,107 @@
+// RUN: fusec-opt %s --pass-pipeline='builtin.module(func.func(fusec-simplify,fusec-form-kernels))' -split-input-file -verify-diagnostics | FileCheck %s --enable-var-scope
+
+// conv -> batch norm -> relu is one kernel; the batch-norm coefficients are
+// recomputed in it from the parameters.
+// CHECK-LABEL: func.func @conv_bn_relu
+// CHECK-SAME: (%[[X:.+]]: tensor<1x9x9x3xf32>, %[[W:.+]]: tensor<8x3x3x3xf32>, %[[M:.+]]: tensor<8xf32>, %[[V:.+]]: tensor<8xf32>, %[[G:.+]]: tensor<8xf32>, %[[B:.+]]: tensor<8xf32>)
+// CHECK: %[[K:.+]] = fuse.kernel "k0_conv2d"(%[[X]], %[[W]], %[[M]], %[[V]], %[[G]], %[[B]])
+// CHECK: ^bb0(%[[A0:.+]]: tensor<1x9x9x3xf32>, %[[A1:.+]]: tensor<8x3x3x3xf32>, %[[A2:.+]]: tensor<8xf32>, %[[A3:.+]]: tensor<8xf32>, %[[A4:.+]]: tensor<8xf32>, %[[A5:.+]]: tensor<8xf32>):
+// CHECK-NEXT: %[[C:.+]] = fuse.conv2d %[[A0]], %[[A1]]
+// CHECK-NEXT: %[[S:.+]], %[[T:.+]] = fuse.batch_norm_coefficients %[[A2]], %[[A3]], %[[A4]], %[[A5]]
+// CHECK-NEXT: %[[SS:.+]] = fuse.scale_shift %[[C]], %[[S]], %[[T]]
+// CHECK-NEXT: %[[R:.+]] = fuse.relu %[[SS]]
+// CHECK-NEXT: fuse.yield %[[R]] : tensor<1x7x7x8xf32>
+// CHECK: return %[[K]]
+func.func @conv_bn_relu(%x: tensor<1x9x9x3xf32>, %w: tensor<8x3x3x3xf32>, %m: tensor<8xf32>,
+                        %v: tensor<8xf32>, %g: tensor<8xf32>, %b: tensor<8xf32>) -> tensor<1x7x7x8xf32> {
+  // expected-remark @below {{kernel k0_conv2d is anchored on fuse.conv2d}}
+  %0 = fuse.conv2d %x, %w : tensor<1x9x9x3xf32>, tensor<8x3x3x3xf32>
+  // expected-remark @below {{fused fuse.scale_shift into the epilogue of kernel k0_conv2d}}
+  // expected-remark @below {{fused fuse.batch_norm_coefficients into kernel k0_conv2d, which recomputes it from graph parameters}}
+  %1 = fuse.batch_norm %0, %m, %v, %g, %b : tensor<1x7x7x8xf32>, tensor<8xf32>
+  // expected-remark @below {{fused fuse.relu into the epilogue of kernel k0_conv2d}}
+  %2 = fuse.relu %1 : tensor<1x7x7x8xf32>
+  return %2 : tensor<1x7x7x8xf32>
+}
+
+// -----
+
+// A value with two users ends the kernel; the residual add joins the second
+// conv's epilogue.
+// CHECK-LABEL: func.func @two_users
+// CHECK: %[[K0:.+]] = fuse.kernel "k0_conv2d"
+// CHECK: %[[K1:.+]] = fuse.kernel "k1_conv2d"(%[[K0]], %{{.+}})
+// CHECK: fuse.add
+// CHECK: fuse.relu
+// CHECK: return %[[K1]]
+func.func @two_users(%x: tensor<1x6x6x4xf16>, %w: tensor<4x1x1x4xf16>) -> tensor<1x6x6x4xf16> {
+  // expected-remark @below {{kernel k0_conv2d is anchored on fuse.conv2d}}
+  // expected-remark @below {{not fused: the result of fuse.conv2d has 2 users, so kernel k0_conv2d ends here}}
+  %0 = fuse.conv2d %x, %w : tensor<1x6x6x4xf16>, tensor<4x1x1x4xf16>
+  // expected-remark @below {{kernel k1_conv2d is anchored on fuse.conv2d}}
+  %1 = fuse.conv2d %0, %w : tensor<1x6x6x4xf16>, tensor<4x1x1x4xf16>
+  // expected-remark @below {{fused fuse.add into the epilogue of kernel k1_conv2d}}
+  %2 = fuse.add %1, %0 : tensor<1x6x6x4xf16>, tensor<1x6x6x4xf16>
+  // expected-remark @below {{fused fuse.relu into the epilogue of kernel k1_conv2d}}
+  %3 = fuse.relu %2 : tensor<1x6x6x4xf16>
+  return %3 : tensor<1x6x6x4xf16>
+}
+
+// -----
+
+// Anchor-to-anchor edges and layout changes end kernels.
+// CHECK-LABEL: func.func @boundaries
+// CHECK: fuse.kernel "k0_conv2d"
+// CHECK: fuse.kernel "k1_max_pool2d"
+// CHECK: fuse.reshape
+// CHECK: fuse.kernel "k2_softmax"
+func.func @boundaries(%x: tensor<1x8x8x2xf32>, %w: tensor<2x3x3x2xf32>) -> tensor<1x18xf32> {
+  // expected-remark @below {{kernel k0_conv2d is anchored on fuse.conv2d}}
+  %0 = fuse.conv2d %x, %w : tensor<1x8x8x2xf32>, tensor<2x3x3x2xf32>
+  // expected-remark @below {{not fused: fuse.max_pool2d is an anchor and starts its own kernel after k0_conv2d}}
+  // expected-remark @below {{kernel k1_max_pool2d is anchored on fuse.max_pool2d}}
+  %1 = fuse.max_pool2d %0 {kernel = array<i64: 2, 2>} : tensor<1x6x6x2xf32>
+  // expected-remark @below {{not fused: fuse.reshape changes the layout, so kernel k1_max_pool2d ends before it}}
+  %2 = fuse.reshape %1 : tensor<1x3x3x2xf32> to tensor<1x18xf32>
+  // expected-remark @below {{kernel k2_softmax is anchored on fuse.softmax}}
+  %3 = fuse.softmax %2 : tensor<1x18xf32>
+  return %3 : tensor<1x18xf32>
+}
+
+// -----
+
+// Elementwise chains form kernels of their own; a broadcast to a larger
+// shape ends one.
+// CHECK-LABEL: func.func @elementwise
+// CHECK: %[[K0:.+]] = fuse.kernel "k0_add"
+// CHECK: fuse.add
+// CHECK: fuse.sigmoid
+// CHECK: %[[K1:.+]] = fuse.kernel "k1_mul"(%{{.+}}, %[[K0]])
+// CHECK: fuse.mul
+// CHECK: return %[[K1]]
+func.func @elementwise(%a: tensor<5xbf16>, %b: tensor<5xbf16>, %c: tensor<3x5xbf16>) -> tensor<3x5xbf16> {
+  %0 = fuse.add %a, %b : tensor<5xbf16>, tensor<5xbf16>
+  // expected-remark @below {{fused fuse.sigmoid into the kernel k0_add}}
+  %1 = fuse.sigmoid %0 : tensor<5xbf16>
+  // expected-remark @below {{not fused: fuse.mul changes the shape or type of the result of k0_add}}
+  %2 = fuse.mul %c, %1 : tensor<3x5xbf16>, tensor<5xbf16>
+  return %2 : tensor<3x5xbf16>
+}
+
+// -----
+
+// A parameter computation that two kernels use becomes a kernel of its own.
+// CHECK-LABEL: func.func @shared_parameters
+// CHECK: %[[P:.+]] = fuse.kernel "k2_add"
+// CHECK: fuse.kernel "k0_linear"(%{{.+}}, %{{.+}}, %[[P]])
+// CHECK: fuse.kernel "k1_linear"(%{{.+}}, %{{.+}}, %[[P]])
+func.func @shared_parameters(%x: tensor<2x4xf32>, %w: tensor<4x4xf32>, %b1: tensor<4xf32>, %b2: tensor<4xf32>)
+    -> (tensor<2x4xf32>, tensor<2x4xf32>) {
+  // expected-remark @below {{kernel k2_add computes fuse.add on graph parameters; more than one kernel uses it}}
+  %b = fuse.add %b1, %b2 : tensor<4xf32>, tensor<4xf32>
+  // expected-remark @below {{kernel k0_linear is anchored on fuse.linear}}
+  %0 = fuse.linear %x, %w, %b : tensor<2x4xf32>, tensor<4x4xf32>, tensor<4xf32>
+  // expected-remark @below {{kernel k1_linear is anchored on fuse.linear}}
+  %1 = fuse.linear %x, %w, %b : tensor<2x4xf32>, tensor<4x4xf32>, tensor<4xf32>
+  return %0, %1 : tensor<2x4xf32>, tensor<2x4xf32>
+}
