@@ -14,6 +14,7 @@ PACKAGES=(
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools  # LLVM/MLIR, lit, FileCheck
   cmake ninja-build ccache g++
   libgtest-dev                                            # unit tests
+  nlohmann-json3-dev                                      # runtime: launch plan JSON
   python3 python3-numpy                                   # lit and its NumPy checks
 )
 

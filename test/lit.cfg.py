@@ -36,6 +36,7 @@ tools = [
     ToolSubst("%fusec", os.path.join(config.fusec_tools_dir, "fusec"), unresolved="fatal"),
     "fusec",
     "fusec-opt",
+    "fusec-runner",
 ]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 
@@ -48,3 +49,10 @@ except (OSError, subprocess.CalledProcessError):
     pass
 if shutil.which("ptxas"):
     config.available_features.add("ptxas")
+# The NVIDIA driver: GPU tests need it; the no-driver tests run without it.
+try:
+    import ctypes
+    ctypes.CDLL("libcuda.so.1")
+    config.available_features.add("cuda-driver")
+except OSError:
+    pass

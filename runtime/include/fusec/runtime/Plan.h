@@ -1,0 +1,121 @@
+//===- Plan.h - The launch plan of a fusec artifact -------------*- C++ -*-===//
+//
+// An artifact is PTX text whose leading comments carry a launch plan as one
+// line of JSON (docs/Artifact.md). This header holds the plan's in-memory
+// form and its parser. Parsing needs no GPU and no driver, so tools and tests
+// can check an artifact anywhere.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FUSEC_RUNTIME_PLAN_H
+#define FUSEC_RUNTIME_PLAN_H
+
+#include "fusec/runtime/Status.h"
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace fusec {
+namespace runtime {
+
+/// The plan format version this runtime reads.
+constexpr int kPlanVersion = 1;
+
+/// The prefix of the artifact line that carries the plan.
+constexpr const char *kPlanLinePrefix = "// fusec-plan: ";
+
+/// Element types of plan buffers.
+enum class DType { F32, F16, BF16 };
+
+/// "f32", "f16" or "bf16".
+const char *dtypeName(DType dtype);
+/// Size of one element in bytes.
+size_t dtypeSize(DType dtype);
+
+enum class BufferRole { Input, Output, Intermediate };
+
+/// "input", "output" or "intermediate".
+const char *roleName(BufferRole role);
+
+/// One device buffer the plan reads or writes.
+struct BufferDesc {
+  int64_t id = 0;
+  BufferRole role = BufferRole::Intermediate;
+  /// Graph argument index (inputs) or result index (outputs); -1 for
+  /// intermediates.
+  int64_t index = -1;
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape;
+  /// numel * dtypeSize(dtype), checked by the parser.
+  uint64_t bytes = 0;
+
+  /// Product of the shape (1 for a scalar).
+  int64_t numel() const;
+  /// "f32 [1,56,56,64]": how messages name the buffer's type.
+  std::string typeString() const;
+};
+
+/// One step of the plan. Steps run in order on one stream.
+struct Step {
+  enum class Kind { Launch, Copy };
+  Kind kind = Kind::Launch;
+
+  // Launch: `kernel` with one 64-bit device pointer parameter per entry of
+  // `args` (buffer ids), in order.
+  std::string kernel;
+  std::array<uint32_t, 3> grid = {1, 1, 1};
+  std::array<uint32_t, 3> block = {1, 1, 1};
+  /// Dynamic shared memory in bytes.
+  uint32_t sharedBytes = 0;
+  std::vector<int64_t> args;
+
+  // Copy: `bytes` from the start of buffer `src` to the start of `dst`.
+  int64_t src = -1;
+  int64_t dst = -1;
+  uint64_t bytes = 0;
+};
+
+struct Plan {
+  std::string graph;
+  /// "ptx".
+  std::string targetKind;
+  /// As written, e.g. "sm_90" or "sm_90a".
+  std::string arch;
+  /// Compute capability parsed from `arch`: sm_90 -> 9.0, sm_120 -> 12.0.
+  int archMajor = 0;
+  int archMinor = 0;
+  /// True for arch-specific targets ("sm_90a"), whose PTX runs only on
+  /// exactly that compute capability.
+  bool archSpecific = false;
+
+  /// Indexed by buffer id.
+  std::vector<BufferDesc> buffers;
+  std::vector<Step> steps;
+  /// Buffer ids of the graph inputs and outputs, by index.
+  std::vector<int64_t> inputs;
+  std::vector<int64_t> outputs;
+  /// Every kernel named by a launch step, once, in order of first use.
+  std::vector<std::string> kernels;
+
+  const BufferDesc &input(size_t i) const { return buffers[inputs[i]]; }
+  const BufferDesc &output(size_t i) const { return buffers[outputs[i]]; }
+};
+
+/// Parses and validates the plan JSON (the text after "// fusec-plan: ").
+/// Every error names the offending field, e.g. "buffers[1].dtype: unknown
+/// dtype 'f64'; expected f32, f16 or bf16".
+Status parsePlan(const std::string &json, Plan &plan);
+
+/// Finds the plan line in an artifact, parses it, and checks that every
+/// kernel it launches is defined (".entry NAME") in the PTX. `sourceName`
+/// (a file name) starts every message.
+Status parseArtifact(const std::string &text, Plan &plan,
+                     const std::string &sourceName = "artifact");
+
+} // namespace runtime
+} // namespace fusec
+
+#endif // FUSEC_RUNTIME_PLAN_H

@@ -1,0 +1,265 @@
+//===- Runtime.h - Loading and running fusec artifacts ----------*- C++ -*-===//
+//
+// The fusec runtime: opens a CUDA device through the driver API (loaded from
+// libcuda.so.1 at run time, so nothing here needs the CUDA toolkit to build
+// or a GPU to start), loads an artifact (PTX plus its launch plan), and runs
+// the plan on a stream. It knows nothing of the compiler.
+//
+//   std::shared_ptr<Device> device;
+//   FUSEC_RETURN_IF_ERROR(Device::open(0, device));
+//   std::unique_ptr<Module> module;
+//   FUSEC_RETURN_IF_ERROR(Module::loadFile(device, "graph.ptx", module));
+//   FUSEC_RETURN_IF_ERROR(module->run(stream, {{x, xBytes}, {w, wBytes}},
+//                                     {{y, yBytes}}));
+//
+// Threads: a Device may be used from any thread (each call makes its
+// primary context current on the calling thread). A Module owns one set of
+// intermediate buffers, so runs of one Module must not overlap: issue them
+// on one stream, or load one Module per stream.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FUSEC_RUNTIME_RUNTIME_H
+#define FUSEC_RUNTIME_RUNTIME_H
+
+#include "fusec/runtime/Plan.h"
+#include "fusec/runtime/Status.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace fusec {
+namespace runtime {
+
+namespace detail {
+struct DriverApi;
+} // namespace detail
+
+/// A device address (CUdeviceptr).
+using DevicePtr = uint64_t;
+/// A CUstream or cudaStream_t (the two are the same object); nullptr is the
+/// legacy default stream.
+using Stream = void *;
+/// A CUevent or cudaEvent_t.
+using Event = void *;
+
+/// A device buffer handed to Module::run: its address and size in bytes.
+struct BufferRef {
+  DevicePtr ptr = 0;
+  uint64_t bytes = 0;
+};
+
+/// A read-only view of contiguous elements (std::span is C++20).
+template <typename T> class Span {
+public:
+  Span() = default;
+  Span(const T *data, size_t size) : data_(data), size_(size) {}
+  Span(const std::vector<T> &values)
+      : data_(values.data()), size_(values.size()) {}
+  /// Views the list for the duration of the full expression: fine for
+  /// arguments, never for a Span that outlives the call (as std::span).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Winit-list-lifetime"
+#endif
+  Span(std::initializer_list<T> values)
+      : data_(values.begin()), size_(values.size()) {}
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
+
+  const T *data() const { return data_; }
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  const T &operator[](size_t i) const { return data_[i]; }
+  const T *begin() const { return data_; }
+  const T *end() const { return data_ + size_; }
+
+private:
+  const T *data_ = nullptr;
+  size_t size_ = 0;
+};
+
+/// Reads a whole file. Fails with StatusCode::IOError ("cannot open 'x':
+/// No such file or directory").
+Status readFile(const std::string &path, std::string &contents);
+
+//===----------------------------------------------------------------------===//
+// Device
+//===----------------------------------------------------------------------===//
+
+/// One CUDA device and its primary context, which the Device retains for its
+/// lifetime. Also the place for the few memory and timing helpers that tools
+/// and tests need, so that they need not link the CUDA runtime.
+class Device {
+public:
+  /// Number of CUDA devices. Fails (NoDriver) when libcuda.so.1 cannot be
+  /// loaded; a driver with no GPU gives NoDevice.
+  static Status count(int &count);
+
+  /// Opens device `ordinal`: loads libcuda.so.1 (once per process), calls
+  /// cuInit, retains the device's primary context. Fails with NoDriver
+  /// ("cannot load libcuda.so.1 (...): no NVIDIA driver on this machine"),
+  /// NoDevice ("no CUDA device found", or an ordinal out of range), or
+  /// DriverError.
+  static Status open(int ordinal, std::shared_ptr<Device> &device);
+
+  /// As open(), through an explicit driver table instead of libcuda.so.1.
+  /// For tests, which pass a table of fakes to check the launch path.
+  static Status openWithDriver(const detail::DriverApi &api, int ordinal,
+                               std::shared_ptr<Device> &device);
+
+  ~Device();
+  Device(const Device &) = delete;
+  Device &operator=(const Device &) = delete;
+
+  int ordinal() const { return ordinal_; }
+  /// The marketing name, e.g. "NVIDIA H100 80GB HBM3".
+  const std::string &name() const { return name_; }
+  int computeCapabilityMajor() const { return ccMajor_; }
+  int computeCapabilityMinor() const { return ccMinor_; }
+  /// "sm_90" for compute capability 9.0.
+  std::string arch() const;
+  /// Most dynamic shared memory one block may opt in to, in bytes.
+  uint64_t maxSharedBytesPerBlock() const { return maxSharedBytesPerBlock_; }
+  int maxThreadsPerBlock() const { return maxThreadsPerBlock_; }
+  /// The driver's CUDA version, e.g. 13000 for 13.0.
+  int driverVersion() const { return driverVersion_; }
+  /// "device 0 (NVIDIA H100 80GB HBM3, sm_90)": how messages name it.
+  std::string describe() const;
+
+  /// Makes the device's context current on the calling thread.
+  Status makeCurrent() const;
+
+  // Memory. Copies are synchronous and ordered with the legacy default
+  // stream: synchronize other streams first.
+  Status allocate(uint64_t bytes, DevicePtr &ptr);
+  Status free(DevicePtr ptr);
+  Status copyToDevice(DevicePtr dst, const void *src, uint64_t bytes);
+  Status copyToHost(void *dst, DevicePtr src, uint64_t bytes);
+  /// Sets `bytes` bytes at `dst` to `value`, asynchronously on `stream`.
+  Status fill(DevicePtr dst, uint8_t value, uint64_t bytes,
+              Stream stream = nullptr);
+  /// Waits for `stream`; reports errors of kernels that ran on it.
+  Status synchronize(Stream stream = nullptr);
+
+  // Timing with CUDA events.
+  Status createEvent(Event &event);
+  Status destroyEvent(Event event);
+  Status recordEvent(Event event, Stream stream = nullptr);
+  /// Milliseconds between two recorded events; waits for `end`.
+  Status elapsedMs(Event start, Event end, float &ms);
+
+  /// The driver table (for Module).
+  const detail::DriverApi &api() const { return *api_; }
+
+private:
+  Device() = default;
+
+  const detail::DriverApi *api_ = nullptr;
+  int ordinal_ = 0;
+  int cuDevice_ = 0;
+  /// CUcontext; null until retained.
+  void *context_ = nullptr;
+  std::string name_;
+  int ccMajor_ = 0;
+  int ccMinor_ = 0;
+  uint64_t maxSharedBytesPerBlock_ = 0;
+  int maxThreadsPerBlock_ = 0;
+  int driverVersion_ = 0;
+};
+
+/// A device allocation freed on destruction. Move-only.
+class DeviceBuffer {
+public:
+  DeviceBuffer() = default;
+  ~DeviceBuffer();
+  DeviceBuffer(DeviceBuffer &&other) noexcept;
+  DeviceBuffer &operator=(DeviceBuffer &&other) noexcept;
+  DeviceBuffer(const DeviceBuffer &) = delete;
+  DeviceBuffer &operator=(const DeviceBuffer &) = delete;
+
+  static Status allocate(std::shared_ptr<Device> device, uint64_t bytes,
+                         DeviceBuffer &buffer);
+
+  DevicePtr ptr() const { return ptr_; }
+  uint64_t bytes() const { return bytes_; }
+  BufferRef ref() const { return {ptr_, bytes_}; }
+
+private:
+  void reset();
+
+  std::shared_ptr<Device> device_;
+  DevicePtr ptr_ = 0;
+  uint64_t bytes_ = 0;
+};
+
+//===----------------------------------------------------------------------===//
+// Module
+//===----------------------------------------------------------------------===//
+
+/// A loaded artifact: its PTX compiled for the device, a function handle for
+/// every kernel, and the intermediate buffers of its plan (allocated once and
+/// reused by every run).
+class Module {
+public:
+  /// Loads artifact text. Parses and validates the plan, refuses a device
+  /// whose compute capability is below target.arch, JIT-compiles the PTX
+  /// (a failure reports the driver's JIT log), looks up every kernel, raises
+  /// the dynamic shared memory limit of kernels that need more than 48 KiB,
+  /// and allocates the intermediates. `sourceName` starts error messages.
+  static Status load(std::shared_ptr<Device> device,
+                     const std::string &artifact,
+                     std::unique_ptr<Module> &module,
+                     const std::string &sourceName = "artifact");
+
+  /// load() on the contents of the file at `path`.
+  static Status loadFile(std::shared_ptr<Device> device,
+                         const std::string &path,
+                         std::unique_ptr<Module> &module);
+
+  ~Module();
+  Module(const Module &) = delete;
+  Module &operator=(const Module &) = delete;
+
+  const Plan &plan() const { return plan_; }
+  Device &device() const { return *device_; }
+  /// The driver JIT's informational log (may be empty).
+  const std::string &jitLog() const { return jitLog_; }
+
+  /// Enqueues every step of the plan on `stream`: one buffer per graph
+  /// input and per graph output, in index order, each exactly the size the
+  /// plan gives it. Fails (InvalidArgument) on a wrong count ("expected 3
+  /// inputs, got 2"), size ("input 1 has 800 bytes, the plan needs 802816
+  /// (f32 [1,56,56,64])") or null pointer, before anything is enqueued.
+  /// Returns once the work is enqueued: synchronize the stream to wait for
+  /// it and to see errors raised while the kernels ran.
+  Status run(Stream stream, Span<BufferRef> inputs, Span<BufferRef> outputs);
+
+  /// The checks of run() alone.
+  Status checkBindings(Span<BufferRef> inputs,
+                       Span<BufferRef> outputs) const;
+
+private:
+  Module() = default;
+
+  std::shared_ptr<Device> device_;
+  Plan plan_;
+  std::string sourceName_;
+  std::string jitLog_;
+  /// CUmodule; null until loaded.
+  void *cuModule_ = nullptr;
+  /// CUfunction of each step (null for copies).
+  std::vector<void *> stepFunctions_;
+  /// Device address of each buffer id; intermediates are filled at load.
+  std::vector<DevicePtr> intermediates_;
+};
+
+} // namespace runtime
+} // namespace fusec
+
+#endif // FUSEC_RUNTIME_RUNTIME_H

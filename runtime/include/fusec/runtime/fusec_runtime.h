@@ -1,0 +1,140 @@
+/*===- fusec_runtime.h - C API of the fusec runtime ---------------*- C -*-===*\
+|*                                                                            *|
+|* Loads fusec artifacts (PTX plus a launch plan) and runs them on a CUDA     *|
+|* device. A thin wrapper over the C++ API in Runtime.h, for C programs and   *|
+|* foreign-function interfaces (ctypes, cffi, Rust).                          *|
+|*                                                                            *|
+|* Errors: every function that can fail returns a fusec_status; on failure    *|
+|* fusec_last_error_message() gives the message, which says what went wrong  *|
+|* and what to do. Messages are per thread.                                   *|
+|*                                                                            *|
+|*   fusec_device *device;                                                    *|
+|*   fusec_module *module;                                                    *|
+|*   if (fusec_device_open(0, &device) != FUSEC_OK ||                         *|
+|*       fusec_module_load_file(device, "graph.ptx", &module) != FUSEC_OK)    *|
+|*     fprintf(stderr, "%s\n", fusec_last_error_message());                   *|
+|*                                                                            *|
+\*===----------------------------------------------------------------------===*/
+
+#ifndef FUSEC_RUNTIME_FUSEC_RUNTIME_H
+#define FUSEC_RUNTIME_FUSEC_RUNTIME_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Same values as fusec::runtime::StatusCode. */
+typedef enum fusec_status {
+  FUSEC_OK = 0,
+  FUSEC_ERROR_INVALID_ARGUMENT = 1,
+  FUSEC_ERROR_IO = 2,
+  FUSEC_ERROR_INVALID_ARTIFACT = 3,
+  FUSEC_ERROR_NO_DRIVER = 4,
+  FUSEC_ERROR_NO_DEVICE = 5,
+  FUSEC_ERROR_UNSUPPORTED_DEVICE = 6,
+  FUSEC_ERROR_DRIVER = 7
+} fusec_status;
+
+typedef enum fusec_dtype {
+  FUSEC_DTYPE_F32 = 0,
+  FUSEC_DTYPE_F16 = 1,
+  FUSEC_DTYPE_BF16 = 2
+} fusec_dtype;
+
+typedef struct fusec_device fusec_device;
+typedef struct fusec_module fusec_module;
+
+/* A device address (CUdeviceptr). */
+typedef uint64_t fusec_device_ptr;
+/* A CUstream or cudaStream_t; NULL is the legacy default stream. */
+typedef void *fusec_stream;
+
+/* A buffer handed to fusec_module_run: device address and size in bytes. */
+typedef struct fusec_buffer {
+  fusec_device_ptr ptr;
+  uint64_t bytes;
+} fusec_buffer;
+
+/* What the plan says about one graph input or output. `shape` points into
+   the module and lives as long as it. */
+typedef struct fusec_buffer_info {
+  fusec_dtype dtype;
+  size_t rank;
+  const int64_t *shape;
+  uint64_t bytes;
+} fusec_buffer_info;
+
+/* "FUSEC_OK", "FUSEC_ERROR_NO_DRIVER", ... */
+const char *fusec_status_name(fusec_status status);
+
+/* The message of the last failed call on this thread ("" if none). Valid
+   until the next failing call on the same thread. */
+const char *fusec_last_error_message(void);
+
+/* ---- Devices ------------------------------------------------------------ */
+
+/* Number of CUDA devices (0 when the driver sees none). Fails with
+   FUSEC_ERROR_NO_DRIVER when libcuda.so.1 cannot be loaded. */
+fusec_status fusec_device_count(int *count);
+
+/* Opens device `ordinal` (retains its primary context). */
+fusec_status fusec_device_open(int ordinal, fusec_device **device);
+
+/* Releases the handle. Modules loaded on the device keep it alive. NULL is
+   ignored. */
+void fusec_device_release(fusec_device *device);
+
+/* The device's name, valid while the handle is. */
+const char *fusec_device_name(const fusec_device *device);
+
+void fusec_device_compute_capability(const fusec_device *device, int *major,
+                                     int *minor);
+
+fusec_status fusec_device_alloc(fusec_device *device, uint64_t bytes,
+                                fusec_device_ptr *ptr);
+fusec_status fusec_device_free(fusec_device *device, fusec_device_ptr ptr);
+/* Synchronous copies, ordered with the legacy default stream. */
+fusec_status fusec_device_copy_to_device(fusec_device *device,
+                                         fusec_device_ptr dst, const void *src,
+                                         uint64_t bytes);
+fusec_status fusec_device_copy_to_host(fusec_device *device, void *dst,
+                                       fusec_device_ptr src, uint64_t bytes);
+/* Waits for `stream`; reports errors raised by kernels that ran on it. */
+fusec_status fusec_device_synchronize(fusec_device *device,
+                                      fusec_stream stream);
+
+/* ---- Modules ------------------------------------------------------------ */
+
+/* Loads an artifact from memory (`length` bytes, no NUL needed). */
+fusec_status fusec_module_load(fusec_device *device, const char *artifact,
+                               size_t length, fusec_module **module);
+
+/* Loads an artifact file. */
+fusec_status fusec_module_load_file(fusec_device *device, const char *path,
+                                    fusec_module **module);
+
+/* Frees the module's intermediates and unloads it. NULL is ignored. */
+void fusec_module_release(fusec_module *module);
+
+size_t fusec_module_num_inputs(const fusec_module *module);
+size_t fusec_module_num_outputs(const fusec_module *module);
+fusec_status fusec_module_input_info(const fusec_module *module, size_t index,
+                                     fusec_buffer_info *info);
+fusec_status fusec_module_output_info(const fusec_module *module, size_t index,
+                                      fusec_buffer_info *info);
+
+/* Enqueues the plan on `stream`: one buffer per graph input and output, in
+   order, each exactly the size the plan gives it. Returns once enqueued;
+   fusec_device_synchronize waits and reports kernel faults. */
+fusec_status fusec_module_run(fusec_module *module, fusec_stream stream,
+                              const fusec_buffer *inputs, size_t num_inputs,
+                              const fusec_buffer *outputs, size_t num_outputs);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* FUSEC_RUNTIME_FUSEC_RUNTIME_H */

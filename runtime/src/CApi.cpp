@@ -1,0 +1,269 @@
+//===- CApi.cpp - The C API over the C++ runtime --------------------------===//
+//
+// Handles own shared/unique pointers to the C++ objects; every failure is
+// stored per thread for fusec_last_error_message(). No exception crosses
+// the C boundary: the C++ API reports through Status, and the few standard
+// library calls that may throw (allocation) are caught here.
+//
+//===----------------------------------------------------------------------===//
+
+#include "fusec/runtime/fusec_runtime.h"
+#include "fusec/runtime/Runtime.h"
+
+#include <exception>
+#include <string>
+#include <vector>
+#include <new>
+
+using namespace fusec::runtime;
+
+struct fusec_device {
+  std::shared_ptr<Device> device;
+};
+
+struct fusec_module {
+  std::unique_ptr<Module> module;
+};
+
+namespace {
+
+thread_local std::string lastError;
+
+fusec_status report(const Status &status) {
+  if (status.isOk())
+    return FUSEC_OK;
+  lastError = status.message();
+  return static_cast<fusec_status>(status.code());
+}
+
+fusec_status invalidArgument(const char *function, const char *what) {
+  return report(Status::error(StatusCode::InvalidArgument,
+                              std::string(function) + ": " + what));
+}
+
+/// Runs `body`, turning an escaping exception into an error status.
+template <typename Body> fusec_status guarded(const char *function, Body body) {
+  try {
+    return body();
+  } catch (const std::bad_alloc &) {
+    return report(Status::error(StatusCode::InvalidArgument,
+                                std::string(function) +
+                                    ": out of host memory"));
+  } catch (const std::exception &e) {
+    return report(Status::error(StatusCode::InvalidArgument,
+                                std::string(function) + ": " + e.what()));
+  }
+}
+
+fusec_status bufferInfo(const fusec_module *module, size_t index, bool input,
+                        fusec_buffer_info *info, const char *function) {
+  if (!module || !info)
+    return invalidArgument(function, "module and info must not be NULL");
+  const Plan &plan = module->module->plan();
+  const std::vector<int64_t> &ids = input ? plan.inputs : plan.outputs;
+  if (index >= ids.size())
+    return report(Status::error(
+        StatusCode::InvalidArgument,
+        std::string(function) + ": index " + std::to_string(index) +
+            " is out of range: the graph has " + std::to_string(ids.size()) +
+            (input ? " inputs" : " outputs")));
+  const BufferDesc &desc = plan.buffers[ids[index]];
+  info->dtype = static_cast<fusec_dtype>(desc.dtype);
+  info->rank = desc.shape.size();
+  info->shape = desc.shape.data();
+  info->bytes = desc.bytes;
+  return FUSEC_OK;
+}
+
+} // namespace
+
+static_assert(static_cast<int>(DType::F32) == FUSEC_DTYPE_F32 &&
+                  static_cast<int>(DType::F16) == FUSEC_DTYPE_F16 &&
+                  static_cast<int>(DType::BF16) == FUSEC_DTYPE_BF16,
+              "fusec_dtype must mirror DType");
+static_assert(static_cast<int>(StatusCode::DriverError) == FUSEC_ERROR_DRIVER,
+              "fusec_status must mirror StatusCode");
+
+extern "C" {
+
+const char *fusec_status_name(fusec_status status) {
+  switch (status) {
+  case FUSEC_OK:
+    return "FUSEC_OK";
+  case FUSEC_ERROR_INVALID_ARGUMENT:
+    return "FUSEC_ERROR_INVALID_ARGUMENT";
+  case FUSEC_ERROR_IO:
+    return "FUSEC_ERROR_IO";
+  case FUSEC_ERROR_INVALID_ARTIFACT:
+    return "FUSEC_ERROR_INVALID_ARTIFACT";
+  case FUSEC_ERROR_NO_DRIVER:
+    return "FUSEC_ERROR_NO_DRIVER";
+  case FUSEC_ERROR_NO_DEVICE:
+    return "FUSEC_ERROR_NO_DEVICE";
+  case FUSEC_ERROR_UNSUPPORTED_DEVICE:
+    return "FUSEC_ERROR_UNSUPPORTED_DEVICE";
+  case FUSEC_ERROR_DRIVER:
+    return "FUSEC_ERROR_DRIVER";
+  }
+  return "FUSEC_ERROR_UNKNOWN";
+}
+
+const char *fusec_last_error_message(void) { return lastError.c_str(); }
+
+fusec_status fusec_device_count(int *count) {
+  if (!count)
+    return invalidArgument("fusec_device_count", "count must not be NULL");
+  return guarded("fusec_device_count",
+                 [&] { return report(Device::count(*count)); });
+}
+
+fusec_status fusec_device_open(int ordinal, fusec_device **device) {
+  if (!device)
+    return invalidArgument("fusec_device_open", "device must not be NULL");
+  *device = nullptr;
+  return guarded("fusec_device_open", [&] {
+    std::shared_ptr<Device> d;
+    fusec_status status = report(Device::open(ordinal, d));
+    if (status == FUSEC_OK)
+      *device = new fusec_device{std::move(d)};
+    return status;
+  });
+}
+
+void fusec_device_release(fusec_device *device) { delete device; }
+
+const char *fusec_device_name(const fusec_device *device) {
+  return device ? device->device->name().c_str() : "";
+}
+
+void fusec_device_compute_capability(const fusec_device *device, int *major,
+                                     int *minor) {
+  if (major)
+    *major = device ? device->device->computeCapabilityMajor() : 0;
+  if (minor)
+    *minor = device ? device->device->computeCapabilityMinor() : 0;
+}
+
+fusec_status fusec_device_alloc(fusec_device *device, uint64_t bytes,
+                                fusec_device_ptr *ptr) {
+  if (!device || !ptr)
+    return invalidArgument("fusec_device_alloc",
+                           "device and ptr must not be NULL");
+  return guarded("fusec_device_alloc", [&] {
+    return report(device->device->allocate(bytes, *ptr));
+  });
+}
+
+fusec_status fusec_device_free(fusec_device *device, fusec_device_ptr ptr) {
+  if (!device)
+    return invalidArgument("fusec_device_free", "device must not be NULL");
+  return guarded("fusec_device_free",
+                 [&] { return report(device->device->free(ptr)); });
+}
+
+fusec_status fusec_device_copy_to_device(fusec_device *device,
+                                         fusec_device_ptr dst, const void *src,
+                                         uint64_t bytes) {
+  if (!device || (!src && bytes))
+    return invalidArgument("fusec_device_copy_to_device",
+                           "device and src must not be NULL");
+  return guarded("fusec_device_copy_to_device", [&] {
+    return report(device->device->copyToDevice(dst, src, bytes));
+  });
+}
+
+fusec_status fusec_device_copy_to_host(fusec_device *device, void *dst,
+                                       fusec_device_ptr src, uint64_t bytes) {
+  if (!device || (!dst && bytes))
+    return invalidArgument("fusec_device_copy_to_host",
+                           "device and dst must not be NULL");
+  return guarded("fusec_device_copy_to_host", [&] {
+    return report(device->device->copyToHost(dst, src, bytes));
+  });
+}
+
+fusec_status fusec_device_synchronize(fusec_device *device,
+                                      fusec_stream stream) {
+  if (!device)
+    return invalidArgument("fusec_device_synchronize",
+                           "device must not be NULL");
+  return guarded("fusec_device_synchronize",
+                 [&] { return report(device->device->synchronize(stream)); });
+}
+
+fusec_status fusec_module_load(fusec_device *device, const char *artifact,
+                               size_t length, fusec_module **module) {
+  if (!module)
+    return invalidArgument("fusec_module_load", "module must not be NULL");
+  *module = nullptr;
+  if (!device || (!artifact && length))
+    return invalidArgument("fusec_module_load",
+                           "device and artifact must not be NULL");
+  return guarded("fusec_module_load", [&] {
+    std::unique_ptr<Module> m;
+    fusec_status status = report(Module::load(
+        device->device, std::string(artifact ? artifact : "", length), m));
+    if (status == FUSEC_OK)
+      *module = new fusec_module{std::move(m)};
+    return status;
+  });
+}
+
+fusec_status fusec_module_load_file(fusec_device *device, const char *path,
+                                    fusec_module **module) {
+  if (!module)
+    return invalidArgument("fusec_module_load_file",
+                           "module must not be NULL");
+  *module = nullptr;
+  if (!device || !path)
+    return invalidArgument("fusec_module_load_file",
+                           "device and path must not be NULL");
+  return guarded("fusec_module_load_file", [&] {
+    std::unique_ptr<Module> m;
+    fusec_status status = report(Module::loadFile(device->device, path, m));
+    if (status == FUSEC_OK)
+      *module = new fusec_module{std::move(m)};
+    return status;
+  });
+}
+
+void fusec_module_release(fusec_module *module) { delete module; }
+
+size_t fusec_module_num_inputs(const fusec_module *module) {
+  return module ? module->module->plan().inputs.size() : 0;
+}
+
+size_t fusec_module_num_outputs(const fusec_module *module) {
+  return module ? module->module->plan().outputs.size() : 0;
+}
+
+fusec_status fusec_module_input_info(const fusec_module *module, size_t index,
+                                     fusec_buffer_info *info) {
+  return bufferInfo(module, index, /*input=*/true, info,
+                    "fusec_module_input_info");
+}
+
+fusec_status fusec_module_output_info(const fusec_module *module, size_t index,
+                                      fusec_buffer_info *info) {
+  return bufferInfo(module, index, /*input=*/false, info,
+                    "fusec_module_output_info");
+}
+
+fusec_status fusec_module_run(fusec_module *module, fusec_stream stream,
+                              const fusec_buffer *inputs, size_t num_inputs,
+                              const fusec_buffer *outputs,
+                              size_t num_outputs) {
+  if (!module || (!inputs && num_inputs) || (!outputs && num_outputs))
+    return invalidArgument("fusec_module_run",
+                           "module, inputs and outputs must not be NULL");
+  return guarded("fusec_module_run", [&] {
+    std::vector<BufferRef> in, out;
+    for (size_t i = 0; i < num_inputs; ++i)
+      in.push_back({inputs[i].ptr, inputs[i].bytes});
+    for (size_t i = 0; i < num_outputs; ++i)
+      out.push_back({outputs[i].ptr, outputs[i].bytes});
+    return report(module->module->run(stream, in, out));
+  });
+}
+
+} // extern "C"

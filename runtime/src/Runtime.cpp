@@ -1,0 +1,549 @@
+//===- Runtime.cpp - Devices, memory and modules --------------------------===//
+//
+// Every driver call goes through the DriverApi table and has its CUresult
+// checked; a failure names the call and what the runtime was doing.
+//
+//===----------------------------------------------------------------------===//
+
+#include "fusec/runtime/Runtime.h"
+
+#include "CudaDriver.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+using namespace fusec::runtime;
+using namespace fusec::runtime::detail;
+
+Status fusec::runtime::readFile(const std::string &path,
+                                std::string &contents) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    return Status::error(StatusCode::IOError, "cannot open '" + path +
+                                                  "': " + std::strerror(errno));
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  if (in.bad())
+    return Status::error(StatusCode::IOError, "cannot read '" + path +
+                                                  "': " + std::strerror(errno));
+  contents = buffer.str();
+  return Status::success();
+}
+
+static std::string bytesString(uint64_t bytes) {
+  return std::to_string(bytes) + " bytes";
+}
+
+static std::string dim3String(const std::array<uint32_t, 3> &d) {
+  return "[" + std::to_string(d[0]) + "," + std::to_string(d[1]) + "," +
+         std::to_string(d[2]) + "]";
+}
+
+static CUcontext toContext(void *context) {
+  return static_cast<CUcontext>(context);
+}
+
+//===----------------------------------------------------------------------===//
+// Device
+//===----------------------------------------------------------------------===//
+
+Status Device::count(int &count) {
+  count = 0;
+  const DriverApi *api;
+  Status status = loadDriverApi(api);
+  if (status.code() == StatusCode::NoDevice)
+    return Status::success(); // the driver works and sees no GPU
+  FUSEC_RETURN_IF_ERROR(status);
+  FUSEC_CU_CHECK(*api, cuDeviceGetCount, (&count), "counting CUDA devices");
+  return Status::success();
+}
+
+Status Device::open(int ordinal, std::shared_ptr<Device> &device) {
+  const DriverApi *api;
+  FUSEC_RETURN_IF_ERROR(loadDriverApi(api));
+  return openWithDriver(*api, ordinal, device);
+}
+
+Status Device::openWithDriver(const DriverApi &api, int ordinal,
+                              std::shared_ptr<Device> &device) {
+  device.reset();
+  int count = 0;
+  FUSEC_CU_CHECK(api, cuDeviceGetCount, (&count), "counting CUDA devices");
+  if (count == 0)
+    return Status::error(StatusCode::NoDevice,
+                         "no CUDA device found: the NVIDIA driver is "
+                         "installed but sees no GPU; check nvidia-smi and "
+                         "CUDA_VISIBLE_DEVICES");
+  if (ordinal < 0 || ordinal >= count)
+    return Status::error(StatusCode::NoDevice,
+                         "device " + std::to_string(ordinal) +
+                             " does not exist: this machine has " +
+                             std::to_string(count) + " CUDA device" +
+                             (count == 1 ? "" : "s") + " (0.." +
+                             std::to_string(count - 1) + ")");
+
+  std::shared_ptr<Device> d(new Device());
+  d->api_ = &api;
+  d->ordinal_ = ordinal;
+  std::string doing = "opening device " + std::to_string(ordinal);
+  FUSEC_CU_CHECK(api, cuDriverGetVersion, (&d->driverVersion_), doing);
+  CUdevice cuDevice;
+  FUSEC_CU_CHECK(api, cuDeviceGet, (&cuDevice, ordinal), doing);
+  d->cuDevice_ = cuDevice;
+  char name[256] = {};
+  FUSEC_CU_CHECK(api, cuDeviceGetName, (name, sizeof(name) - 1, cuDevice),
+                 doing);
+  d->name_ = name;
+  FUSEC_CU_CHECK(api, cuDeviceGetAttribute,
+                 (&d->ccMajor_, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+                  cuDevice),
+                 doing);
+  FUSEC_CU_CHECK(api, cuDeviceGetAttribute,
+                 (&d->ccMinor_, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
+                  cuDevice),
+                 doing);
+  int shared = 0;
+  FUSEC_CU_CHECK(api, cuDeviceGetAttribute,
+                 (&shared, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+                  cuDevice),
+                 doing);
+  d->maxSharedBytesPerBlock_ = static_cast<uint64_t>(shared);
+  FUSEC_CU_CHECK(api, cuDeviceGetAttribute,
+                 (&d->maxThreadsPerBlock_,
+                  CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, cuDevice),
+                 doing);
+  CUcontext context = nullptr;
+  FUSEC_CU_CHECK(api, cuDevicePrimaryCtxRetain, (&context, cuDevice), doing);
+  d->context_ = context;
+  device = std::move(d);
+  return Status::success();
+}
+
+Device::~Device() {
+  if (context_)
+    (void)api_->cuDevicePrimaryCtxRelease(cuDevice_);
+}
+
+std::string Device::arch() const {
+  return "sm_" + std::to_string(ccMajor_) + std::to_string(ccMinor_);
+}
+
+std::string Device::describe() const {
+  return "device " + std::to_string(ordinal_) + " (" + name_ + ", " + arch() +
+         ")";
+}
+
+Status Device::makeCurrent() const {
+  FUSEC_CU_CHECK(*api_, cuCtxSetCurrent, (toContext(context_)),
+                 "making the context of " + describe() + " current");
+  return Status::success();
+}
+
+Status Device::allocate(uint64_t bytes, DevicePtr &ptr) {
+  ptr = 0;
+  FUSEC_RETURN_IF_ERROR(makeCurrent());
+  CUdeviceptr p = 0;
+  FUSEC_CU_CHECK(*api_, cuMemAlloc, (&p, bytes),
+                 "allocating " + bytesString(bytes) + " on " + describe());
+  ptr = p;
+  return Status::success();
+}
+
+Status Device::free(DevicePtr ptr) {
+  if (!ptr)
+    return Status::success();
+  FUSEC_RETURN_IF_ERROR(makeCurrent());
+  FUSEC_CU_CHECK(*api_, cuMemFree, (ptr), "freeing device memory");
+  return Status::success();
+}
+
+Status Device::copyToDevice(DevicePtr dst, const void *src, uint64_t bytes) {
+  if (!bytes)
+    return Status::success();
+  FUSEC_RETURN_IF_ERROR(makeCurrent());
+  FUSEC_CU_CHECK(*api_, cuMemcpyHtoD, (dst, src, bytes),
+                 "copying " + bytesString(bytes) + " to the device");
+  return Status::success();
+}
+
+Status Device::copyToHost(void *dst, DevicePtr src, uint64_t bytes) {
+  if (!bytes)
+    return Status::success();
+  FUSEC_RETURN_IF_ERROR(makeCurrent());
+  FUSEC_CU_CHECK(*api_, cuMemcpyDtoH, (dst, src, bytes),
+                 "copying " + bytesString(bytes) + " from the device");
+  return Status::success();
+}
+
+Status Device::fill(DevicePtr dst, uint8_t value, uint64_t bytes,
+                    Stream stream) {
+  if (!bytes)
+    return Status::success();
+  FUSEC_RETURN_IF_ERROR(makeCurrent());
+  FUSEC_CU_CHECK(*api_, cuMemsetD8Async,
+                 (dst, value, bytes, static_cast<CUstream>(stream)),
+                 "filling " + bytesString(bytes) + " of device memory");
+  return Status::success();
+}
+
+Status Device::synchronize(Stream stream) {
+  FUSEC_RETURN_IF_ERROR(makeCurrent());
+  FUSEC_CU_CHECK(*api_, cuStreamSynchronize, (static_cast<CUstream>(stream)),
+                 "waiting for the work on " + describe());
+  return Status::success();
+}
+
+Status Device::createEvent(Event &event) {
+  event = nullptr;
+  FUSEC_RETURN_IF_ERROR(makeCurrent());
+  CUevent e = nullptr;
+  FUSEC_CU_CHECK(*api_, cuEventCreate, (&e, CU_EVENT_DEFAULT),
+                 "creating an event");
+  event = e;
+  return Status::success();
+}
+
+Status Device::destroyEvent(Event event) {
+  if (!event)
+    return Status::success();
+  FUSEC_RETURN_IF_ERROR(makeCurrent());
+  FUSEC_CU_CHECK(*api_, cuEventDestroy, (static_cast<CUevent>(event)),
+                 "destroying an event");
+  return Status::success();
+}
+
+Status Device::recordEvent(Event event, Stream stream) {
+  FUSEC_RETURN_IF_ERROR(makeCurrent());
+  FUSEC_CU_CHECK(
+      *api_, cuEventRecord,
+      (static_cast<CUevent>(event), static_cast<CUstream>(stream)),
+      "recording an event");
+  return Status::success();
+}
+
+Status Device::elapsedMs(Event start, Event end, float &ms) {
+  ms = 0;
+  FUSEC_RETURN_IF_ERROR(makeCurrent());
+  FUSEC_CU_CHECK(*api_, cuEventSynchronize, (static_cast<CUevent>(end)),
+                 "waiting for an event");
+  FUSEC_CU_CHECK(
+      *api_, cuEventElapsedTime,
+      (&ms, static_cast<CUevent>(start), static_cast<CUevent>(end)),
+      "timing between two events");
+  return Status::success();
+}
+
+//===----------------------------------------------------------------------===//
+// DeviceBuffer
+//===----------------------------------------------------------------------===//
+
+Status DeviceBuffer::allocate(std::shared_ptr<Device> device, uint64_t bytes,
+                              DeviceBuffer &buffer) {
+  buffer.reset();
+  DevicePtr ptr = 0;
+  if (bytes)
+    FUSEC_RETURN_IF_ERROR(device->allocate(bytes, ptr));
+  buffer.device_ = std::move(device);
+  buffer.ptr_ = ptr;
+  buffer.bytes_ = bytes;
+  return Status::success();
+}
+
+DeviceBuffer::~DeviceBuffer() { reset(); }
+
+DeviceBuffer::DeviceBuffer(DeviceBuffer &&other) noexcept
+    : device_(std::move(other.device_)), ptr_(other.ptr_),
+      bytes_(other.bytes_) {
+  other.ptr_ = 0;
+  other.bytes_ = 0;
+}
+
+DeviceBuffer &DeviceBuffer::operator=(DeviceBuffer &&other) noexcept {
+  if (this != &other) {
+    reset();
+    device_ = std::move(other.device_);
+    ptr_ = other.ptr_;
+    bytes_ = other.bytes_;
+    other.ptr_ = 0;
+    other.bytes_ = 0;
+  }
+  return *this;
+}
+
+void DeviceBuffer::reset() {
+  if (device_ && ptr_)
+    (void)device_->free(ptr_);
+  device_.reset();
+  ptr_ = 0;
+  bytes_ = 0;
+}
+
+//===----------------------------------------------------------------------===//
+// Module
+//===----------------------------------------------------------------------===//
+
+/// Checks what can be checked before compiling anything: the architecture
+/// and the launch limits of the device.
+static Status checkDevice(const Plan &plan, const Device &device,
+                          const std::string &sourceName) {
+  int major = device.computeCapabilityMajor();
+  int minor = device.computeCapabilityMinor();
+  std::string planCC =
+      std::to_string(plan.archMajor) + "." + std::to_string(plan.archMinor);
+  std::string deviceCC = std::to_string(major) + "." + std::to_string(minor);
+  if (std::make_pair(major, minor) <
+      std::make_pair(plan.archMajor, plan.archMinor))
+    return Status::error(
+        StatusCode::UnsupportedDevice,
+        sourceName + " was compiled for " + plan.arch + " (target.arch), but " +
+            device.describe() + " has compute capability " + deviceCC +
+            ": recompile the graph for " + device.arch() +
+            " or run it on a device of compute capability " + planCC +
+            " or newer");
+  if (plan.archSpecific &&
+      (major != plan.archMajor ||
+       (plan.arch.back() == 'a' && minor != plan.archMinor)))
+    return Status::error(
+        StatusCode::UnsupportedDevice,
+        sourceName + " was compiled for " + plan.arch +
+            " (target.arch), whose code runs only on compute capability " +
+            planCC + (plan.arch.back() == 'f' ? " and its family" : "") +
+            ", but " + device.describe() + " has compute capability " +
+            deviceCC + ": recompile the graph for " + device.arch());
+
+  for (size_t i = 0; i < plan.steps.size(); ++i) {
+    const Step &step = plan.steps[i];
+    if (step.kind != Step::Kind::Launch)
+      continue;
+    std::string what = sourceName + ": steps[" + std::to_string(i) +
+                       "] (kernel '" + step.kernel + "')";
+    if (step.sharedBytes > device.maxSharedBytesPerBlock())
+      return Status::error(
+          StatusCode::UnsupportedDevice,
+          what + " needs " + bytesString(step.sharedBytes) +
+              " of dynamic shared memory, but " + device.describe() +
+              " allows at most " +
+              bytesString(device.maxSharedBytesPerBlock()) +
+              " per block: recompile with smaller tiles for this device");
+    uint64_t threads =
+        uint64_t(step.block[0]) * step.block[1] * step.block[2];
+    if (threads > static_cast<uint64_t>(device.maxThreadsPerBlock()))
+      return Status::error(
+          StatusCode::UnsupportedDevice,
+          what + " has blocks of " + std::to_string(threads) + " threads " +
+              dim3String(step.block) + ", but " + device.describe() +
+              " allows at most " +
+              std::to_string(device.maxThreadsPerBlock()) +
+              ": recompile with smaller blocks");
+  }
+  return Status::success();
+}
+
+Status Module::load(std::shared_ptr<Device> device, const std::string &artifact,
+                    std::unique_ptr<Module> &module,
+                    const std::string &sourceName) {
+  module.reset();
+  // Filled as resources are acquired, so that a failure part way releases
+  // what was acquired (in ~Module).
+  std::unique_ptr<Module> m(new Module());
+  m->device_ = device;
+  m->sourceName_ = sourceName;
+  FUSEC_RETURN_IF_ERROR(parseArtifact(artifact, m->plan_, sourceName));
+  const Plan &plan = m->plan_;
+  FUSEC_RETURN_IF_ERROR(checkDevice(plan, *device, sourceName));
+
+  const DriverApi &api = device->api();
+  FUSEC_RETURN_IF_ERROR(device->makeCurrent());
+
+  // JIT-compile the PTX, keeping the logs so that a PTX error is reported
+  // with the JIT compiler's own message. std::string keeps a NUL after the
+  // text, which cuModuleLoadDataEx needs.
+  constexpr size_t kLogBytes = 16 * 1024;
+  std::vector<char> errorLog(kLogBytes, '\0');
+  std::vector<char> infoLog(kLogBytes, '\0');
+  CUjit_option options[] = {CU_JIT_ERROR_LOG_BUFFER,
+                            CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+                            CU_JIT_INFO_LOG_BUFFER,
+                            CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES};
+  void *values[] = {errorLog.data(), reinterpret_cast<void *>(kLogBytes - 1),
+                    infoLog.data(), reinterpret_cast<void *>(kLogBytes - 1)};
+  CUmodule cuModule = nullptr;
+  CUresult result = api.cuModuleLoadDataEx(
+      &cuModule, artifact.c_str(), sizeof(options) / sizeof(options[0]),
+      options, values);
+  m->jitLog_ = infoLog.data();
+  if (result != CUDA_SUCCESS) {
+    Status status =
+        driverError(api, result, "cuModuleLoadDataEx",
+                    sourceName + ": cannot load the PTX on " + device->describe());
+    std::string log = errorLog.data();
+    if (log.empty())
+      return status;
+    while (!log.empty() && (log.back() == '\n' || log.back() == '\r'))
+      log.pop_back();
+    return Status::error(status.code(),
+                         status.message() + "\nJIT log:\n" + log);
+  }
+  m->cuModule_ = cuModule;
+
+  // One handle per kernel, and the shared memory opt-in each needs.
+  std::map<std::string, CUfunction> functions;
+  std::map<std::string, uint32_t> maxShared;
+  for (const std::string &kernel : plan.kernels) {
+    CUfunction function = nullptr;
+    FUSEC_CU_CHECK(api, cuModuleGetFunction, (&function, cuModule, kernel.c_str()),
+                   sourceName + ": looking up kernel '" + kernel + "'");
+    functions[kernel] = function;
+  }
+  for (const Step &step : plan.steps)
+    if (step.kind == Step::Kind::Launch)
+      maxShared[step.kernel] = std::max(maxShared[step.kernel], step.sharedBytes);
+  for (const auto &[kernel, shared] : maxShared) {
+    if (shared <= kDefaultMaxDynamicSharedBytes)
+      continue;
+    FUSEC_CU_CHECK(api, cuFuncSetAttribute,
+                   (functions[kernel],
+                    CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                    static_cast<int>(shared)),
+                   sourceName + ": allowing kernel '" + kernel + "' " +
+                       bytesString(shared) + " of dynamic shared memory");
+  }
+  for (const Step &step : plan.steps)
+    m->stepFunctions_.push_back(
+        step.kind == Step::Kind::Launch ? functions[step.kernel] : nullptr);
+
+  // Intermediates: allocated once, reused by every run.
+  m->intermediates_.assign(plan.buffers.size(), 0);
+  for (const BufferDesc &buffer : plan.buffers) {
+    if (buffer.role != BufferRole::Intermediate || buffer.bytes == 0)
+      continue;
+    CUdeviceptr ptr = 0;
+    FUSEC_CU_CHECK(api, cuMemAlloc, (&ptr, buffer.bytes),
+                   sourceName + ": allocating intermediate buffer " +
+                       std::to_string(buffer.id) + " (" + buffer.typeString() +
+                       ", " + bytesString(buffer.bytes) + ") on " +
+                       device->describe());
+    m->intermediates_[buffer.id] = ptr;
+  }
+  module = std::move(m);
+  return Status::success();
+}
+
+Status Module::loadFile(std::shared_ptr<Device> device, const std::string &path,
+                        std::unique_ptr<Module> &module) {
+  std::string text;
+  FUSEC_RETURN_IF_ERROR(readFile(path, text));
+  return load(std::move(device), text, module, path);
+}
+
+Module::~Module() {
+  // Intermediates are allocated only once the module is loaded.
+  if (!device_ || !cuModule_)
+    return;
+  const DriverApi &api = device_->api();
+  if (!device_->makeCurrent())
+    return;
+  // Errors are ignored: nothing can be done about them in a destructor, and
+  // after a kernel fault every call fails anyway.
+  for (DevicePtr ptr : intermediates_)
+    if (ptr)
+      (void)api.cuMemFree(ptr);
+  if (cuModule_)
+    (void)api.cuModuleUnload(static_cast<CUmodule>(cuModule_));
+}
+
+/// Checks one side (inputs or outputs) of run()'s bindings.
+static Status checkSide(const Plan &plan, const char *side,
+                        const std::vector<int64_t> &ids,
+                        Span<BufferRef> buffers) {
+  std::string plural = std::string(side) + (ids.size() == 1 ? "" : "s");
+  if (buffers.size() != ids.size())
+    return Status::error(
+        StatusCode::InvalidArgument,
+        "expected " + std::to_string(ids.size()) + " " + plural + ", got " +
+            std::to_string(buffers.size()) + ": pass one device buffer per " +
+            "graph " + (std::string(side) == "input" ? "argument" : "result") +
+            ", in order");
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const BufferDesc &desc = plan.buffers[ids[i]];
+    const BufferRef &ref = buffers[i];
+    std::string name = std::string(side) + " " + std::to_string(i);
+    if (ref.bytes != desc.bytes)
+      return Status::error(StatusCode::InvalidArgument,
+                           name + " has " + std::to_string(ref.bytes) +
+                               " bytes, the plan needs " +
+                               std::to_string(desc.bytes) + " (" +
+                               desc.typeString() + ")");
+    if (!ref.ptr && desc.bytes)
+      return Status::error(StatusCode::InvalidArgument,
+                           name + " is a null device pointer: allocate " +
+                               std::to_string(desc.bytes) + " bytes (" +
+                               desc.typeString() + ") for it");
+  }
+  return Status::success();
+}
+
+Status Module::checkBindings(Span<BufferRef> inputs,
+                             Span<BufferRef> outputs) const {
+  FUSEC_RETURN_IF_ERROR(checkSide(plan_, "input", plan_.inputs, inputs));
+  FUSEC_RETURN_IF_ERROR(checkSide(plan_, "output", plan_.outputs, outputs));
+  return Status::success();
+}
+
+Status Module::run(Stream stream, Span<BufferRef> inputs,
+                   Span<BufferRef> outputs) {
+  FUSEC_RETURN_IF_ERROR(checkBindings(inputs, outputs));
+
+  // The address of every buffer id for this run.
+  std::vector<CUdeviceptr> addresses(intermediates_.begin(),
+                                     intermediates_.end());
+  for (size_t i = 0; i < plan_.inputs.size(); ++i)
+    addresses[plan_.inputs[i]] = inputs[i].ptr;
+  for (size_t i = 0; i < plan_.outputs.size(); ++i)
+    addresses[plan_.outputs[i]] = outputs[i].ptr;
+
+  const DriverApi &api = device_->api();
+  CUstream cuStream = static_cast<CUstream>(stream);
+  FUSEC_RETURN_IF_ERROR(device_->makeCurrent());
+
+  std::vector<CUdeviceptr> argValues;
+  std::vector<void *> params;
+  for (size_t i = 0; i < plan_.steps.size(); ++i) {
+    const Step &step = plan_.steps[i];
+    std::string stepName = sourceName_ + ": steps[" + std::to_string(i) + "]";
+    if (step.kind == Step::Kind::Copy) {
+      if (!step.bytes)
+        continue;
+      FUSEC_CU_CHECK(api, cuMemcpyDtoDAsync,
+                     (addresses[step.dst], addresses[step.src], step.bytes,
+                      cuStream),
+                     stepName + ": copying " + bytesString(step.bytes) +
+                         " from buffer " + std::to_string(step.src) +
+                         " to buffer " + std::to_string(step.dst));
+      continue;
+    }
+    // cuLaunchKernel takes one pointer per kernel parameter, pointing at the
+    // parameter's value: here each value is a CUdeviceptr. Both vectors are
+    // sized before any pointer into argValues is taken.
+    argValues.assign(step.args.size(), 0);
+    params.assign(step.args.size(), nullptr);
+    for (size_t a = 0; a < step.args.size(); ++a) {
+      argValues[a] = addresses[step.args[a]];
+      params[a] = &argValues[a];
+    }
+    FUSEC_CU_CHECK(api, cuLaunchKernel,
+                   (static_cast<CUfunction>(stepFunctions_[i]), step.grid[0],
+                    step.grid[1], step.grid[2], step.block[0], step.block[1],
+                    step.block[2], step.sharedBytes, cuStream,
+                    params.empty() ? nullptr : params.data(), nullptr),
+                   stepName + ": launching kernel '" + step.kernel +
+                       "' with grid " + dim3String(step.grid) + ", block " +
+                       dim3String(step.block) + " and " +
+                       bytesString(step.sharedBytes) + " of shared memory");
+  }
+  return Status::success();
+}

@@ -1,0 +1,1084 @@
+//===- RuntimeTest.cpp - Unit tests for the fusec runtime -----------------===//
+//
+// Three parts, none of which needs a GPU:
+//   - launch plan parsing: a valid plan, and each kind of invalid plan with
+//     the message that names its field;
+//   - the paths taken on a machine without the NVIDIA driver (C++ and C API);
+//   - the launch path, driven through a table of fake driver entry points
+//     that record what the runtime asks of the driver: kernel parameters,
+//     grid and block sizes, shared memory opt-in, copies, allocations.
+//
+//===----------------------------------------------------------------------===//
+
+#include "fusec/runtime/Runtime.h"
+#include "fusec/runtime/fusec_runtime.h"
+
+// Internal: the driver table the fakes fill.
+#include "CudaDriver.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <dlfcn.h>
+
+#include <cstring>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+using namespace fusec::runtime;
+using json = nlohmann::json;
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// Plans
+//===----------------------------------------------------------------------===//
+
+/// The plan of docs/Artifact.md's example: conv into an intermediate, then
+/// a kernel and a copy into the output.
+json validPlan() {
+  return json::parse(R"({
+    "format": "fusec-plan", "version": 1, "graph": "resnet_block",
+    "target": {"kind": "ptx", "arch": "sm_90"},
+    "buffers": [
+      {"id": 0, "role": "input", "index": 0, "dtype": "f32",
+       "shape": [1, 56, 56, 64], "bytes": 802816},
+      {"id": 1, "role": "intermediate", "dtype": "f32",
+       "shape": [1, 56, 56, 64], "bytes": 802816},
+      {"id": 2, "role": "output", "index": 0, "dtype": "f32",
+       "shape": [1, 56, 56, 64], "bytes": 802816}
+    ],
+    "steps": [
+      {"kind": "launch", "kernel": "k0_conv2d", "grid": [98, 1, 1],
+       "block": [256, 1, 1], "shared_bytes": 16384, "args": [0, 1, 2]},
+      {"kind": "copy", "src": 0, "dst": 2, "bytes": 802816}
+    ]
+  })");
+}
+
+/// The message of parsePlan on `plan`, or "ok".
+std::string planError(const json &plan) {
+  Plan parsed;
+  Status status = parsePlan(plan.dump(), parsed);
+  if (status)
+    return "ok";
+  EXPECT_EQ(status.code(), StatusCode::InvalidArtifact);
+  return status.message();
+}
+
+/// PTX that defines `kernels`, each taking `arity` pointers.
+std::string ptxDefining(const std::vector<std::string> &kernels) {
+  std::string ptx = ".version 8.0\n.target sm_90\n.address_size 64\n";
+  for (const std::string &k : kernels)
+    ptx += "\n.visible .entry " + k + "(\n\t.param .u64 " + k +
+           "_param_0\n)\n{\n\tret;\n}\n";
+  return ptx;
+}
+
+std::string artifactOf(const json &plan,
+                       const std::vector<std::string> &kernels) {
+  return "// fusec artifact v1\n// fusec-plan: " + plan.dump() + "\n" +
+         ptxDefining(kernels);
+}
+
+TEST(RuntimePlan, ParsesValidPlan) {
+  Plan plan;
+  Status status = parsePlan(validPlan().dump(), plan);
+  ASSERT_TRUE(status) << status.message();
+  EXPECT_EQ(plan.graph, "resnet_block");
+  EXPECT_EQ(plan.targetKind, "ptx");
+  EXPECT_EQ(plan.arch, "sm_90");
+  EXPECT_EQ(plan.archMajor, 9);
+  EXPECT_EQ(plan.archMinor, 0);
+  EXPECT_FALSE(plan.archSpecific);
+  ASSERT_EQ(plan.buffers.size(), 3u);
+  EXPECT_EQ(plan.buffers[1].role, BufferRole::Intermediate);
+  EXPECT_EQ(plan.buffers[1].index, -1);
+  EXPECT_EQ(plan.buffers[0].shape, (std::vector<int64_t>{1, 56, 56, 64}));
+  EXPECT_EQ(plan.buffers[0].numel(), 200704);
+  EXPECT_EQ(plan.buffers[0].typeString(), "f32 [1,56,56,64]");
+  EXPECT_EQ(plan.inputs, (std::vector<int64_t>{0}));
+  EXPECT_EQ(plan.outputs, (std::vector<int64_t>{2}));
+  EXPECT_EQ(plan.kernels, (std::vector<std::string>{"k0_conv2d"}));
+  ASSERT_EQ(plan.steps.size(), 2u);
+  const Step &launch = plan.steps[0];
+  EXPECT_EQ(launch.kind, Step::Kind::Launch);
+  EXPECT_EQ(launch.kernel, "k0_conv2d");
+  EXPECT_EQ(launch.grid, (std::array<uint32_t, 3>{98, 1, 1}));
+  EXPECT_EQ(launch.block, (std::array<uint32_t, 3>{256, 1, 1}));
+  EXPECT_EQ(launch.sharedBytes, 16384u);
+  EXPECT_EQ(launch.args, (std::vector<int64_t>{0, 1, 2}));
+  const Step &copy = plan.steps[1];
+  EXPECT_EQ(copy.kind, Step::Kind::Copy);
+  EXPECT_EQ(copy.src, 0);
+  EXPECT_EQ(copy.dst, 2);
+  EXPECT_EQ(copy.bytes, 802816u);
+}
+
+TEST(RuntimePlan, DTypesIndicesAndArches) {
+  json p = validPlan();
+  // Listed out of id order; two inputs in reverse index order; f16/bf16.
+  p["buffers"] = json::parse(R"([
+    {"id": 2, "role": "output", "index": 0, "dtype": "bf16", "shape": [3, 5],
+     "bytes": 30},
+    {"id": 1, "role": "input", "index": 0, "dtype": "f16", "shape": [],
+     "bytes": 2},
+    {"id": 0, "role": "input", "index": 1, "dtype": "f32", "shape": [0, 4],
+     "bytes": 0}
+  ])");
+  p["steps"] = json::array();
+  p["target"]["arch"] = "sm_90a";
+  Plan plan;
+  Status status = parsePlan(p.dump(), plan);
+  ASSERT_TRUE(status) << status.message();
+  EXPECT_EQ(plan.inputs, (std::vector<int64_t>{1, 0}));
+  EXPECT_EQ(plan.outputs, (std::vector<int64_t>{2}));
+  EXPECT_EQ(plan.buffers[1].dtype, DType::F16);
+  EXPECT_EQ(plan.buffers[1].numel(), 1);
+  EXPECT_EQ(plan.buffers[2].dtype, DType::BF16);
+  EXPECT_TRUE(plan.archSpecific);
+
+  p["target"]["arch"] = "sm_120";
+  ASSERT_TRUE(parsePlan(p.dump(), plan));
+  EXPECT_EQ(plan.archMajor, 12);
+  EXPECT_EQ(plan.archMinor, 0);
+  p["target"]["arch"] = "sm_86";
+  ASSERT_TRUE(parsePlan(p.dump(), plan));
+  EXPECT_EQ(plan.archMajor, 8);
+  EXPECT_EQ(plan.archMinor, 6);
+}
+
+TEST(RuntimePlan, RejectsMalformedJson) {
+  Plan plan;
+  Status status = parsePlan("{\"format\": ", plan);
+  EXPECT_EQ(status.code(), StatusCode::InvalidArtifact);
+  EXPECT_EQ(status.message().rfind("the plan is not valid JSON: parse error "
+                                   "at line 1, column 12",
+                                   0),
+            0u)
+      << status.message();
+  EXPECT_EQ(planError(json::array()), "expected an object, got an array");
+}
+
+TEST(RuntimePlan, RejectsMissingAndUnknownFields) {
+  json p = validPlan();
+  p.erase("steps");
+  EXPECT_EQ(planError(p), "missing field 'steps'");
+
+  p = validPlan();
+  p["buffers"][1].erase("shape");
+  EXPECT_EQ(planError(p), "buffers[1]: missing field 'shape'");
+
+  p = validPlan();
+  p["steps"][0].erase("shared_bytes");
+  EXPECT_EQ(planError(p), "steps[0]: missing field 'shared_bytes'");
+
+  p = validPlan();
+  p["buffers"][0]["dtyp"] = "f32";
+  EXPECT_EQ(planError(p),
+            "buffers[0]: unknown field 'dtyp' (plan version 1 has id, role, "
+            "dtype, shape, bytes, index)");
+
+  p = validPlan();
+  p["buffers"][2].erase("index");
+  EXPECT_EQ(planError(p), "buffers[2]: missing field 'index' (the output's "
+                          "position among the graph's results)");
+
+  p = validPlan();
+  p["buffers"][1]["index"] = 0;
+  EXPECT_EQ(planError(p), "buffers[1].index: an intermediate buffer has no "
+                          "index (only inputs and outputs are numbered)");
+}
+
+TEST(RuntimePlan, RejectsWrongFormatAndVersion) {
+  json p = validPlan();
+  p["format"] = "onnx";
+  EXPECT_EQ(planError(p), "format: expected \"fusec-plan\", got \"onnx\"");
+  p = validPlan();
+  p["version"] = 2;
+  EXPECT_EQ(planError(p), "version: plan version 2 is newer than this "
+                          "runtime reads (1): update the fusec runtime");
+  p["version"] = 0;
+  EXPECT_EQ(planError(p),
+            "version: plan version 0 does not exist: expected 1");
+  p["version"] = "1";
+  EXPECT_EQ(planError(p), "version: expected an integer, got a string");
+}
+
+TEST(RuntimePlan, RejectsBadTarget) {
+  json p = validPlan();
+  p["target"]["kind"] = "cubin";
+  EXPECT_EQ(planError(p), "target.kind: unsupported target kind 'cubin': "
+                          "this runtime loads \"ptx\"");
+  for (const char *arch : {"sm90", "sm_9", "sm_90x", "compute_90", "sm_1000"}) {
+    p = validPlan();
+    p["target"]["arch"] = arch;
+    EXPECT_EQ(planError(p), std::string("target.arch: '") + arch +
+                                "' is not a GPU architecture: expected "
+                                "sm_XY such as sm_80 or sm_90");
+  }
+}
+
+TEST(RuntimePlan, RejectsBadBuffers) {
+  json p = validPlan();
+  p["buffers"][1]["dtype"] = "f64";
+  EXPECT_EQ(planError(p), "buffers[1].dtype: unknown dtype 'f64': expected "
+                          "f32, f16 or bf16");
+
+  p = validPlan();
+  p["buffers"][1]["role"] = "weight";
+  EXPECT_EQ(planError(p), "buffers[1].role: unknown role 'weight': expected "
+                          "input, output or intermediate");
+
+  p = validPlan();
+  p["buffers"][1]["bytes"] = 800;
+  EXPECT_EQ(planError(p), "buffers[1].bytes: 800 does not match f32 "
+                          "[1,56,56,64], which is 802816 bytes");
+
+  p = validPlan();
+  p["buffers"][1]["dtype"] = "f16";
+  EXPECT_EQ(planError(p), "buffers[1].bytes: 802816 does not match f16 "
+                          "[1,56,56,64], which is 401408 bytes");
+
+  p = validPlan();
+  p["buffers"][1]["shape"][2] = -56;
+  EXPECT_EQ(planError(p), "buffers[1].shape[2]: -56 is out of range: "
+                          "expected in [0, 72057594037927936]");
+
+  p = validPlan();
+  p["buffers"][1]["shape"][2] = 5.5;
+  EXPECT_EQ(planError(p),
+            "buffers[1].shape[2]: expected an integer, got a fractional "
+            "number");
+
+  p = validPlan();
+  p["buffers"][1]["shape"] = json::array({1 << 30, 1 << 30, 1 << 30});
+  EXPECT_EQ(planError(p), "buffers[1].shape: [1073741824,1073741824,"
+                          "1073741824] has more than 2^56 elements");
+}
+
+TEST(RuntimePlan, RejectsBadBufferIds) {
+  json p = validPlan();
+  p["buffers"][1]["id"] = 7;
+  EXPECT_EQ(planError(p), "buffers[1].id: buffer 7 does not exist (the plan "
+                          "has 3 buffers, ids 0..2)");
+  p["buffers"][1]["id"] = -1;
+  EXPECT_EQ(planError(p), "buffers[1].id: buffer -1 does not exist (the plan "
+                          "has 3 buffers, ids 0..2)");
+  p["buffers"][1]["id"] = 0;
+  EXPECT_EQ(planError(p),
+            "buffers[1].id: buffer id 0 is also the id of buffers[0]");
+}
+
+TEST(RuntimePlan, RejectsNonContiguousIndices) {
+  // Inputs numbered 0 and 2: index 1 is missing.
+  json p = validPlan();
+  p["buffers"][1] = json::parse(R"({"id": 1, "role": "input", "index": 2,
+    "dtype": "f32", "shape": [1, 56, 56, 64], "bytes": 802816})");
+  EXPECT_EQ(planError(p), "buffers[1].index: input index 2 leaves a gap: the "
+                          "plan has 2 inputs, so their indices must be 0..1");
+
+  p["buffers"][1]["index"] = 0;
+  EXPECT_EQ(planError(p), "buffers[1].index: input index 0 is also the index "
+                          "of buffer 0");
+
+  p = validPlan();
+  p["buffers"][2]["index"] = 1;
+  EXPECT_EQ(planError(p), "buffers[2].index: output index 1 leaves a gap: the "
+                          "plan has 1 outputs, so their indices must be 0..0");
+
+  p = validPlan();
+  p["buffers"][2]["role"] = "intermediate";
+  p["buffers"][2].erase("index");
+  EXPECT_EQ(planError(p), "buffers: the plan has no output buffer: a graph "
+                          "returns at least one result");
+}
+
+TEST(RuntimePlan, RejectsBadSteps) {
+  json p = validPlan();
+  p["steps"][0]["args"][2] = 3;
+  EXPECT_EQ(planError(p), "steps[0].args[2]: buffer 3 does not exist (the "
+                          "plan has 3 buffers, ids 0..2)");
+
+  p = validPlan();
+  p["steps"][0]["grid"] = json::array({98, 1});
+  EXPECT_EQ(planError(p), "steps[0].grid: expected an array of 3 positive "
+                          "integers, got an array of 2 elements");
+
+  p = validPlan();
+  p["steps"][0]["block"][0] = 0;
+  EXPECT_EQ(planError(p), "steps[0].block[0]: 0 is out of range: expected in "
+                          "[1, 4294967295]");
+
+  p = validPlan();
+  p["steps"][0]["shared_bytes"] = -1;
+  EXPECT_EQ(planError(p), "steps[0].shared_bytes: -1 is out of range: "
+                          "expected in [0, 4294967295]");
+
+  p = validPlan();
+  p["steps"][0]["kernel"] = "";
+  EXPECT_EQ(planError(p), "steps[0].kernel: the kernel name is empty");
+
+  p = validPlan();
+  p["steps"][0]["kind"] = "memset";
+  EXPECT_EQ(planError(p), "steps[0].kind: unknown step kind 'memset': "
+                          "expected launch or copy");
+
+  p = validPlan();
+  p["steps"][1]["bytes"] = 802817;
+  EXPECT_EQ(planError(p), "steps[1].bytes: 802817 is more than buffer 0 "
+                          "holds (802816 bytes, f32 [1,56,56,64])");
+
+  p = validPlan();
+  p["steps"][1]["dst"] = 0;
+  EXPECT_EQ(planError(p), "steps[1]: copies buffer 0 onto itself");
+
+  p = validPlan();
+  p["steps"][1]["kernel"] = "k1";
+  EXPECT_EQ(planError(p), "steps[1]: unknown field 'kernel' (plan version 1 "
+                          "has kind, src, dst, bytes)");
+}
+
+TEST(RuntimeArtifact, FindsThePlanLineAndChecksKernels) {
+  Plan plan;
+  std::string artifact = artifactOf(validPlan(), {"k0_conv2d"});
+  Status status = parseArtifact(artifact, plan, "a.ptx");
+  ASSERT_TRUE(status) << status.message();
+  EXPECT_EQ(plan.graph, "resnet_block");
+
+  // Windows line endings.
+  std::string crlf;
+  for (char c : artifact)
+    crlf += c == '\n' ? std::string("\r\n") : std::string(1, c);
+  status = parseArtifact(crlf, plan, "a.ptx");
+  EXPECT_TRUE(status) << status.message();
+
+  status = parseArtifact(ptxDefining({"k0_conv2d"}), plan, "a.ptx");
+  EXPECT_EQ(status.code(), StatusCode::InvalidArtifact);
+  EXPECT_EQ(status.message(),
+            "a.ptx: not a fusec artifact: it has no '// fusec-plan: ' line "
+            "(compile the graph with fusec to get an artifact)");
+
+  status = parseArtifact("// fusec-plan: {}\n" + artifact, plan, "a.ptx");
+  EXPECT_EQ(status.message(), "a.ptx:3: a second '// fusec-plan: ' line; an "
+                              "artifact carries exactly one plan");
+
+  status = parseArtifact("// fusec-plan: {\"format\"\n", plan, "a.ptx");
+  EXPECT_EQ(status.message().rfind("a.ptx:1: invalid launch plan: the plan "
+                                   "is not valid JSON: ",
+                                   0),
+            0u)
+      << status.message();
+
+  json p = validPlan();
+  p["buffers"][0]["dtype"] = "i8";
+  status = parseArtifact(artifactOf(p, {"k0_conv2d"}), plan, "a.ptx");
+  EXPECT_EQ(status.message(), "a.ptx:2: invalid launch plan: "
+                              "buffers[0].dtype: unknown dtype 'i8': expected "
+                              "f32, f16 or bf16");
+
+  // A kernel the PTX lacks; an .entry in a comment does not count.
+  status = parseArtifact(artifactOf(validPlan(), {"k1_other"}) +
+                             "// .entry k0_conv2d(\n",
+                         plan, "a.ptx");
+  EXPECT_EQ(status.message(),
+            "a.ptx: steps[0].kernel: kernel 'k0_conv2d' is not defined in the "
+            "PTX (no '.entry k0_conv2d'); the plan and the PTX do not match");
+}
+
+//===----------------------------------------------------------------------===//
+// Without the NVIDIA driver
+//===----------------------------------------------------------------------===//
+
+bool driverLoadable() {
+  void *library = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (library)
+    dlclose(library);
+  return library != nullptr;
+}
+
+TEST(RuntimeNoDriver, DeviceOpenSaysWhatIsMissing) {
+  if (driverLoadable())
+    GTEST_SKIP() << "libcuda.so.1 is present on this machine";
+  std::shared_ptr<Device> device;
+  Status status = Device::open(0, device);
+  EXPECT_EQ(status.code(), StatusCode::NoDriver);
+  EXPECT_FALSE(device);
+  EXPECT_EQ(status.message().rfind("cannot load libcuda.so.1 (", 0), 0u)
+      << status.message();
+  EXPECT_NE(status.message().find("): no NVIDIA driver on this machine; "
+                                  "install the NVIDIA driver or run on a "
+                                  "machine with an NVIDIA GPU"),
+            std::string::npos)
+      << status.message();
+
+  int count = -1;
+  EXPECT_EQ(Device::count(count).code(), StatusCode::NoDriver);
+  EXPECT_EQ(count, 0);
+}
+
+TEST(RuntimeNoDriver, CApi) {
+  if (driverLoadable())
+    GTEST_SKIP() << "libcuda.so.1 is present on this machine";
+  fusec_device *device = reinterpret_cast<fusec_device *>(1);
+  EXPECT_EQ(fusec_device_open(0, &device), FUSEC_ERROR_NO_DRIVER);
+  EXPECT_EQ(device, nullptr);
+  EXPECT_NE(std::string(fusec_last_error_message())
+                .find("no NVIDIA driver on this machine"),
+            std::string::npos)
+      << fusec_last_error_message();
+  int count = -1;
+  EXPECT_EQ(fusec_device_count(&count), FUSEC_ERROR_NO_DRIVER);
+  EXPECT_STREQ(fusec_status_name(FUSEC_ERROR_NO_DRIVER),
+               "FUSEC_ERROR_NO_DRIVER");
+}
+
+TEST(RuntimeCApi, ChecksArguments) {
+  fusec_module *module = reinterpret_cast<fusec_module *>(1);
+  EXPECT_EQ(fusec_module_load(nullptr, "x", 1, &module),
+            FUSEC_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(module, nullptr);
+  EXPECT_STREQ(fusec_last_error_message(),
+               "fusec_module_load: device and artifact must not be NULL");
+  EXPECT_EQ(fusec_device_open(0, nullptr), FUSEC_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(fusec_module_num_inputs(nullptr), 0u);
+  fusec_module_release(nullptr);
+  fusec_device_release(nullptr);
+}
+
+//===----------------------------------------------------------------------===//
+// The launch path, against a fake driver
+//===----------------------------------------------------------------------===//
+
+namespace fake {
+using namespace fusec::runtime::detail;
+
+struct Launch {
+  std::string kernel;
+  std::array<unsigned, 3> grid, block;
+  unsigned shared;
+  CUstream stream;
+  std::vector<CUdeviceptr> args;
+  bool extraIsNull;
+};
+
+struct Copy {
+  CUdeviceptr dst, src;
+  size_t bytes;
+  CUstream stream;
+};
+
+/// What the fake GPU looks like and what the runtime asked of it.
+struct State {
+  // The device.
+  int deviceCount = 1;
+  int ccMajor = 9, ccMinor = 0;
+  int sharedOptin = 232448;
+  // Knobs.
+  CUresult loadResult = CUDA_SUCCESS;
+  std::string jitErrorLog;
+  CUresult launchResult = CUDA_SUCCESS;
+  size_t failAllocAbove = ~size_t(0);
+  /// Parameters of each kernel, as the real driver knows from the PTX.
+  std::map<std::string, size_t> arity;
+
+  // Record.
+  std::vector<std::string> calls;
+  std::string image;
+  std::set<CUjit_option> jitOptions;
+  bool moduleLoaded = false;
+  std::vector<std::string> kernels; // a CUfunction is 1 + its index here
+  std::map<std::string, int> maxDynamicShared;
+  std::vector<Launch> launches;
+  std::vector<Copy> copies;
+  std::map<CUdeviceptr, size_t> live; // allocations not yet freed
+  CUdeviceptr nextPtr = 0x7f0000000000;
+  int contextRefs = 0;
+};
+
+State state;
+
+const char *errorName(CUresult r) {
+  switch (r) {
+  case CUDA_ERROR_OUT_OF_MEMORY:
+    return "CUDA_ERROR_OUT_OF_MEMORY";
+  case CUDA_ERROR_INVALID_PTX:
+    return "CUDA_ERROR_INVALID_PTX";
+  case CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES:
+    return "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES";
+  default:
+    return nullptr;
+  }
+}
+
+CUcontext theContext = reinterpret_cast<CUcontext>(0xc0);
+CUmodule theModule = reinterpret_cast<CUmodule>(0x30);
+
+DriverApi makeApi() {
+  DriverApi api;
+  api.cuInit = [](unsigned int) -> CUresult { return CUDA_SUCCESS; };
+  api.cuDriverGetVersion = [](int *v) -> CUresult {
+    *v = 13000;
+    return CUDA_SUCCESS;
+  };
+  api.cuDeviceGetCount = [](int *n) -> CUresult {
+    *n = state.deviceCount;
+    return CUDA_SUCCESS;
+  };
+  api.cuDeviceGet = [](CUdevice *d, int ordinal) -> CUresult {
+    *d = 100 + ordinal;
+    return CUDA_SUCCESS;
+  };
+  api.cuDeviceGetName = [](char *name, int length, CUdevice) -> CUresult {
+    std::strncpy(name, "Fake GPU", length);
+    return CUDA_SUCCESS;
+  };
+  api.cuDeviceGetAttribute = [](int *value, CUdevice_attribute attribute,
+                                CUdevice) -> CUresult {
+    switch (attribute) {
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR:
+      *value = state.ccMajor;
+      return CUDA_SUCCESS;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR:
+      *value = state.ccMinor;
+      return CUDA_SUCCESS;
+    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN:
+      *value = state.sharedOptin;
+      return CUDA_SUCCESS;
+    case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK:
+      *value = 1024;
+      return CUDA_SUCCESS;
+    default:
+      return CUDA_ERROR_INVALID_VALUE;
+    }
+  };
+  api.cuDevicePrimaryCtxRetain = [](CUcontext *c, CUdevice) -> CUresult {
+    *c = theContext;
+    ++state.contextRefs;
+    return CUDA_SUCCESS;
+  };
+  api.cuDevicePrimaryCtxRelease = [](CUdevice) -> CUresult {
+    --state.contextRefs;
+    return CUDA_SUCCESS;
+  };
+  api.cuCtxSetCurrent = [](CUcontext c) -> CUresult {
+    return c == theContext ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+  };
+  api.cuCtxSynchronize = []() -> CUresult { return CUDA_SUCCESS; };
+  api.cuModuleLoadDataEx = [](CUmodule *module, const void *image,
+                              unsigned int numOptions, CUjit_option *options,
+                              void **values) -> CUresult {
+    state.calls.push_back("load");
+    // The driver reads the image up to its NUL.
+    state.image = static_cast<const char *>(image);
+    for (unsigned i = 0; i < numOptions; ++i) {
+      state.jitOptions.insert(options[i]);
+      if (options[i] == CU_JIT_ERROR_LOG_BUFFER && !state.jitErrorLog.empty()) {
+        size_t capacity = 0;
+        for (unsigned j = 0; j < numOptions; ++j)
+          if (options[j] == CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES)
+            capacity = reinterpret_cast<size_t>(values[j]);
+        std::strncpy(static_cast<char *>(values[i]), state.jitErrorLog.c_str(),
+                     capacity);
+      }
+    }
+    if (state.loadResult != CUDA_SUCCESS)
+      return state.loadResult;
+    state.moduleLoaded = true;
+    *module = theModule;
+    return CUDA_SUCCESS;
+  };
+  api.cuModuleUnload = [](CUmodule module) -> CUresult {
+    EXPECT_EQ(module, theModule);
+    state.moduleLoaded = false;
+    return CUDA_SUCCESS;
+  };
+  api.cuModuleGetFunction = [](CUfunction *function, CUmodule,
+                               const char *name) -> CUresult {
+    state.kernels.push_back(name);
+    *function = reinterpret_cast<CUfunction>(state.kernels.size());
+    return CUDA_SUCCESS;
+  };
+  api.cuFuncSetAttribute = [](CUfunction function,
+                              CUfunction_attribute attribute,
+                              int value) -> CUresult {
+    EXPECT_EQ(attribute, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES);
+    const std::string &kernel =
+        state.kernels.at(reinterpret_cast<size_t>(function) - 1);
+    state.maxDynamicShared[kernel] = value;
+    return CUDA_SUCCESS;
+  };
+  api.cuLaunchKernel = [](CUfunction function, unsigned gx, unsigned gy,
+                          unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                          unsigned shared, CUstream stream, void **params,
+                          void **extra) -> CUresult {
+    Launch launch;
+    launch.kernel = state.kernels.at(reinterpret_cast<size_t>(function) - 1);
+    state.calls.push_back("launch " + launch.kernel);
+    launch.grid = {gx, gy, gz};
+    launch.block = {bx, by, bz};
+    launch.shared = shared;
+    launch.stream = stream;
+    // As the driver does: one pointer per parameter, each pointing at the
+    // parameter's value (a 64-bit device pointer).
+    for (size_t i = 0; i < state.arity.at(launch.kernel); ++i)
+      launch.args.push_back(*static_cast<CUdeviceptr *>(params[i]));
+    launch.extraIsNull = extra == nullptr;
+    state.launches.push_back(launch);
+    return state.launchResult;
+  };
+  api.cuMemAlloc = [](CUdeviceptr *ptr, size_t bytes) -> CUresult {
+    if (bytes > state.failAllocAbove)
+      return CUDA_ERROR_OUT_OF_MEMORY;
+    state.calls.push_back("alloc " + std::to_string(bytes));
+    *ptr = state.nextPtr;
+    state.live[*ptr] = bytes;
+    state.nextPtr += 0x100000;
+    return CUDA_SUCCESS;
+  };
+  api.cuMemFree = [](CUdeviceptr ptr) -> CUresult {
+    EXPECT_EQ(state.live.erase(ptr), 1u) << "freeing unknown pointer " << ptr;
+    return CUDA_SUCCESS;
+  };
+  api.cuMemcpyHtoD = [](CUdeviceptr, const void *, size_t) -> CUresult {
+    return CUDA_SUCCESS;
+  };
+  api.cuMemcpyDtoH = [](void *, CUdeviceptr, size_t) -> CUresult {
+    return CUDA_SUCCESS;
+  };
+  api.cuMemcpyDtoDAsync = [](CUdeviceptr dst, CUdeviceptr src, size_t bytes,
+                             CUstream stream) -> CUresult {
+    state.calls.push_back("copy");
+    state.copies.push_back({dst, src, bytes, stream});
+    return CUDA_SUCCESS;
+  };
+  api.cuMemsetD8Async = [](CUdeviceptr, unsigned char, size_t,
+                           CUstream) -> CUresult { return CUDA_SUCCESS; };
+  api.cuStreamSynchronize = [](CUstream) -> CUresult { return CUDA_SUCCESS; };
+  api.cuGetErrorName = [](CUresult r, const char **name) -> CUresult {
+    *name = errorName(r);
+    return *name ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+  };
+  api.cuGetErrorString = [](CUresult r, const char **description) -> CUresult {
+    *description = errorName(r) ? "fake description" : nullptr;
+    return *description ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+  };
+  return api;
+}
+
+const DriverApi api = makeApi();
+
+} // namespace fake
+
+class RuntimeLaunch : public ::testing::Test {
+protected:
+  void SetUp() override {
+    fake::state = fake::State();
+    fake::state.arity = {{"k0_conv2d", 3}, {"k1_epilogue", 2}};
+  }
+
+  void TearDown() override {
+    // Every resource acquired was released.
+    EXPECT_TRUE(fake::state.live.empty());
+    EXPECT_FALSE(fake::state.moduleLoaded);
+    EXPECT_EQ(fake::state.contextRefs, 0);
+  }
+
+  std::shared_ptr<Device> openDevice() {
+    std::shared_ptr<Device> device;
+    Status status = Device::openWithDriver(fake::api, 0, device);
+    EXPECT_TRUE(status) << status.message();
+    return device;
+  }
+
+  /// validPlan() with a second kernel that needs 64 KiB of shared memory.
+  static json twoKernelPlan() {
+    json p = validPlan();
+    p["steps"].push_back(json::parse(R"({"kind": "launch",
+      "kernel": "k1_epilogue", "grid": [7, 2, 3], "block": [32, 4, 2],
+      "shared_bytes": 65536, "args": [1, 2]})"));
+    return p;
+  }
+};
+
+TEST_F(RuntimeLaunch, OpensDevice) {
+  std::shared_ptr<Device> device = openDevice();
+  ASSERT_TRUE(device);
+  EXPECT_EQ(device->name(), "Fake GPU");
+  EXPECT_EQ(device->arch(), "sm_90");
+  EXPECT_EQ(device->describe(), "device 0 (Fake GPU, sm_90)");
+  EXPECT_EQ(device->maxSharedBytesPerBlock(), 232448u);
+  EXPECT_EQ(fake::state.contextRefs, 1);
+
+  std::shared_ptr<Device> other;
+  Status status = Device::openWithDriver(fake::api, 3, other);
+  EXPECT_EQ(status.code(), StatusCode::NoDevice);
+  EXPECT_EQ(status.message(), "device 3 does not exist: this machine has 1 "
+                              "CUDA device (0..0)");
+  fake::state.deviceCount = 0;
+  status = Device::openWithDriver(fake::api, 0, other);
+  EXPECT_EQ(status.code(), StatusCode::NoDevice);
+  EXPECT_EQ(status.message().rfind("no CUDA device found", 0), 0u);
+}
+
+TEST_F(RuntimeLaunch, RunsThePlanAsWritten) {
+  std::shared_ptr<Device> device = openDevice();
+  std::string artifact =
+      artifactOf(twoKernelPlan(), {"k0_conv2d", "k1_epilogue"});
+  std::unique_ptr<Module> module;
+  Status status = Module::load(device, artifact, module, "two.ptx");
+  ASSERT_TRUE(status) << status.message();
+
+  // The whole artifact went to the JIT, with both logs captured.
+  EXPECT_EQ(fake::state.image, artifact);
+  for (auto option : {fake::CU_JIT_ERROR_LOG_BUFFER,
+                      fake::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+                      fake::CU_JIT_INFO_LOG_BUFFER,
+                      fake::CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES})
+    EXPECT_TRUE(fake::state.jitOptions.count(option)) << option;
+  EXPECT_EQ(fake::state.kernels,
+            (std::vector<std::string>{"k0_conv2d", "k1_epilogue"}));
+  // Only the kernel above 48 KiB opts in to more shared memory.
+  EXPECT_EQ(fake::state.maxDynamicShared,
+            (std::map<std::string, int>{{"k1_epilogue", 65536}}));
+  // One intermediate, allocated at load.
+  ASSERT_EQ(fake::state.live.size(), 1u);
+  fake::CUdeviceptr intermediate = fake::state.live.begin()->first;
+  EXPECT_EQ(fake::state.live.begin()->second, 802816u);
+
+  const DevicePtr x = 0xA000000, y = 0xB000000;
+  Stream stream = reinterpret_cast<Stream>(0x5);
+  for (int run = 0; run < 2; ++run) {
+    fake::state.calls.clear();
+    fake::state.launches.clear();
+    fake::state.copies.clear();
+    status = module->run(stream, {{x, 802816}}, {{y, 802816}});
+    ASSERT_TRUE(status) << status.message();
+    // Steps in plan order, nothing else enqueued.
+    EXPECT_EQ(fake::state.calls,
+              (std::vector<std::string>{"launch k0_conv2d", "copy",
+                                        "launch k1_epilogue"}));
+    ASSERT_EQ(fake::state.launches.size(), 2u);
+    const fake::Launch &conv = fake::state.launches[0];
+    EXPECT_EQ(conv.grid, (std::array<unsigned, 3>{98, 1, 1}));
+    EXPECT_EQ(conv.block, (std::array<unsigned, 3>{256, 1, 1}));
+    EXPECT_EQ(conv.shared, 16384u);
+    EXPECT_EQ(conv.stream, reinterpret_cast<fake::CUstream>(stream));
+    EXPECT_EQ(conv.args, (std::vector<fake::CUdeviceptr>{x, intermediate, y}));
+    EXPECT_TRUE(conv.extraIsNull);
+    const fake::Launch &epilogue = fake::state.launches[1];
+    EXPECT_EQ(epilogue.grid, (std::array<unsigned, 3>{7, 2, 3}));
+    EXPECT_EQ(epilogue.block, (std::array<unsigned, 3>{32, 4, 2}));
+    EXPECT_EQ(epilogue.shared, 65536u);
+    EXPECT_EQ(epilogue.args,
+              (std::vector<fake::CUdeviceptr>{intermediate, y}));
+    ASSERT_EQ(fake::state.copies.size(), 1u);
+    EXPECT_EQ(fake::state.copies[0].dst, y);
+    EXPECT_EQ(fake::state.copies[0].src, x);
+    EXPECT_EQ(fake::state.copies[0].bytes, 802816u);
+    EXPECT_EQ(fake::state.copies[0].stream,
+              reinterpret_cast<fake::CUstream>(stream));
+  }
+  // The intermediate is reused, not reallocated.
+  EXPECT_EQ(fake::state.live.size(), 1u);
+  module.reset();
+  EXPECT_TRUE(fake::state.live.empty());
+  EXPECT_FALSE(fake::state.moduleLoaded);
+}
+
+TEST_F(RuntimeLaunch, ChecksBindingsBeforeEnqueueing) {
+  std::shared_ptr<Device> device = openDevice();
+  std::unique_ptr<Module> module;
+  ASSERT_TRUE(Module::load(device, artifactOf(validPlan(), {"k0_conv2d"}),
+                           module, "a.ptx"));
+  auto runError = [&](std::vector<BufferRef> inputs,
+                      std::vector<BufferRef> outputs) {
+    Status status = module->run(nullptr, inputs, outputs);
+    EXPECT_EQ(status.code(), StatusCode::InvalidArgument);
+    return status.message();
+  };
+  EXPECT_EQ(runError({}, {{0x100, 802816}}),
+            "expected 1 input, got 0: pass one device buffer per graph "
+            "argument, in order");
+  EXPECT_EQ(runError({{0x100, 802816}}, {{0x100, 802816}, {0x200, 4}}),
+            "expected 1 output, got 2: pass one device buffer per graph "
+            "result, in order");
+  EXPECT_EQ(runError({{0x100, 800}}, {{0x200, 802816}}),
+            "input 0 has 800 bytes, the plan needs 802816 (f32 [1,56,56,64])");
+  EXPECT_EQ(runError({{0x100, 802816}}, {{0, 802816}}),
+            "output 0 is a null device pointer: allocate 802816 bytes (f32 "
+            "[1,56,56,64]) for it");
+  EXPECT_TRUE(fake::state.launches.empty());
+  EXPECT_TRUE(fake::state.copies.empty());
+}
+
+TEST_F(RuntimeLaunch, RefusesDevicesTooOldForTheArch) {
+  fake::state.ccMajor = 8;
+  fake::state.ccMinor = 6;
+  std::shared_ptr<Device> device = openDevice();
+  std::unique_ptr<Module> module;
+  Status status = Module::load(
+      device, artifactOf(validPlan(), {"k0_conv2d"}), module, "a.ptx");
+  EXPECT_EQ(status.code(), StatusCode::UnsupportedDevice);
+  EXPECT_EQ(status.message(),
+            "a.ptx was compiled for sm_90 (target.arch), but device 0 (Fake "
+            "GPU, sm_86) has compute capability 8.6: recompile the graph for "
+            "sm_86 or run it on a device of compute capability 9.0 or newer");
+  EXPECT_TRUE(fake::state.calls.empty()) << "nothing compiled or allocated";
+
+  // Newer devices JIT the PTX forward...
+  fake::state.ccMajor = 10;
+  fake::state.ccMinor = 0;
+  device = openDevice();
+  EXPECT_TRUE(Module::load(device, artifactOf(validPlan(), {"k0_conv2d"}),
+                           module, "a.ptx"));
+  module.reset();
+  // ...but not arch-specific PTX.
+  json p = validPlan();
+  p["target"]["arch"] = "sm_90a";
+  status = Module::load(device, artifactOf(p, {"k0_conv2d"}), module, "a.ptx");
+  EXPECT_EQ(status.code(), StatusCode::UnsupportedDevice);
+  EXPECT_EQ(status.message(),
+            "a.ptx was compiled for sm_90a (target.arch), whose code runs "
+            "only on compute capability 9.0, but device 0 (Fake GPU, sm_100) "
+            "has compute capability 10.0: recompile the graph for sm_100");
+}
+
+TEST_F(RuntimeLaunch, RefusesMoreSharedMemoryThanTheDeviceHas) {
+  fake::state.sharedOptin = 65535;
+  std::shared_ptr<Device> device = openDevice();
+  std::unique_ptr<Module> module;
+  Status status = Module::load(
+      device, artifactOf(twoKernelPlan(), {"k0_conv2d", "k1_epilogue"}),
+      module, "a.ptx");
+  EXPECT_EQ(status.code(), StatusCode::UnsupportedDevice);
+  EXPECT_EQ(status.message(),
+            "a.ptx: steps[2] (kernel 'k1_epilogue') needs 65536 bytes of "
+            "dynamic shared memory, but device 0 (Fake GPU, sm_90) allows at "
+            "most 65535 bytes per block: recompile with smaller tiles for "
+            "this device");
+}
+
+TEST_F(RuntimeLaunch, ReportsTheJitLog) {
+  fake::state.loadResult = fake::CUDA_ERROR_INVALID_PTX;
+  fake::state.jitErrorLog =
+      "ptxas application ptx input, line 9; error   : Unknown symbol 'x'\n";
+  std::shared_ptr<Device> device = openDevice();
+  std::unique_ptr<Module> module;
+  Status status = Module::load(
+      device, artifactOf(validPlan(), {"k0_conv2d"}), module, "a.ptx");
+  EXPECT_EQ(status.code(), StatusCode::DriverError);
+  EXPECT_EQ(status.message(),
+            "a.ptx: cannot load the PTX on device 0 (Fake GPU, sm_90): "
+            "cuModuleLoadDataEx failed with CUDA_ERROR_INVALID_PTX (fake "
+            "description); the driver's PTX compiler rejected the artifact "
+            "(see the JIT log); check it with 'ptxas -arch=<arch>' and report "
+            "it as a fusec bug\n"
+            "JIT log:\n"
+            "ptxas application ptx input, line 9; error   : Unknown symbol "
+            "'x'");
+}
+
+TEST_F(RuntimeLaunch, ReportsLaunchAndAllocationFailures) {
+  std::shared_ptr<Device> device = openDevice();
+  std::unique_ptr<Module> module;
+  fake::state.failAllocAbove = 1000;
+  Status status = Module::load(
+      device, artifactOf(validPlan(), {"k0_conv2d"}), module, "a.ptx");
+  EXPECT_EQ(status.code(), StatusCode::DriverError);
+  EXPECT_EQ(status.message(),
+            "a.ptx: allocating intermediate buffer 1 (f32 [1,56,56,64], "
+            "802816 bytes) on device 0 (Fake GPU, sm_90): cuMemAlloc failed "
+            "with CUDA_ERROR_OUT_OF_MEMORY (fake description); free device "
+            "memory (other processes may hold it: see nvidia-smi) or run a "
+            "smaller graph");
+  EXPECT_FALSE(fake::state.moduleLoaded) << "a failed load unloads";
+
+  fake::state.failAllocAbove = ~size_t(0);
+  ASSERT_TRUE(Module::load(device, artifactOf(validPlan(), {"k0_conv2d"}),
+                           module, "a.ptx"));
+  fake::state.launchResult = 12345; // a code the driver cannot name
+  status = module->run(nullptr, {{0x100, 802816}}, {{0x200, 802816}});
+  EXPECT_EQ(status.code(), StatusCode::DriverError);
+  EXPECT_EQ(status.message(),
+            "a.ptx: steps[0]: launching kernel 'k0_conv2d' with grid "
+            "[98,1,1], block [256,1,1] and 16384 bytes of shared memory: "
+            "cuLaunchKernel failed with CUDA error 12345");
+}
+
+//===----------------------------------------------------------------------===//
+// On a GPU (skipped without one)
+//===----------------------------------------------------------------------===//
+
+/// out = x + y over 1000 f32 elements, as a fusec artifact.
+const char *const kAddArtifact = R"(// fusec artifact v1
+// fusec-plan: {"format":"fusec-plan","version":1,"graph":"add","target":{"kind":"ptx","arch":"sm_80"},"buffers":[{"id":0,"role":"input","index":0,"dtype":"f32","shape":[1000],"bytes":4000},{"id":1,"role":"input","index":1,"dtype":"f32","shape":[1000],"bytes":4000},{"id":2,"role":"output","index":0,"dtype":"f32","shape":[1000],"bytes":4000}],"steps":[{"kind":"launch","kernel":"k0_add","grid":[4,1,1],"block":[256,1,1],"shared_bytes":0,"args":[0,1,2]}]}
+.version 7.0
+.target sm_80
+.address_size 64
+
+.visible .entry k0_add(.param .u64 x, .param .u64 y, .param .u64 out)
+{
+	.reg .pred %p<2>;
+	.reg .b32 %r<5>;
+	.reg .f32 %f<4>;
+	.reg .b64 %rd<10>;
+
+	ld.param.u64 %rd1, [x];
+	ld.param.u64 %rd2, [y];
+	ld.param.u64 %rd3, [out];
+	mov.u32 %r1, %ctaid.x;
+	mov.u32 %r2, %ntid.x;
+	mov.u32 %r3, %tid.x;
+	mad.lo.s32 %r4, %r1, %r2, %r3;
+	setp.ge.s32 %p1, %r4, 1000;
+	@%p1 bra DONE;
+	mul.wide.s32 %rd4, %r4, 4;
+	cvta.to.global.u64 %rd5, %rd1;
+	add.s64 %rd6, %rd5, %rd4;
+	ld.global.f32 %f1, [%rd6];
+	cvta.to.global.u64 %rd7, %rd2;
+	add.s64 %rd8, %rd7, %rd4;
+	ld.global.f32 %f2, [%rd8];
+	add.f32 %f3, %f1, %f2;
+	cvta.to.global.u64 %rd9, %rd3;
+	add.s64 %rd9, %rd9, %rd4;
+	st.global.f32 [%rd9], %f3;
+DONE:
+	ret;
+}
+)";
+
+/// Device 0, or null (and the test skipped) where there is none.
+std::shared_ptr<Device> openGpuOrSkip() {
+  std::shared_ptr<Device> device;
+  Status status = Device::open(0, device);
+  if (status.code() == StatusCode::NoDriver ||
+      status.code() == StatusCode::NoDevice)
+    return nullptr;
+  EXPECT_TRUE(status) << status.message();
+  return device;
+}
+
+TEST(RuntimeGpu, RunsAnArtifactThroughTheCppApi) {
+  std::shared_ptr<Device> device = openGpuOrSkip();
+  if (!device)
+    GTEST_SKIP() << "no CUDA device";
+  std::unique_ptr<Module> module;
+  Status status = Module::load(device, kAddArtifact, module, "add");
+  ASSERT_TRUE(status) << status.message();
+
+  std::vector<float> x(1000), y(1000), out(1000, 0.0f);
+  for (int i = 0; i < 1000; ++i) {
+    x[i] = 0.5f * i;
+    y[i] = 1000.0f - i;
+  }
+  DeviceBuffer dx, dy, dout;
+  ASSERT_TRUE(DeviceBuffer::allocate(device, 4000, dx));
+  ASSERT_TRUE(DeviceBuffer::allocate(device, 4000, dy));
+  ASSERT_TRUE(DeviceBuffer::allocate(device, 4000, dout));
+  ASSERT_TRUE(device->copyToDevice(dx.ptr(), x.data(), 4000));
+  ASSERT_TRUE(device->copyToDevice(dy.ptr(), y.data(), 4000));
+  ASSERT_TRUE(device->fill(dout.ptr(), 0xFF, 4000));
+
+  Event start, end;
+  ASSERT_TRUE(device->createEvent(start));
+  ASSERT_TRUE(device->createEvent(end));
+  ASSERT_TRUE(device->recordEvent(start));
+  status = module->run(nullptr, {dx.ref(), dy.ref()}, {dout.ref()});
+  ASSERT_TRUE(status) << status.message();
+  ASSERT_TRUE(device->recordEvent(end));
+  status = device->synchronize();
+  ASSERT_TRUE(status) << status.message();
+  float ms = -1;
+  ASSERT_TRUE(device->elapsedMs(start, end, ms));
+  EXPECT_GE(ms, 0.0f);
+  ASSERT_TRUE(device->destroyEvent(start));
+  ASSERT_TRUE(device->destroyEvent(end));
+
+  ASSERT_TRUE(device->copyToHost(out.data(), dout.ptr(), 4000));
+  for (int i = 0; i < 1000; ++i)
+    ASSERT_EQ(out[i], x[i] + y[i]) << "at " << i;
+
+  // Wrong sizes are refused before anything runs.
+  status = module->run(nullptr, {dx.ref(), {dy.ptr(), 3996}}, {dout.ref()});
+  EXPECT_EQ(status.message(),
+            "input 1 has 3996 bytes, the plan needs 4000 (f32 [1000])");
+}
+
+TEST(RuntimeGpu, RunsAnArtifactThroughTheCApi) {
+  if (!openGpuOrSkip())
+    GTEST_SKIP() << "no CUDA device";
+  fusec_device *device = nullptr;
+  ASSERT_EQ(fusec_device_open(0, &device), FUSEC_OK)
+      << fusec_last_error_message();
+  int major = 0, minor = -1;
+  fusec_device_compute_capability(device, &major, &minor);
+  EXPECT_GE(major, 8);
+  EXPECT_GE(minor, 0);
+  EXPECT_STRNE(fusec_device_name(device), "");
+
+  fusec_module *module = nullptr;
+  ASSERT_EQ(fusec_module_load(device, kAddArtifact, std::strlen(kAddArtifact),
+                              &module),
+            FUSEC_OK)
+      << fusec_last_error_message();
+  EXPECT_EQ(fusec_module_num_inputs(module), 2u);
+  EXPECT_EQ(fusec_module_num_outputs(module), 1u);
+  fusec_buffer_info info;
+  ASSERT_EQ(fusec_module_output_info(module, 0, &info), FUSEC_OK);
+  EXPECT_EQ(info.dtype, FUSEC_DTYPE_F32);
+  ASSERT_EQ(info.rank, 1u);
+  EXPECT_EQ(info.shape[0], 1000);
+  EXPECT_EQ(info.bytes, 4000u);
+  EXPECT_EQ(fusec_module_input_info(module, 2, &info),
+            FUSEC_ERROR_INVALID_ARGUMENT);
+
+  std::vector<float> x(1000, 1.5f), y(1000, -0.25f), out(1000, 0.0f);
+  fusec_device_ptr px, py, pout;
+  ASSERT_EQ(fusec_device_alloc(device, 4000, &px), FUSEC_OK);
+  ASSERT_EQ(fusec_device_alloc(device, 4000, &py), FUSEC_OK);
+  ASSERT_EQ(fusec_device_alloc(device, 4000, &pout), FUSEC_OK);
+  ASSERT_EQ(fusec_device_copy_to_device(device, px, x.data(), 4000), FUSEC_OK);
+  ASSERT_EQ(fusec_device_copy_to_device(device, py, y.data(), 4000), FUSEC_OK);
+  fusec_buffer inputs[] = {{px, 4000}, {py, 4000}};
+  fusec_buffer outputs[] = {{pout, 4000}};
+  ASSERT_EQ(fusec_module_run(module, nullptr, inputs, 2, outputs, 1), FUSEC_OK)
+      << fusec_last_error_message();
+  EXPECT_EQ(fusec_module_run(module, nullptr, inputs, 1, outputs, 1),
+            FUSEC_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(fusec_last_error_message(),
+               "expected 2 inputs, got 1: pass one device buffer per graph "
+               "argument, in order");
+  ASSERT_EQ(fusec_device_synchronize(device, nullptr), FUSEC_OK);
+  ASSERT_EQ(fusec_device_copy_to_host(device, out.data(), pout, 4000),
+            FUSEC_OK);
+  for (int i = 0; i < 1000; ++i)
+    ASSERT_EQ(out[i], 1.25f) << "at " << i;
+
+  for (fusec_device_ptr p : {px, py, pout})
+    EXPECT_EQ(fusec_device_free(device, p), FUSEC_OK);
+  // The device handle may go first: the module keeps the device alive.
+  fusec_device_release(device);
+  fusec_module_release(module);
+}
+
+TEST(RuntimeGpu, RefusesAnArchTheDeviceLacks) {
+  std::shared_ptr<Device> device = openGpuOrSkip();
+  if (!device)
+    GTEST_SKIP() << "no CUDA device";
+  std::string artifact = kAddArtifact;
+  artifact.replace(artifact.find("\"sm_80\""), 7, "\"sm_990\"");
+  std::unique_ptr<Module> module;
+  Status status = Module::load(device, artifact, module, "add");
+  EXPECT_EQ(status.code(), StatusCode::UnsupportedDevice);
+  EXPECT_EQ(status.message().rfind("add was compiled for sm_990 "
+                                   "(target.arch), but device 0 (",
+                                   0),
+            0u)
+      << status.message();
+}
+
+} // namespace
