@@ -2,11 +2,13 @@
 
 #include "fusec/Pipelines/Pipelines.h"
 
+#include "fusec/Target/PTX.h"
 #include "fusec/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
+#include "llvm/Support/Error.h"
 
 using namespace mlir;
 
@@ -20,13 +22,37 @@ void fusec::buildPipeline(OpPassManager &pm, Stage stage,
   if (stage == Stage::Graph)
     return;
   funcPm.addPass(createFormKernels());
+  if (stage == Stage::Kernels)
+    return;
+  pm.addPass(createTileKernels());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  if (stage == Stage::Tiled)
+    return;
+  // Tools validate the architecture first (PTXTarget::parse); here a bad
+  // one or a missing toolkit surfaces as the serialiser's error.
+  PTXTarget target;
+  if (auto parsed = PTXTarget::parse(options.arch))
+    target = *parsed;
+  else
+    llvm::consumeError(parsed.takeError());
+  target.chip = options.arch;
+  buildPTXPipeline(pm, target, /*toBinary=*/stage == Stage::Binary);
 }
 
 void fusec::registerPipelines() {
-  PassPipelineRegistration<PipelineOptions>(
-      "fusec-pipeline-kernels",
-      "Simplify a graph and partition it into fuse.kernel regions",
-      [](OpPassManager &pm, const PipelineOptions &options) {
-        buildPipeline(pm, Stage::Kernels, options);
-      });
+  for (auto [name, stage, summary] :
+       {std::tuple{"fusec-pipeline-kernels", Stage::Kernels,
+                   "Simplify a graph and partition it into fuse.kernel "
+                   "regions"},
+        std::tuple{"fusec-pipeline-tiled", Stage::Tiled,
+                   "... then generate tiled gpu.funcs and the launch plan"},
+        std::tuple{"fusec-pipeline-ptx", Stage::Binary,
+                   "... then lower the kernels to PTX"}}) {
+    Stage s = stage;
+    PassPipelineRegistration<PipelineOptions>(
+        name, summary, [s](OpPassManager &pm, const PipelineOptions &options) {
+          buildPipeline(pm, s, options);
+        });
+  }
 }

@@ -11,6 +11,7 @@
 #include "fusec/InitAll.h"
 #include "fusec/Pipelines/Pipelines.h"
 #include "fusec/Reference/Interpreter.h"
+#include "fusec/Target/PTX.h"
 #include "fusec/Support/Npy.h"
 
 #include "Fuse/FuseOps.h"
@@ -62,15 +63,28 @@ static cl::opt<std::string> entryName(
     cl::value_desc("name"), cl::cat(fusecCat),
     cl::sub(cl::SubCommand::getTopLevel()), cl::sub(runCmd));
 
-enum class EmitKind { MLIR, Kernels };
+enum class EmitKind { MLIR, Kernels, Tiled, GPU, PTX };
 static cl::opt<EmitKind> emitKind(
-    "emit", cl::desc("What to write"), cl::init(EmitKind::MLIR),
+    "emit",
+    cl::desc("What to write (default: ptx when -o names a .ptx file, else "
+             "mlir)"),
+    cl::init(EmitKind::MLIR),
     cl::values(clEnumValN(EmitKind::MLIR, "mlir",
                           "The verified graph in the fuse dialect"),
                clEnumValN(EmitKind::Kernels, "kernels",
                           "The graph simplified and partitioned into "
-                          "fuse.kernel regions")),
+                          "fuse.kernel regions"),
+               clEnumValN(EmitKind::Tiled, "tiled",
+                          "Tiled gpu.funcs and the launch plan"),
+               clEnumValN(EmitKind::GPU, "gpu",
+                          "Kernels lowered to the NVVM dialect"),
+               clEnumValN(EmitKind::PTX, "ptx",
+                          "The artifact: launch plan and PTX")),
     cl::cat(fusecCat));
+
+static cl::opt<std::string> arch("arch",
+                                 cl::desc("GPU architecture (sm_80 or newer)"),
+                                 cl::init("sm_90"), cl::cat(fusecCat));
 
 static cl::opt<bool> showRemarks(
     "remarks", cl::desc("Print the compiler's remarks (fusion decisions)"),
@@ -269,20 +283,47 @@ static void printSummary(llvm::raw_ostream &os, llvm::StringRef name,
 //===----------------------------------------------------------------------===//
 
 static LogicalResult emitGraph(ModuleOp module) {
+  EmitKind kind = emitKind;
+  if (emitKind.getNumOccurrences() == 0 &&
+      llvm::StringRef(outputFilename).ends_with(".ptx"))
+    kind = EmitKind::PTX;
   for (func::FuncOp func : module.getOps<func::FuncOp>())
     if (failed(ref::verifyGraph(func)))
       return failure();
-  if (emitKind != EmitKind::MLIR) {
+  auto target = PTXTarget::parse(arch);
+  if (!target)
+    return fail(llvm::toString(target.takeError()));
+  if (kind >= EmitKind::Tiled) {
+    // Code generation works on one graph: the entry.
+    func::FuncOp entry = findEntry(module);
+    if (!entry)
+      return failure();
+    for (auto func : llvm::to_vector(module.getOps<func::FuncOp>()))
+      if (func != entry)
+        func.erase();
+  }
+  if (kind != EmitKind::MLIR) {
+    static const Stage stages[] = {Stage::Graph, Stage::Kernels, Stage::Tiled,
+                                   Stage::GPU, Stage::Binary};
     PassManager pm(module->getContext());
     if (failed(applyPassManagerCLOptions(pm)))
       return failure();
-    buildPipeline(pm, Stage::Kernels, PipelineOptions());
+    PipelineOptions options;
+    options.arch = target->chip;
+    buildPipeline(pm, stages[static_cast<int>(kind)], options);
     if (failed(pm.run(module)))
       return failure();
   }
   std::string text;
-  llvm::raw_string_ostream os(text);
-  module.print(os);
+  if (kind == EmitKind::PTX) {
+    FailureOr<std::string> artifact = writeArtifact(module, *target);
+    if (failed(artifact))
+      return failure();
+    text = std::move(*artifact);
+  } else {
+    llvm::raw_string_ostream os(text);
+    module.print(os);
+  }
   std::string error;
   auto out = openOutputFile(outputFilename, &error);
   if (!out)
@@ -343,7 +384,8 @@ int main(int argc, char **argv) {
       argc, argv,
       "fusec: compiles graphs of deep-learning operators into fused GPU "
       "kernels\n\n"
-      "  fusec graph.mlir [--emit=mlir|kernels] [--remarks] [-o out]\n"
+      "  fusec graph.mlir -o kernel.ptx [--arch=sm_90] [--remarks]\n"
+      "  fusec graph.mlir [--emit=mlir|kernels|tiled|gpu|ptx] [-o out]\n"
       "  fusec run graph.mlir --device=cpu [--seed=N] [--input=a.npy ...] "
       "[--output-dir=DIR]\n");
 

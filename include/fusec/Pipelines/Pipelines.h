@@ -12,19 +12,26 @@ namespace fusec {
 enum class Stage {
   Graph,   // verified input, simplified
   Kernels, // partitioned into fuse.kernel regions
+  Tiled,   // gpu.funcs of tiled loops plus a launch plan over memrefs
+  GPU,     // kernels lowered to the NVVM/LLVM dialects
+  Binary,  // kernels serialised to PTX in a gpu.binary
 };
 
 struct PipelineOptions : mlir::PassPipelineOptions<PipelineOptions> {
   Option<bool> simplify{*this, "simplify",
                         llvm::cl::desc("Run fusec-simplify"),
                         llvm::cl::init(true)};
+  Option<std::string> arch{*this, "arch",
+                           llvm::cl::desc("GPU architecture, sm_80 or newer"),
+                           llvm::cl::init("sm_90")};
 };
 
 /// Adds the passes that take a graph module to `stage`.
 void buildPipeline(mlir::OpPassManager &pm, Stage stage,
                    const PipelineOptions &options);
 
-/// Registers `fusec-pipeline-kernels` with fusec-opt.
+/// Registers `fusec-pipeline-kernels`, `fusec-pipeline-tiled` and
+/// `fusec-pipeline-ptx` with fusec-opt.
 void registerPipelines();
 
 } // namespace fusec

@@ -34,4 +34,31 @@ def FormKernels : Pass<"fusec-form-kernels", "mlir::func::FuncOp"> {
   let dependentDialects = ["mlir::fuse::FuseDialect"];
 }
 
+def TileKernels : Pass<"fusec-tile-kernels", "mlir::ModuleOp"> {
+  let summary = "Turns each fuse.kernel into a gpu.func of explicit tiled loops";
+  let description = [{
+    Every `fuse.kernel` of a graph function becomes a `gpu.func` in a
+    `gpu.module` named after the function: convolutions with wide groups,
+    linear layers and matrix products as a shared-memory tiled GEMM (two
+    buffers, register tiles, tile sizes from the kernel's `tile` attribute
+    or the heuristic of docs/Tiling.md); normalisations and softmax as one
+    block per row with shared-memory reductions; depthwise convolutions,
+    pooling, resampling, transposes, rotary embeddings and elementwise
+    chains as one thread per output element. The kernel's elementwise ops
+    are applied to each result in registers before it is stored.
+
+    The graph function becomes the launch plan: a function of memrefs (the
+    inputs, then one per result) holding `memref.alloc`s for intermediates,
+    `memref.reinterpret_cast`s for reshapes, `gpu.launch_func`s in order and
+    `memref.copy`s where a result is an input or another result.
+  }];
+  let dependentDialects = [
+    "mlir::arith::ArithDialect",
+    "mlir::gpu::GPUDialect",
+    "mlir::math::MathDialect",
+    "mlir::memref::MemRefDialect",
+    "mlir::scf::SCFDialect",
+  ];
+}
+
 #endif // FUSEC_TRANSFORMS_PASSES_TD

@@ -1,0 +1,211 @@
+//===- PTX.cpp - The PTX backend and its artifact -------------------------===//
+
+#include "fusec/Target/PTX.h"
+
+#include "mlir/Conversion/GPUToNVVM/GPUToNVVMPass.h"
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Transforms/Passes.h"
+#include "llvm/Support/Error.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Process.h"
+#include "llvm/Support/Program.h"
+
+using namespace mlir;
+using namespace fusec;
+
+std::string PTXTarget::features() const {
+  // sm_100 and newer need PTX ISA 8.6; 8.0 covers sm_80 to sm_90a.
+  int version = std::stoi(chip.substr(3, 3));
+  return version >= 100 ? "+ptx86" : "+ptx80";
+}
+
+static std::string findToolkit() {
+  SmallVector<std::string> candidates;
+  for (const char *var : {"CUDA_HOME", "CUDA_PATH"})
+    if (std::optional<std::string> dir = llvm::sys::Process::GetEnv(var))
+      candidates.push_back(*dir);
+  if (llvm::ErrorOr<std::string> ptxas = llvm::sys::findProgramByName("ptxas"))
+    candidates.push_back(
+        llvm::sys::path::parent_path(llvm::sys::path::parent_path(*ptxas))
+            .str());
+  candidates.push_back("/usr/local/cuda");
+  for (const std::string &dir : candidates) {
+    SmallString<128> libdevice(dir);
+    llvm::sys::path::append(libdevice, "nvvm", "libdevice", "libdevice.10.bc");
+    if (llvm::sys::fs::exists(libdevice))
+      return dir;
+  }
+  return "";
+}
+
+llvm::Expected<PTXTarget> PTXTarget::parse(StringRef arch) {
+  StringRef digits = arch;
+  unsigned version = 0;
+  if (!digits.consume_front("sm_") || digits.consume_back("a") ||
+      digits.getAsInteger(10, version))
+    return llvm::createStringError("--arch must look like sm_90, found '" +
+                                   arch + "'");
+  if (version < 80)
+    return llvm::createStringError(
+        "--arch=" + arch + " is not supported: fusec targets sm_80 and newer");
+  PTXTarget target;
+  target.chip = arch.str();
+  target.toolkitPath = findToolkit();
+  if (target.toolkitPath.empty())
+    return llvm::createStringError(
+        "cannot find libdevice (nvvm/libdevice/libdevice.10.bc) of a CUDA "
+        "toolkit: set CUDA_HOME to the toolkit's directory");
+  return target;
+}
+
+void fusec::buildPTXPipeline(OpPassManager &pm, const PTXTarget &target,
+                             bool toBinary) {
+  GpuNVVMAttachTargetOptions attach;
+  attach.chip = target.chip;
+  attach.features = target.features();
+  attach.optLevel = 3;
+  pm.addPass(createGpuNVVMAttachTarget(attach));
+  OpPassManager &gpuPm = pm.nest<gpu::GPUModuleOp>();
+  gpuPm.addPass(createSCFToControlFlowPass());
+  ConvertGpuOpsToNVVMOpsOptions nvvm;
+  // One pointer per buffer and 32-bit index arithmetic (kernels check that
+  // their tensors fit).
+  nvvm.useBarePtrCallConv = true;
+  nvvm.indexBitwidth = 32;
+  gpuPm.addPass(createConvertGpuOpsToNVVMOps(nvvm));
+  gpuPm.addPass(createCanonicalizerPass());
+  gpuPm.addPass(createCSEPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
+  if (!toBinary)
+    return;
+  GpuModuleToBinaryPassOptions binary;
+  binary.compilationTarget = "isa";
+  binary.toolkitPath = target.toolkitPath;
+  pm.addPass(createGpuModuleToBinaryPass(binary));
+}
+
+//===----------------------------------------------------------------------===//
+// Artifact
+//===----------------------------------------------------------------------===//
+
+static StringRef dtypeName(Type type) {
+  if (type.isF16())
+    return "f16";
+  if (type.isBF16())
+    return "bf16";
+  return "f32";
+}
+
+static int64_t byteSize(MemRefType type) {
+  return type.getNumElements() * type.getElementTypeBitWidth() / 8;
+}
+
+namespace {
+/// Builds the plan: buffers (inputs, outputs, intermediates) and steps.
+class PlanWriter {
+public:
+  LogicalResult run(func::FuncOp plan);
+  llvm::json::Object result;
+
+private:
+  int64_t bufferOf(Value v) {
+    while (auto cast = v.getDefiningOp<memref::ReinterpretCastOp>())
+      v = cast.getSource();
+    return ids.lookup(v);
+  }
+  void addBuffer(Value v, StringRef role, std::optional<int64_t> index) {
+    auto type = cast<MemRefType>(v.getType());
+    int64_t id = buffers.size();
+    ids[v] = id;
+    llvm::json::Object buffer{{"id", id},
+                              {"role", role},
+                              {"dtype", dtypeName(type.getElementType())},
+                              {"shape", llvm::json::Array(type.getShape())},
+                              {"bytes", byteSize(type)}};
+    if (index)
+      buffer["index"] = *index;
+    buffers.push_back(std::move(buffer));
+  }
+
+  llvm::DenseMap<Value, int64_t> ids;
+  llvm::json::Array buffers, steps;
+};
+} // namespace
+
+static llvm::json::Array dims(gpu::KernelDim3 d) {
+  llvm::json::Array result;
+  for (Value v : {d.x, d.y, d.z})
+    result.push_back(*getConstantIntValue(v));
+  return result;
+}
+
+LogicalResult PlanWriter::run(func::FuncOp plan) {
+  auto numInputs = plan->getAttrOfType<IntegerAttr>("fusec.num_inputs");
+  if (!numInputs)
+    return plan.emitOpError("is not a launch plan; run fusec-tile-kernels");
+  for (BlockArgument arg : plan.getArguments()) {
+    int64_t i = arg.getArgNumber();
+    bool isInput = i < numInputs.getInt();
+    addBuffer(arg, isInput ? "input" : "output",
+              isInput ? i : i - numInputs.getInt());
+  }
+  for (Operation &op : plan.getBody().front()) {
+    if (auto alloc = dyn_cast<memref::AllocOp>(op)) {
+      addBuffer(alloc, "intermediate", std::nullopt);
+    } else if (auto launch = dyn_cast<gpu::LaunchFuncOp>(op)) {
+      llvm::json::Array args;
+      for (Value v : launch.getKernelOperands())
+        args.push_back(bufferOf(v));
+      steps.push_back(llvm::json::Object{
+          {"kind", "launch"},
+          {"kernel", launch.getKernelName().getValue()},
+          {"grid", dims(launch.getGridSizeOperandValues())},
+          {"block", dims(launch.getBlockSizeOperandValues())},
+          {"shared_bytes", 0},
+          {"args", std::move(args)}});
+    } else if (auto copy = dyn_cast<memref::CopyOp>(op)) {
+      steps.push_back(llvm::json::Object{
+          {"kind", "copy"},
+          {"src", bufferOf(copy.getSource())},
+          {"dst", bufferOf(copy.getTarget())},
+          {"bytes", byteSize(cast<MemRefType>(copy.getTarget().getType()))}});
+    } else if (!isa<arith::ConstantOp, memref::ReinterpretCastOp,
+                    func::ReturnOp>(op)) {
+      return op.emitOpError("has no meaning in a launch plan");
+    }
+  }
+  result = llvm::json::Object{{"format", "fusec-plan"},
+                              {"version", 1},
+                              {"graph", plan.getSymName()},
+                              {"buffers", std::move(buffers)},
+                              {"steps", std::move(steps)}};
+  return success();
+}
+
+FailureOr<std::string> fusec::writeArtifact(ModuleOp module,
+                                            const PTXTarget &target) {
+  auto plans = llvm::to_vector(module.getOps<func::FuncOp>());
+  auto binaries = llvm::to_vector(module.getOps<gpu::BinaryOp>());
+  if (plans.size() != 1 || binaries.size() != 1)
+    return module.emitError("an artifact holds exactly one graph, found ")
+           << plans.size() << " plans and " << binaries.size()
+           << " kernel modules";
+  PlanWriter writer;
+  if (failed(writer.run(plans.front())))
+    return failure();
+  writer.result["target"] =
+      llvm::json::Object{{"kind", "ptx"}, {"arch", target.chip}};
+  auto object = cast<gpu::ObjectAttr>(binaries.front().getObjects()[0]);
+  std::string text = "// fusec artifact v1\n// fusec-plan: ";
+  llvm::raw_string_ostream os(text);
+  os << llvm::json::Value(std::move(writer.result)) << "\n";
+  os << object.getObject().getValue();
+  return text;
+}

@@ -1,0 +1,145 @@
+//===- TileKernels.cpp - fusec-tile-kernels -------------------------------===//
+//
+// Generates one gpu.func per fuse.kernel (KernelCodegen) and rewrites each
+// graph function into its launch plan over memrefs.
+//
+//===----------------------------------------------------------------------===//
+
+#include "fusec/Transforms/Passes.h"
+
+#include "KernelCodegen.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+
+namespace fusec {
+#define GEN_PASS_DEF_TILEKERNELS
+#include "fusec/Transforms/Passes.h.inc"
+} // namespace fusec
+
+using namespace mlir;
+using namespace mlir::fuse;
+using namespace fusec;
+
+static MemRefType memrefOf(Type tensorType) {
+  auto tensor = cast<RankedTensorType>(tensorType);
+  return MemRefType::get(tensor.getShape(), tensor.getElementType());
+}
+
+/// The value a chain of reshapes starts from.
+static Value reshapeRoot(Value v) {
+  while (auto reshape = v.getDefiningOp<ReshapeOp>())
+    v = reshape.getInput();
+  return v;
+}
+
+/// `memref` seen with the (same-size, contiguous) type `type`.
+static Value view(OpBuilder &b, Location loc, Value memref, MemRefType type) {
+  if (memref.getType() == type)
+    return memref;
+  SmallVector<int64_t> strides(type.getRank(), 1);
+  for (int64_t i = type.getRank() - 2; i >= 0; --i)
+    strides[i] = strides[i + 1] * type.getDimSize(i + 1);
+  return memref::ReinterpretCastOp::create(b, loc, type, memref, 0,
+                                           type.getShape(), strides);
+}
+
+/// Rewrites graph function `func` (of fuse.kernel ops, reshapes and a
+/// return) into its launch plan, with the kernels in `module`.
+static LogicalResult lowerGraph(func::FuncOp func, gpu::GPUModuleOp module) {
+  Location loc = func.getLoc();
+  OpBuilder b(func);
+  SmallVector<Type> argTypes;
+  for (Type t : func.getArgumentTypes())
+    argTypes.push_back(memrefOf(t));
+  for (Type t : func.getResultTypes())
+    argTypes.push_back(memrefOf(t));
+  auto plan = func::FuncOp::create(b, loc, func.getSymName(),
+                                   b.getFunctionType(argTypes, {}));
+  plan->setAttr("fusec.num_inputs",
+                b.getI64IntegerAttr(func.getNumArguments()));
+  Block *entry = plan.addEntryBlock();
+  b.setInsertionPointToStart(entry);
+
+  Block &body = func.getBody().front();
+  auto ret = cast<func::ReturnOp>(body.getTerminator());
+  unsigned numInputs = func.getNumArguments();
+  // Kernel results that a graph output is (possibly reshaped) get written
+  // straight into that output.
+  llvm::DenseMap<Value, unsigned> outputOf;
+  for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
+    Value root = reshapeRoot(v);
+    if (root.getDefiningOp<KernelOp>() && !outputOf.count(root))
+      outputOf[root] = i;
+  }
+
+  IRMapping buffers;
+  for (auto [arg, memref] :
+       llvm::zip(body.getArguments(), entry->getArguments()))
+    buffers.map(arg, memref);
+  for (Operation &op : body.without_terminator()) {
+    if (auto reshape = dyn_cast<ReshapeOp>(op)) {
+      buffers.map(reshape.getResult(),
+                  view(b, loc, buffers.lookup(reshape.getInput()),
+                       memrefOf(reshape.getType())));
+      continue;
+    }
+    auto kernel = dyn_cast<KernelOp>(op);
+    if (!kernel)
+      return op.emitOpError("is outside every fuse.kernel; run "
+                            "fusec-form-kernels before fusec-tile-kernels");
+    FailureOr<LaunchConfig> config = emitKernel(kernel, module);
+    if (failed(config))
+      return failure();
+    SmallVector<Value> args;
+    for (Value input : kernel.getInputs())
+      args.push_back(buffers.lookup(input));
+    for (Value result : kernel.getResults()) {
+      MemRefType type = memrefOf(result.getType());
+      auto it = outputOf.find(result);
+      Value memref =
+          it != outputOf.end()
+              ? view(b, loc, entry->getArgument(numInputs + it->second), type)
+              : memref::AllocOp::create(b, loc, type).getResult();
+      buffers.map(result, memref);
+      args.push_back(memref);
+    }
+    auto dim3 = [&](const std::array<int64_t, 3> &d) {
+      return gpu::KernelDim3{arith::ConstantIndexOp::create(b, loc, d[0]),
+                             arith::ConstantIndexOp::create(b, loc, d[1]),
+                             arith::ConstantIndexOp::create(b, loc, d[2])};
+    };
+    auto kernelFunc = module.lookupSymbol<gpu::GPUFuncOp>(kernel.getName());
+    gpu::LaunchFuncOp::create(b, loc, kernelFunc, dim3(config->grid),
+                              dim3(config->block), Value(), args);
+  }
+  for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
+    auto it = outputOf.find(reshapeRoot(v));
+    if (it != outputOf.end() && it->second == i)
+      continue;
+    Value out = entry->getArgument(numInputs + i);
+    Value src = view(b, loc, buffers.lookup(v), cast<MemRefType>(out.getType()));
+    memref::CopyOp::create(b, loc, src, out);
+  }
+  func::ReturnOp::create(b, loc);
+  func.erase();
+  return success();
+}
+
+namespace {
+struct TileKernelsPass : fusec::impl::TileKernelsBase<TileKernelsPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    OpBuilder b(module.getContext());
+    module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
+                    b.getUnitAttr());
+    for (auto func : llvm::to_vector(module.getOps<func::FuncOp>())) {
+      b.setInsertionPointToEnd(module.getBody());
+      auto gpuModule = gpu::GPUModuleOp::create(
+          b, func.getLoc(), (func.getSymName() + "_kernels").str());
+      if (failed(lowerGraph(func, gpuModule)))
+        return signalPassFailure();
+    }
+  }
+};
+} // namespace

@@ -1,0 +1,52 @@
+// RUN: fusec-opt %s --fusec-pipeline-tiled -split-input-file 2>/dev/null | FileCheck %s --enable-var-scope
+
+// A wide convolution becomes a shared-memory GEMM: two buffers per operand
+// tile, a barrier per reduction step, the fused batch norm and relu applied
+// before the store. The plan writes the result straight into the output and
+// copies the input that is also returned.
+// CHECK-LABEL: func.func @conv(
+// CHECK-SAME: %[[X:[a-z0-9]+]]: memref<1x9x9x3xf16>, %[[W:[a-z0-9]+]]: memref<32x3x3x3xf16>, %[[M:[a-z0-9]+]]: memref<32xf16>, %[[OUT0:[a-z0-9]+]]: memref<1x7x7x32xf16>, %[[OUT1:[a-z0-9]+]]: memref<1x9x9x3xf16>)
+// CHECK-SAME: attributes {fusec.num_inputs = 3 : i64}
+// CHECK: gpu.launch_func @conv_kernels::@k0_conv2d blocks in (%[[C1:.+]], %[[C1]], %[[C1]]) threads in (%[[C256:.+]], %[[C1]], %[[C1]]) args(%[[X]] : {{.+}}, %[[W]] : {{.+}}, %[[M]] : {{.+}}, %[[OUT0]] : memref<1x7x7x32xf16>)
+// CHECK: memref.copy %[[X]], %[[OUT1]]
+// CHECK: gpu.module @conv_kernels
+// CHECK: gpu.func @k0_conv2d({{.+}}) workgroup(%[[A:.+]] : memref<2x16x64xf32, #gpu.address_space<workgroup>>, %[[B:.+]] : memref<2x16x64xf32, #gpu.address_space<workgroup>>) kernel attributes {known_block_size = array<i32: 256, 1, 1>}
+// CHECK: gpu.barrier
+// CHECK: scf.for {{.+}} iter_args(
+// CHECK-COUNT-16: math.fma
+// CHECK: gpu.barrier
+// CHECK: scf.yield
+// CHECK: math.sqrt
+// CHECK: math.fma
+// CHECK: arith.maximumf
+// CHECK: arith.truncf {{.+}} : f32 to f16
+// CHECK: memref.store {{.+}} : memref<1x7x7x32xf16>
+func.func @conv(%x: tensor<1x9x9x3xf16>, %w: tensor<32x3x3x3xf16>, %m: tensor<32xf16>)
+    -> (tensor<1x7x7x32xf16>, tensor<1x9x9x3xf16>) {
+  %0 = fuse.conv2d %x, %w : tensor<1x9x9x3xf16>, tensor<32x3x3x3xf16>
+  %1 = fuse.batch_norm %0, %m, %m, %m, %m : tensor<1x7x7x32xf16>, tensor<32xf16>
+  %2 = fuse.relu %1 : tensor<1x7x7x32xf16>
+  return %2, %x : tensor<1x7x7x32xf16>, tensor<1x9x9x3xf16>
+}
+
+// -----
+
+// Depthwise: one thread per output, a loop over the window; intermediates
+// between kernels get buffers; a reshape is a view.
+// CHECK-LABEL: func.func @depthwise(
+// CHECK: %[[T:.+]] = memref.alloc() : memref<1x5x5x8xf32>
+// CHECK: gpu.launch_func @depthwise_kernels::@k0_conv2d blocks in (%{{.+}}, %{{.+}}, %{{.+}}) threads in
+// CHECK-SAME: args({{.+}}, %[[T]] : memref<1x5x5x8xf32>)
+// CHECK: %[[V:.+]] = memref.reinterpret_cast %[[T]] to offset: [0], sizes: [1, 200], strides: [200, 1]
+// CHECK: gpu.launch_func @depthwise_kernels::@k1_softmax {{.+}} args(%[[V]] : memref<1x200xf32>, %{{.+}} : memref<1x200xf32>)
+// CHECK: gpu.func @k0_conv2d
+// CHECK-NOT: workgroup
+// CHECK: scf.for
+// CHECK: gpu.func @k1_softmax({{.+}}) workgroup(%{{.+}} : memref<256xf32, #gpu.address_space<workgroup>>)
+// CHECK: math.exp
+func.func @depthwise(%x: tensor<1x5x5x8xf32>, %w: tensor<8x3x3x1xf32>) -> tensor<1x200xf32> {
+  %0 = fuse.conv2d %x, %w {padding = array<i64: 1, 1>, groups = 8} : tensor<1x5x5x8xf32>, tensor<8x3x3x1xf32>
+  %1 = fuse.reshape %0 : tensor<1x5x5x8xf32> to tensor<1x200xf32>
+  %2 = fuse.softmax %1 : tensor<1x200xf32>
+  return %2 : tensor<1x200xf32>
+}
