@@ -1,0 +1,316 @@
+"""The on-GPU numeric suite: graphs with odd shapes in every dtype and layout.
+
+  cases.py prepare --fusec FUSEC --out DIR [--seed N] [--ptxas PTXAS] [-k SUBSTR]
+      On any machine: writes DIR/<case>/graph.mlir, compiles it to
+      DIR/<case>/kernel.ptx (checked with ptxas when given), evaluates it on
+      the CPU reference interpreter with fresh random inputs
+      (DIR/<case>/ref/input*.npy, result*.npy), and lists the cases in
+      DIR/manifest.json.
+  cases.py run --runner FUSEC_RUNNER --cases DIR [--json OUT]
+      On a CUDA machine: runs every artifact on the reference inputs (outputs
+      poisoned with NaN first), compares with the reference results as
+      ||out - ref|| / ||ref||, and prints one line per case and a summary.
+"""
+import argparse
+import json
+import os
+import random
+import subprocess
+import sys
+import time
+
+# Relative-error bounds per output dtype against the float64 reference.
+# Intermediates between kernels are stored in the graph dtype, so f16/bf16
+# graphs round once per kernel.
+TOLERANCE = {"f32": 1e-4, "f16": 5e-3, "bf16": 3e-2}
+
+
+def t(shape, dtype):
+    return "tensor<" + "x".join(str(d) for d in shape) + ("x" if shape else "") + dtype + ">"
+
+
+class Graph:
+    """Builds one func.func in the fuse dialect."""
+
+    def __init__(self, name):
+        self.name = name
+        self.args = []
+        self.body = []
+        self.count = 0
+
+    def arg(self, shape, dtype):
+        name = f"%a{len(self.args)}"
+        self.args.append(f"{name}: {t(shape, dtype)}")
+        return name
+
+    def op(self, text):
+        name = f"%v{self.count}"
+        self.count += 1
+        self.body.append(f"  {name} = {text}")
+        return name
+
+    def text(self, results):
+        rets = ", ".join(v for v, _ in results)
+        types = ", ".join(ty for _, ty in results)
+        return (f"func.func @{self.name}({', '.join(self.args)}) -> ({types}) {{\n"
+                + "\n".join(self.body) + f"\n  return {rets} : {types}\n}}\n")
+
+
+def conv_shape(n, c, h, w, co, k, s, p, d, layout):
+    ho = (h + 2 * p - d * (k - 1) - 1) // s + 1
+    wo = (w + 2 * p - d * (k - 1) - 1) // s + 1
+    return [n, ho, wo, co] if layout == "nhwc" else [n, co, ho, wo]
+
+
+def conv_case(name, dt, layout, n, c, h, w, co, k, s=1, p=0, d=1, g=1,
+              bias=False, bn=True, act="relu", residual=False):
+    gr = Graph(name)
+    xs = [n, h, w, c] if layout == "nhwc" else [n, c, h, w]
+    fs = [co, k, k, c // g] if layout == "nhwc" else [co, c // g, k, k]
+    x = gr.arg(xs, dt)
+    f = gr.arg(fs, dt)
+    operands, types = [x, f], [t(xs, dt), t(fs, dt)]
+    if bias:
+        b = gr.arg([co], dt)
+        operands.append(b)
+        types.append(t([co], dt))
+    attrs = [f"strides = array<i64: {s}, {s}>", f"padding = array<i64: {p}, {p}>",
+             f"dilation = array<i64: {d}, {d}>", f"groups = {g}",
+             f"layout = #fuse.layout<{layout}>"]
+    os_ = conv_shape(n, c, h, w, co, k, s, p, d, layout)
+    v = gr.op(f"fuse.conv2d {', '.join(operands)} {{{', '.join(attrs)}}} : {', '.join(types)}")
+    if bn:
+        ps = [gr.arg([co], dt) for _ in range(4)]
+        v = gr.op(f"fuse.batch_norm {v}, {', '.join(ps)} {{layout = #fuse.layout<{layout}>}} : "
+                  f"{t(os_, dt)}, {t([co], dt)}")
+    if residual:
+        r = gr.arg(os_, dt)
+        v = gr.op(f"fuse.add {v}, {r} : {t(os_, dt)}, {t(os_, dt)}")
+    if act:
+        v = gr.op(f"fuse.{act} {v} : {t(os_, dt)}")
+    return gr.text([(v, t(os_, dt))])
+
+
+def unary_chain_case(name, dt, shape, ops, bshape):
+    gr = Graph(name)
+    x = gr.arg(shape, dt)
+    b = gr.arg(bshape, dt)
+    v = gr.op(f"fuse.mul {x}, {b} : {t(shape, dt)}, {t(bshape, dt)}")
+    for op in ops:
+        v = gr.op(f"fuse.{op} {v} : {t(shape, dt)}")
+    return gr.text([(v, t(shape, dt))])
+
+
+def pool_case(name, dt, layout, kind, n, c, h, w, k, s, p, extra=""):
+    gr = Graph(name)
+    xs = [n, h, w, c] if layout == "nhwc" else [n, c, h, w]
+    x = gr.arg(xs, dt)
+    ho, wo = (h + 2 * p - k) // s + 1, (w + 2 * p - k) // s + 1
+    os_ = [n, ho, wo, c] if layout == "nhwc" else [n, c, ho, wo]
+    v = gr.op(f"fuse.{kind} {x} {{kernel = array<i64: {k}, {k}>, strides = array<i64: {s}, {s}>, "
+              f"padding = array<i64: {p}, {p}>, layout = #fuse.layout<{layout}>{extra}}} : {t(xs, dt)}")
+    v = gr.op(f"fuse.silu {v} : {t(os_, dt)}")
+    return gr.text([(v, t(os_, dt))])
+
+
+def build_cases():
+    cases = []
+
+    def add(name, text, dtype):
+        cases.append({"name": name, "mlir": text, "dtype": dtype})
+
+    for dt in ("f32", "f16", "bf16"):
+        for layout in ("nhwc", "nchw"):
+            L = layout
+            # Direct (narrow groups) and tiled (wide groups) convolutions.
+            add(f"conv_small_{L}_{dt}", conv_case("g", dt, L, 1, 3, 17, 23, 5, 3, p=1), dt)
+            add(f"conv_tiled_{L}_{dt}", conv_case("g", dt, L, 3, 19, 13, 11, 70, 3, s=2, p=1, bias=True), dt)
+            add(f"conv_1x1_{L}_{dt}", conv_case("g", dt, L, 2, 40, 9, 7, 33, 1, act="relu6"), dt)
+            add(f"conv_dilated_{L}_{dt}", conv_case("g", dt, L, 1, 16, 15, 14, 24, 3, p=2, d=2, act="gelu"), dt)
+            add(f"conv_grouped_{L}_{dt}", conv_case("g", dt, L, 2, 12, 10, 9, 36, 3, p=1, g=3, act="silu"), dt)
+            add(f"conv_depthwise_{L}_{dt}", conv_case("g", dt, L, 1, 7, 12, 13, 7, 3, s=2, p=1, g=7, act="hardswish"), dt)
+            add(f"conv_residual_{L}_{dt}", conv_case("g", dt, L, 1, 20, 9, 9, 20, 3, p=1, residual=True), dt)
+            add(f"maxpool_{L}_{dt}", pool_case("g", dt, L, "max_pool2d", 2, 5, 13, 11, 3, 2, 1), dt)
+            add(f"avgpool_{L}_{dt}", pool_case("g", dt, L, "avg_pool2d", 1, 6, 9, 10, 3, 2, 1,
+                                               ", count_include_pad = false"), dt)
+        add(f"elementwise_{dt}", unary_chain_case("g", dt, [3, 5, 7], ["sigmoid", "tanh", "leaky_relu"], [7]), dt)
+        # Normalisation, softmax, matrix products, attention, data movement.
+        g = Graph("g")
+        x = g.arg([3, 37, 50], dt)
+        gm, bt = g.arg([50], dt), g.arg([50], dt)
+        v = g.op(f"fuse.layer_norm {x} scale({gm} : {t([50], dt)}) shift({bt} : {t([50], dt)}) : {t([3, 37, 50], dt)}")
+        v = g.op(f"fuse.gelu {v} {{approximate = #fuse.gelu_approx<tanh>}} : {t([3, 37, 50], dt)}")
+        add(f"layer_norm_{dt}", g.text([(v, t([3, 37, 50], dt))]), dt)
+        g = Graph("g")
+        x = g.arg([5, 300], dt)
+        r = g.arg([5, 300], dt)
+        s_ = g.arg([300], dt)
+        v = g.op(f"fuse.add {x}, {r} : {t([5, 300], dt)}, {t([5, 300], dt)}")
+        v2 = g.op(f"fuse.rms_norm {v} scale({s_} : {t([300], dt)}) : {t([5, 300], dt)}")
+        add(f"add_rms_norm_{dt}", g.text([(v2, t([5, 300], dt)), (v, t([5, 300], dt))]), dt)
+        g = Graph("g")
+        x = g.arg([4, 9, 6], dt)
+        v = g.op(f"fuse.softmax {x} {{axis = 1}} : {t([4, 9, 6], dt)}")
+        w_ = g.op(f"fuse.softmax {x} : {t([4, 9, 6], dt)}")
+        add(f"softmax_{dt}", g.text([(v, t([4, 9, 6], dt)), (w_, t([4, 9, 6], dt))]), dt)
+        g = Graph("g")
+        x = g.arg([2, 33, 70], dt)
+        w1, b1 = g.arg([129, 70], dt), g.arg([129], dt)
+        w2 = g.arg([45, 129], dt)
+        v = g.op(f"fuse.linear {x}, {w1}, {b1} : {t([2, 33, 70], dt)}, {t([129, 70], dt)}, {t([129], dt)}")
+        v = g.op(f"fuse.gelu {v} : {t([2, 33, 129], dt)}")
+        v = g.op(f"fuse.linear {v}, {w2} : {t([2, 33, 129], dt)}, {t([45, 129], dt)}")
+        add(f"ffn_{dt}", g.text([(v, t([2, 33, 45], dt))]), dt)
+        g = Graph("g")
+        a = g.arg([2, 1, 21, 17], dt)
+        b = g.arg([3, 67, 17], dt)
+        v = g.op(f"fuse.matmul {a}, {b} {{transpose_rhs}} : {t([2, 1, 21, 17], dt)}, {t([3, 67, 17], dt)}")
+        add(f"matmul_{dt}", g.text([(v, t([2, 3, 21, 67], dt))]), dt)
+        g = Graph("g")
+        q = g.arg([2, 4, 13, 16], dt)
+        k = g.arg([2, 2, 19, 16], dt)
+        vv = g.arg([2, 2, 19, 8], dt)
+        m = g.arg([13, 19], dt)
+        o1 = g.op(f"fuse.attention {q}, {k}, {vv}, {m} : {t([2, 4, 13, 16], dt)}, {t([2, 2, 19, 16], dt)}, "
+                  f"{t([2, 2, 19, 8], dt)}, {t([13, 19], dt)}")
+        o2 = g.op(f"fuse.attention {q}, {k}, {vv} {{causal, scale = 0.3}} : {t([2, 4, 13, 16], dt)}, "
+                  f"{t([2, 2, 19, 16], dt)}, {t([2, 2, 19, 8], dt)}")
+        add(f"attention_{dt}", g.text([(o1, t([2, 4, 13, 8], dt)), (o2, t([2, 4, 13, 8], dt))]), dt)
+        g = Graph("g")
+        x = g.arg([1, 3, 7, 6], dt)
+        c_, s2 = g.arg([7, 3], dt), g.arg([7, 3], dt)
+        r1 = g.op(f"fuse.rope {x}, {c_}, {s2} : {t([1, 3, 7, 6], dt)}, {t([7, 3], dt)}")
+        r2 = g.op(f"fuse.rope {x}, {c_}, {s2} {{interleaved}} : {t([1, 3, 7, 6], dt)}, {t([7, 3], dt)}")
+        tr = g.op(f"fuse.transpose {r2} {{permutation = array<i64: 0, 2, 1, 3>}} : {t([1, 3, 7, 6], dt)}")
+        rs = g.op(f"fuse.reshape {tr} : {t([1, 7, 3, 6], dt)} to {t([7, 18], dt)}")
+        add(f"rope_transpose_{dt}", g.text([(r1, t([1, 3, 7, 6], dt)), (rs, t([7, 18], dt))]), dt)
+        g = Graph("g")
+        x = g.arg([1, 5, 6, 3], dt)
+        u1 = g.op(f"fuse.upsample {x} {{size = array<i64: 13, 11>}} : {t([1, 5, 6, 3], dt)}")
+        u2 = g.op(f"fuse.upsample {x} {{mode = #fuse.upsample_mode<bilinear>, scale = array<f64: 2.0, 1.5>}} : "
+                  f"{t([1, 5, 6, 3], dt)}")
+        u3 = g.op(f"fuse.upsample {x} {{mode = #fuse.upsample_mode<bilinear>, size = array<i64: 9, 4>, "
+                  f"align_corners}} : {t([1, 5, 6, 3], dt)}")
+        gp = g.op(f"fuse.global_avg_pool {x} : {t([1, 5, 6, 3], dt)}")
+        add(f"resample_{dt}", g.text([(u1, t([1, 13, 11, 3], dt)), (u2, t([1, 10, 9, 3], dt)),
+                                      (u3, t([1, 9, 4, 3], dt)), (gp, t([1, 1, 1, 3], dt))]), dt)
+    # Graph outputs that are inputs or repeat: the plan copies.
+    g = Graph("g")
+    x = g.arg([4, 6], "f32")
+    v = g.op(f"fuse.relu {x} : {t([4, 6], 'f32')}")
+    add("plan_copies_f32", g.text([(x, t([4, 6], "f32")), (v, t([4, 6], "f32")), (v, t([4, 6], "f32"))]), "f32")
+    here = os.path.dirname(os.path.abspath(__file__))
+    examples = os.path.join(here, "..", "..", "examples")
+    for name, dt in (("resnet_block", "f32"), ("mobilenet_block", "f16"), ("transformer_block", "bf16")):
+        with open(os.path.join(examples, name + ".mlir")) as f:
+            add("example_" + name, f.read(), dt)
+    return cases
+
+
+def run(cmd):
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if p.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed:\n{p.stdout}")
+    return p.stdout
+
+
+def prepare(args):
+    seed = args.seed if args.seed is not None else int(time.time()) % 100000
+    rng = random.Random(seed)
+    os.makedirs(args.out, exist_ok=True)
+    manifest = {"seed": seed, "cases": []}
+    cases = [c for c in build_cases() if not args.k or args.k in c["name"]]
+    for i, case in enumerate(cases):
+        d = os.path.join(args.out, case["name"])
+        os.makedirs(d, exist_ok=True)
+        graph = os.path.join(d, "graph.mlir")
+        with open(graph, "w") as f:
+            f.write(case["mlir"])
+        ptx = os.path.join(d, "kernel.ptx")
+        run([args.fusec, graph, "-o", ptx, "--arch=sm_90"])
+        if args.ptxas:
+            run([args.ptxas, "-arch=sm_90", ptx, "-o", os.path.join(d, "kernel.cubin")])
+            os.remove(os.path.join(d, "kernel.cubin"))
+        case_seed = rng.randrange(1 << 30)
+        run([args.fusec, "run", graph, "--device=cpu", f"--seed={case_seed}",
+             "--output-dir=" + os.path.join(d, "ref")])
+        inputs = sorted(f for f in os.listdir(os.path.join(d, "ref")) if f.startswith("input"))
+        results = sorted(f for f in os.listdir(os.path.join(d, "ref")) if f.startswith("result"))
+        manifest["cases"].append({"name": case["name"], "dtype": case["dtype"], "seed": case_seed,
+                                  "inputs": len(inputs), "results": len(results)})
+        print(f"[{i + 1}/{len(cases)}] prepared {case['name']}", flush=True)
+    with open(os.path.join(args.out, "manifest.json"), "w") as f:
+        json.dump(manifest, f, indent=1)
+    print(f"{len(cases)} cases prepared in {args.out} (seed {seed})")
+
+
+def relerr(out, ref):
+    import numpy as np
+    out = out.astype(np.float64)
+    ref = ref.astype(np.float64)
+    if out.shape != ref.shape:
+        return float("inf"), f"shape {out.shape} != {ref.shape}"
+    if not np.isfinite(out).all() and np.isfinite(ref).all():
+        return float("nan"), f"{int((~np.isfinite(out)).sum())} non-finite outputs"
+    norm = np.linalg.norm(ref)
+    return float(np.linalg.norm(out - ref) / (norm if norm else 1.0)), ""
+
+
+def run_suite(args):
+    import numpy as np
+    with open(os.path.join(args.cases, "manifest.json")) as f:
+        manifest = json.load(f)
+    rows, passed, failed = [], 0, 0
+    for case in manifest["cases"]:
+        d = os.path.join(args.cases, case["name"])
+        out = os.path.join(d, "gpu")
+        cmd = [args.runner, os.path.join(d, "kernel.ptx"), "--output-dir=" + out]
+        cmd += [f"--input={os.path.join(d, 'ref', f'input{i}.npy')}" for i in range(case["inputs"])]
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        worst, why = 0.0, ""
+        if p.returncode != 0:
+            worst, why = float("nan"), p.stdout.strip().splitlines()[-1] if p.stdout.strip() else "runner failed"
+        else:
+            for i in range(case["results"]):
+                e, w = relerr(np.load(os.path.join(out, f"result{i}.npy")),
+                              np.load(os.path.join(d, "ref", f"result{i}.npy")))
+                if not (e <= worst) or w:
+                    worst, why = e, w or why
+        ok = worst <= TOLERANCE[case["dtype"]]
+        passed, failed = passed + ok, failed + (not ok)
+        rows.append({"case": case["name"], "dtype": case["dtype"], "relerr": worst, "ok": ok, "why": why})
+        print(f"{'PASS' if ok else 'FAIL'} {case['name']:<34} {case['dtype']:<5} relerr={worst:.2e} "
+              f"(tol {TOLERANCE[case['dtype']]:.0e}) {why}", flush=True)
+    by_dtype = {}
+    for r in rows:
+        by_dtype[r["dtype"]] = max(by_dtype.get(r["dtype"], 0.0), r["relerr"]) if r["relerr"] == r["relerr"] else float("nan")
+    print("worst relative error per dtype: " + ", ".join(f"{k} {v:.2e}" for k, v in sorted(by_dtype.items())))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"seed": manifest["seed"], "rows": rows, "worst": by_dtype}, f, indent=1)
+    print(f"{passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    p = sub.add_parser("prepare")
+    p.add_argument("--fusec", required=True)
+    p.add_argument("--out", required=True)
+    p.add_argument("--seed", type=int)
+    p.add_argument("--ptxas")
+    p.add_argument("-k")
+    r = sub.add_parser("run")
+    r.add_argument("--runner", required=True)
+    r.add_argument("--cases", required=True)
+    r.add_argument("--json")
+    args = ap.parse_args()
+    if args.cmd == "prepare":
+        prepare(args)
+        return 0
+    return run_suite(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
