@@ -19,6 +19,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
+#include "llvm/ADT/StringSwitch.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 #include <cmath>
@@ -39,19 +40,37 @@ static int64_t product(ArrayRef<int64_t> shape) {
 
 static int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-GemmTile fusec::chooseGemmTile(KernelOp kernel) {
+FailureOr<GemmTile> fusec::chooseGemmTile(KernelOp kernel) {
   GemmTile tile;
-  if (auto attr = kernel->getAttrOfType<DictionaryAttr>("tile")) {
-    auto get = [&](StringRef key, int64_t &field) {
-      if (auto v = attr.getAs<IntegerAttr>(key))
-        field = v.getInt();
-    };
-    get("bm", tile.bm);
-    get("bn", tile.bn);
-    get("bk", tile.bk);
-    get("tm", tile.tm);
-    get("tn", tile.tn);
+  auto attr = kernel->getAttrOfType<DictionaryAttr>("tile");
+  if (!attr)
+    return tile;
+  for (NamedAttribute entry : attr) {
+    auto value = dyn_cast<IntegerAttr>(entry.getValue());
+    int64_t *field = llvm::StringSwitch<int64_t *>(entry.getName().strref())
+                         .Case("bm", &tile.bm)
+                         .Case("bn", &tile.bn)
+                         .Case("bk", &tile.bk)
+                         .Case("tm", &tile.tm)
+                         .Case("tn", &tile.tn)
+                         .Default(nullptr);
+    if (!field || !value || value.getInt() < 1)
+      return kernel.emitOpError("tile entry '")
+             << entry.getName().strref()
+             << "' is not one of bm, bn, bk, tm, tn with a positive integer";
+    *field = value.getInt();
   }
+  int64_t threads = (tile.bm / tile.tm) * (tile.bn / tile.tn);
+  int64_t sharedBytes = 2 * tile.bk * (tile.bm + tile.bn) * 4;
+  if (tile.bm % tile.tm || tile.bn % tile.tn || threads > 1024 ||
+      threads % 32 || sharedBytes > 48 * 1024)
+    return kernel.emitOpError("tile {bm = ")
+           << tile.bm << ", bn = " << tile.bn << ", bk = " << tile.bk
+           << ", tm = " << tile.tm << ", tn = " << tile.tn
+           << "} is invalid: bm/tm and bn/tn must divide exactly, give a "
+              "multiple of 32 threads up to 1024, and the two buffers must "
+              "fit in 48 KiB of shared memory (needs "
+           << sharedBytes << " bytes)";
   return tile;
 }
 
@@ -258,6 +277,7 @@ private:
     std::function<void(Value batch, Value m, Value n, Value acc)> epilogue;
   };
   LaunchConfig emitGemm(const GemmSpec &spec);
+  GemmTile tile;
   LaunchConfig emitTiledConv(Conv2dOp op);
   LaunchConfig emitLinear(LinearOp op);
   LaunchConfig emitMatmul(MatmulOp op);
@@ -827,7 +847,7 @@ LaunchConfig Codegen::emitRowReduction(Operation *op) {
 //===----------------------------------------------------------------------===//
 
 LaunchConfig Codegen::emitGemm(const GemmSpec &spec) {
-  GemmTile t = chooseGemmTile(kernel);
+  const GemmTile &t = tile;
   int64_t threadsM = t.bm / t.tm, threadsN = t.bn / t.tn;
   int64_t threads = threadsM * threadsN;
   int64_t aPerThread = ceilDiv(t.bk * t.bm, threads);
@@ -1123,7 +1143,10 @@ FailureOr<LaunchConfig> Codegen::run() {
       return kernel.emitOpError("results of different shapes cannot share "
                                 "one GPU kernel");
 
-  GemmTile tile = chooseGemmTile(kernel);
+  FailureOr<GemmTile> chosen = chooseGemmTile(kernel);
+  if (failed(chosen))
+    return failure();
+  tile = *chosen;
   LaunchConfig config =
       !anchor ? emitElementwise()
               : llvm::TypeSwitch<Operation *, LaunchConfig>(anchor)

@@ -31,9 +31,10 @@ struct GemmTile {
   int64_t bm = 64, bn = 64, bk = 16, tm = 4, tn = 4;
 };
 
-/// The tile of `kernel`: its `tile` attribute if it has one, else the
-/// heuristic's choice (documented in docs/Tiling.md).
-GemmTile chooseGemmTile(mlir::fuse::KernelOp kernel);
+/// The tile of `kernel`: its `tile` attribute (a dictionary of bm, bn, bk,
+/// tm, tn) where it has one, else the defaults above (docs/Tiling.md).
+/// Emits an error at the kernel for a tile that cannot be generated.
+mlir::FailureOr<GemmTile> chooseGemmTile(mlir::fuse::KernelOp kernel);
 
 /// Appends to `module` a gpu.func named after `kernel` that computes its
 /// results. The function takes one memref per kernel input, then one per

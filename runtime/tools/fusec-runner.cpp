@@ -185,46 +185,20 @@ struct HostTensor {
   std::vector<uint8_t> bytes;
 };
 
-/// Rounds `values` to `dtype` (to nearest, ties to even) and encodes them.
-void encode(HostTensor &t) {
-  size_t size = dtypeSize(t.dtype);
-  t.bytes.assign(t.values.size() * size, 0);
-  for (size_t i = 0; i < t.values.size(); ++i) {
-    uint8_t *at = t.bytes.data() + i * size;
-    double &v = t.values[i];
-    if (t.dtype == DType::F32) {
-      // The conversion rounds to nearest even (the default FP mode).
-      float f = static_cast<float>(v);
-      std::memcpy(at, &f, 4);
-      v = f;
-    } else {
-      uint16_t bits = t.dtype == DType::F16 ? doubleToHalfBits(v)
-                                            : doubleToBF16Bits(v);
-      std::memcpy(at, &bits, 2);
-      v = t.dtype == DType::F16 ? halfBitsToDouble(bits)
-                                : bf16BitsToDouble(bits);
-    }
-  }
+FloatFormat formatOf(DType dtype) {
+  return dtype == DType::F32   ? FloatFormat::F32
+         : dtype == DType::F16 ? FloatFormat::F16
+                               : FloatFormat::BF16;
 }
+
+/// Rounds `values` to `dtype` (to nearest, ties to even) and encodes them.
+void encode(HostTensor &t) { encodeFloats(t.values, formatOf(t.dtype), t.bytes); }
 
 /// Decodes t.bytes into t.values.
 void decode(HostTensor &t) {
-  size_t size = dtypeSize(t.dtype);
-  size_t n = t.bytes.size() / size;
-  t.values.resize(n);
-  for (size_t i = 0; i < n; ++i) {
-    const uint8_t *at = t.bytes.data() + i * size;
-    if (t.dtype == DType::F32) {
-      float f;
-      std::memcpy(&f, at, 4);
-      t.values[i] = f;
-    } else {
-      uint16_t bits;
-      std::memcpy(&bits, at, 2);
-      t.values[i] = t.dtype == DType::F16 ? halfBitsToDouble(bits)
-                                          : bf16BitsToDouble(bits);
-    }
-  }
+  FloatFormat format = formatOf(t.dtype);
+  decodeFloats(t.bytes.data(), t.bytes.size() / byteWidth(format), format,
+               t.values);
 }
 
 std::string shapeString(const std::vector<int64_t> &shape) {

@@ -1,12 +1,12 @@
 // fusec run --device=cpu: seeded random inputs, .npy inputs and outputs.
 // RUN: rm -rf %t && mkdir -p %t
-// RUN: fusec run %s --device=cpu --seed=7 --output-dir=%t/a | FileCheck %s
-// RUN: fusec run %s --seed=7 --output-dir=%t/b
+// RUN: fusec run --device=cpu %s --device=cpu --seed=7 --output-dir=%t/a | FileCheck %s
+// RUN: fusec run --device=cpu %s --seed=7 --output-dir=%t/b
 // RUN: diff %t/a/result0.npy %t/b/result0.npy
-// RUN: fusec run %s --seed=8 --output-dir=%t/c
+// RUN: fusec run --device=cpu %s --seed=8 --output-dir=%t/c
 // RUN: not diff -q %t/a/input0.npy %t/c/input0.npy
 // Feeding the saved inputs back gives the same result.
-// RUN: fusec run %s --input=%t/a/input0.npy --input=%t/a/input1.npy --input=%t/a/input2.npy --output-dir=%t/d | FileCheck %s --check-prefix=NPY
+// RUN: fusec run --device=cpu %s --input=%t/a/input0.npy --input=%t/a/input1.npy --input=%t/a/input2.npy --output-dir=%t/d | FileCheck %s --check-prefix=NPY
 // RUN: diff %t/a/result0.npy %t/d/result0.npy
 // RUN: diff %t/a/result1.npy %t/d/result1.npy
 

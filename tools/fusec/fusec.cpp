@@ -12,7 +12,9 @@
 #include "fusec/Pipelines/Pipelines.h"
 #include "fusec/Reference/Interpreter.h"
 #include "fusec/Target/PTX.h"
+#include "fusec/Support/Float16.h"
 #include "fusec/Support/Npy.h"
+#include "fusec/runtime/Runtime.h"
 
 #include "Fuse/FuseOps.h"
 
@@ -42,6 +44,7 @@
 using namespace mlir;
 using namespace fusec;
 namespace cl = llvm::cl;
+namespace rt = fusec::runtime;
 
 //===----------------------------------------------------------------------===//
 // Command line
@@ -94,11 +97,18 @@ static cl::opt<std::string> outputFilename("o", cl::desc("Output file"),
                                            cl::value_desc("file"),
                                            cl::init("-"), cl::cat(fusecCat));
 
-enum class Device { CPU };
+enum class Device { Auto, CPU, GPU };
 static cl::opt<Device> device(
-    "device", cl::desc("Where to run"), cl::init(Device::CPU),
-    cl::values(clEnumValN(Device::CPU, "cpu",
-                          "The float64 reference interpreter")),
+    "device", cl::desc("Where to run (default: the GPU if there is one)"),
+    cl::init(Device::Auto),
+    cl::values(clEnumValN(Device::Auto, "auto",
+                          "The GPU if a CUDA driver and device are there, "
+                          "else the CPU"),
+               clEnumValN(Device::CPU, "cpu",
+                          "The float64 reference interpreter"),
+               clEnumValN(Device::GPU, "gpu",
+                          "Compile, run on GPU 0 and compare every output "
+                          "with the reference interpreter")),
     cl::cat(fusecCat), cl::sub(runCmd));
 
 static cl::opt<uint64_t> seed("seed",
@@ -282,6 +292,38 @@ static void printSummary(llvm::raw_ostream &os, llvm::StringRef name,
 // Commands
 //===----------------------------------------------------------------------===//
 
+/// Keeps only `entry` in `module`: code generation works on one graph.
+static void keepOnly(ModuleOp module, func::FuncOp entry) {
+  for (auto func : llvm::to_vector(module.getOps<func::FuncOp>()))
+    if (func != entry)
+      func.erase();
+}
+
+/// Runs the pipeline up to the stage `kind` emits; for PTX, returns the
+/// artifact text in `artifact`.
+static LogicalResult lower(ModuleOp module, EmitKind kind,
+                           const PTXTarget &target, std::string *artifact) {
+  if (kind == EmitKind::MLIR)
+    return success();
+  static const Stage stages[] = {Stage::Graph, Stage::Kernels, Stage::Tiled,
+                                 Stage::GPU, Stage::Binary};
+  PassManager pm(module->getContext());
+  if (failed(applyPassManagerCLOptions(pm)))
+    return failure();
+  PipelineOptions options;
+  options.arch = target.chip;
+  buildPipeline(pm, stages[static_cast<int>(kind)], options);
+  if (failed(pm.run(module)))
+    return failure();
+  if (kind != EmitKind::PTX)
+    return success();
+  FailureOr<std::string> text = writeArtifact(module, target);
+  if (failed(text))
+    return failure();
+  *artifact = std::move(*text);
+  return success();
+}
+
 static LogicalResult emitGraph(ModuleOp module) {
   EmitKind kind = emitKind;
   if (emitKind.getNumOccurrences() == 0 &&
@@ -294,33 +336,15 @@ static LogicalResult emitGraph(ModuleOp module) {
   if (!target)
     return fail(llvm::toString(target.takeError()));
   if (kind >= EmitKind::Tiled) {
-    // Code generation works on one graph: the entry.
     func::FuncOp entry = findEntry(module);
     if (!entry)
       return failure();
-    for (auto func : llvm::to_vector(module.getOps<func::FuncOp>()))
-      if (func != entry)
-        func.erase();
-  }
-  if (kind != EmitKind::MLIR) {
-    static const Stage stages[] = {Stage::Graph, Stage::Kernels, Stage::Tiled,
-                                   Stage::GPU, Stage::Binary};
-    PassManager pm(module->getContext());
-    if (failed(applyPassManagerCLOptions(pm)))
-      return failure();
-    PipelineOptions options;
-    options.arch = target->chip;
-    buildPipeline(pm, stages[static_cast<int>(kind)], options);
-    if (failed(pm.run(module)))
-      return failure();
+    keepOnly(module, entry);
   }
   std::string text;
-  if (kind == EmitKind::PTX) {
-    FailureOr<std::string> artifact = writeArtifact(module, *target);
-    if (failed(artifact))
-      return failure();
-    text = std::move(*artifact);
-  } else {
+  if (failed(lower(module, kind, *target, &text)))
+    return failure();
+  if (kind != EmitKind::PTX) {
     llvm::raw_string_ostream os(text);
     module.print(os);
   }
@@ -333,6 +357,84 @@ static LogicalResult emitGraph(ModuleOp module) {
   return success();
 }
 
+static FloatFormat formatOf(Type elementType) {
+  return elementType.isF16()    ? FloatFormat::F16
+         : elementType.isBF16() ? FloatFormat::BF16
+                                : FloatFormat::F32;
+}
+
+/// Compiles `func` and runs it on GPU 0 with `inputs`, outputs poisoned
+/// with NaN first.
+static FailureOr<std::vector<ref::Tensor>>
+runOnGPU(func::FuncOp func, const std::vector<ref::Tensor> &inputs,
+         std::shared_ptr<rt::Device> gpu) {
+  auto target = PTXTarget::parse(arch);
+  if (!target)
+    return fail(llvm::toString(target.takeError()));
+  OwningOpRef<ModuleOp> module = cast<ModuleOp>(func->getParentOp()->clone());
+  keepOnly(*module, module->lookupSymbol<func::FuncOp>(func.getSymName()));
+  std::string artifact;
+  if (failed(lower(*module, EmitKind::PTX, *target, &artifact)))
+    return failure();
+  auto check = [](const rt::Status &status) -> LogicalResult {
+    if (status.isOk())
+      return success();
+    return fail(status.message());
+  };
+  std::unique_ptr<rt::Module> loaded;
+  if (failed(check(rt::Module::load(gpu, artifact, loaded,
+                                    func.getSymName().str()))))
+    return failure();
+  std::vector<rt::DeviceBuffer> buffers;
+  std::vector<rt::BufferRef> in, out;
+  for (auto [t, type] : llvm::zip_equal(inputs, func.getArgumentTypes())) {
+    std::vector<double> values = t.data;
+    std::vector<uint8_t> bytes;
+    encodeFloats(values, formatOf(cast<RankedTensorType>(type).getElementType()),
+                 bytes);
+    buffers.emplace_back();
+    if (failed(check(rt::DeviceBuffer::allocate(gpu, bytes.size(),
+                                                buffers.back()))) ||
+        failed(check(gpu->copyToDevice(buffers.back().ptr(), bytes.data(),
+                                       bytes.size()))))
+      return failure();
+    in.push_back(buffers.back().ref());
+  }
+  for (Type type : func.getResultTypes()) {
+    auto tensor = cast<RankedTensorType>(type);
+    uint64_t bytes = tensor.getNumElements() *
+                     byteWidth(formatOf(tensor.getElementType()));
+    buffers.emplace_back();
+    // 0xFF bytes are NaN in every float format: unwritten outputs show.
+    if (failed(check(rt::DeviceBuffer::allocate(gpu, bytes, buffers.back()))) ||
+        failed(check(gpu->fill(buffers.back().ptr(), 0xFF, bytes))))
+      return failure();
+    out.push_back(buffers.back().ref());
+  }
+  if (failed(check(loaded->run(nullptr, in, out))) ||
+      failed(check(gpu->synchronize())))
+    return failure();
+  std::vector<ref::Tensor> results;
+  for (auto [ref, type] : llvm::zip_equal(out, func.getResultTypes())) {
+    auto tensor = cast<RankedTensorType>(type);
+    std::vector<uint8_t> bytes(ref.bytes);
+    if (failed(check(gpu->copyToHost(bytes.data(), ref.ptr, ref.bytes))))
+      return failure();
+    ref::Tensor t(std::vector<int64_t>(tensor.getShape().begin(),
+                                       tensor.getShape().end()));
+    decodeFloats(bytes.data(), t.data.size(),
+                 formatOf(tensor.getElementType()), t.data);
+    results.push_back(std::move(t));
+  }
+  return results;
+}
+
+/// The largest ||gpu - ref|| / ||ref|| accepted per output dtype: float32
+/// arithmetic, or rounding to f16/bf16 between kernels.
+static double tolerance(Type elementType) {
+  return elementType.isF16() ? 5e-3 : elementType.isBF16() ? 3e-2 : 1e-4;
+}
+
 static LogicalResult runGraph(ModuleOp module) {
   func::FuncOp func = findEntry(module);
   if (!func || failed(ref::verifyGraph(func)))
@@ -341,14 +443,33 @@ static LogicalResult runGraph(ModuleOp module) {
     if (std::error_code ec = llvm::sys::fs::create_directories(outputDir))
       return fail("cannot create directory '" + outputDir +
                   "': " + ec.message());
+  std::shared_ptr<rt::Device> gpu;
+  if (device != Device::CPU) {
+    rt::Status status = rt::Device::open(0, gpu);
+    if (!status.isOk()) {
+      if (device == Device::GPU)
+        return fail(status.message());
+      llvm::outs() << "no GPU (" << status.message()
+                   << "); evaluating on the CPU\n";
+      gpu.reset();
+    }
+  }
   FailureOr<std::vector<ref::Tensor>> inputs = makeInputs(func);
   if (failed(inputs))
     return failure();
-  FailureOr<std::vector<ref::Tensor>> results = ref::evaluate(func, *inputs);
-  if (failed(results))
+  FailureOr<std::vector<ref::Tensor>> reference = ref::evaluate(func, *inputs);
+  if (failed(reference))
     return failure();
+  FailureOr<std::vector<ref::Tensor>> results = reference;
+  if (gpu) {
+    results = runOnGPU(func, *inputs, gpu);
+    if (failed(results))
+      return failure();
+  }
 
-  llvm::outs() << "@" << func.getSymName() << " on cpu (reference), "
+  llvm::outs() << "@" << func.getSymName() << " on "
+               << (gpu ? gpu->describe() : std::string("cpu (reference)"))
+               << ", "
                << (inputFiles.empty()
                        ? "random inputs, seed " + std::to_string(seed)
                        : std::string("inputs from .npy files"))
@@ -358,19 +479,39 @@ static LogicalResult runGraph(ModuleOp module) {
     files.emplace_back(llvm::formatv("input{0}.npy", i).str(), &t,
                        cast<RankedTensorType>(func.getArgumentTypes()[i])
                            .getElementType());
+  bool allWithin = true;
   for (auto [i, t] : llvm::enumerate(*results)) {
     Type type = func.getResultTypes()[i];
+    Type elementType = cast<RankedTensorType>(type).getElementType();
     std::string name = llvm::formatv("result{0}", i).str();
     printSummary(llvm::outs(), name, t, type);
-    files.emplace_back(name + ".npy", &t,
-                       cast<RankedTensorType>(type).getElementType());
+    if (gpu) {
+      double err = 0, norm = 0, maxAbs = 0;
+      const ref::Tensor &r = (*reference)[i];
+      for (auto [a, b] : llvm::zip_equal(t.data, r.data)) {
+        err += (a - b) * (a - b);
+        norm += b * b;
+        maxAbs = std::max(maxAbs, std::abs(a - b));
+      }
+      double rel = std::sqrt(err) / (norm > 0 ? std::sqrt(norm) : 1.0);
+      bool within = rel <= tolerance(elementType); // NaN fails
+      allWithin &= within;
+      llvm::outs() << llvm::formatv(
+          "         vs reference: relative error {0:e} (limit {1:e}), max "
+          "abs error {2:e}  {3}\n",
+          rel, tolerance(elementType), maxAbs, within ? "ok" : "FAILED");
+    }
+    files.emplace_back(name + ".npy", &t, elementType);
   }
-  if (outputDir.empty())
-    return success();
-  if (failed(writeTensors(files)))
-    return failure();
-  llvm::outs() << "wrote " << files.size() << " .npy files to " << outputDir
-               << "\n";
+  if (!outputDir.empty()) {
+    if (failed(writeTensors(files)))
+      return failure();
+    llvm::outs() << "wrote " << files.size() << " .npy files to " << outputDir
+                 << "\n";
+  }
+  if (!allWithin)
+    return fail("the GPU results differ from the reference beyond the "
+                "limits above");
   return success();
 }
 
@@ -386,8 +527,8 @@ int main(int argc, char **argv) {
       "kernels\n\n"
       "  fusec graph.mlir -o kernel.ptx [--arch=sm_90] [--remarks]\n"
       "  fusec graph.mlir [--emit=mlir|kernels|tiled|gpu|ptx] [-o out]\n"
-      "  fusec run graph.mlir --device=cpu [--seed=N] [--input=a.npy ...] "
-      "[--output-dir=DIR]\n");
+      "  fusec run graph.mlir [--device=auto|cpu|gpu] [--seed=N] "
+      "[--input=a.npy ...] [--output-dir=DIR]\n");
 
   DialectRegistry registry;
   registerAll(registry);

@@ -14,6 +14,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <vector>
 
 namespace fusec {
 namespace detail {
@@ -121,6 +122,54 @@ inline double bf16BitsToDouble(uint16_t b) {
   float f;
   std::memcpy(&f, &bits, sizeof(f));
   return static_cast<double>(f);
+}
+
+/// The storage formats of fusec tensors.
+enum class FloatFormat { F32, F16, BF16 };
+
+inline size_t byteWidth(FloatFormat format) {
+  return format == FloatFormat::F32 ? 4 : 2;
+}
+
+/// Rounds every value to `format` (to nearest, ties to even), leaving the
+/// rounded value in `values`, and stores the encodings in `bytes`.
+inline void encodeFloats(std::vector<double> &values, FloatFormat format,
+                         std::vector<uint8_t> &bytes) {
+  size_t width = byteWidth(format);
+  bytes.assign(values.size() * width, 0);
+  for (size_t i = 0; i < values.size(); ++i) {
+    uint8_t *at = bytes.data() + i * width;
+    if (format == FloatFormat::F32) {
+      // The conversion rounds to nearest even (the default FP mode).
+      float f = static_cast<float>(values[i]);
+      std::memcpy(at, &f, 4);
+      values[i] = f;
+      continue;
+    }
+    bool half = format == FloatFormat::F16;
+    uint16_t bits =
+        half ? doubleToHalfBits(values[i]) : doubleToBF16Bits(values[i]);
+    std::memcpy(at, &bits, 2);
+    values[i] = half ? halfBitsToDouble(bits) : bf16BitsToDouble(bits);
+  }
+}
+
+/// Decodes `count` elements of `format` from `bytes` into `values`.
+inline void decodeFloats(const uint8_t *bytes, size_t count,
+                         FloatFormat format, std::vector<double> &values) {
+  values.resize(count);
+  for (size_t i = 0; i < count; ++i) {
+    if (format == FloatFormat::F32) {
+      float f;
+      std::memcpy(&f, bytes + 4 * i, 4);
+      values[i] = f;
+      continue;
+    }
+    uint16_t bits;
+    std::memcpy(&bits, bytes + 2 * i, 2);
+    values[i] = format == FloatFormat::F16 ? halfBitsToDouble(bits)
+                                           : bf16BitsToDouble(bits);
+  }
 }
 
 } // namespace fusec
