@@ -12,6 +12,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/Support/FormatVariadic.h"
 
 namespace fusec {
@@ -64,7 +65,7 @@ private:
   bool isParameterOnly(Operation *op);
   Group &startGroup(Operation *root);
   void growEpilogue(Group &group);
-  void pullInParameterOps(Group &group);
+  void pullInProducers(Group &group);
   void materialise(Group &group);
 
   func::FuncOp func;
@@ -154,27 +155,38 @@ void KernelFormer::growEpilogue(Group &group) {
   }
 }
 
-/// Adds the parameter-only producers whose results only this group uses.
-void KernelFormer::pullInParameterOps(Group &group) {
+/// Adds the elementwise producers whose results only this group uses, which
+/// the kernel then recomputes per element. For an anchored group only
+/// parameter computations qualify, and only those feeding its epilogue: the
+/// anchor itself reads its operands from memory.
+void KernelFormer::pullInProducers(Group &group) {
+  Operation *anchor = isAnchor(group.ops.front()) ? group.ops.front() : nullptr;
   bool changed = true;
   while (changed) {
     changed = false;
     for (Operation *op : llvm::to_vector(group.ops)) {
+      if (op == anchor)
+        continue;
       for (Value operand : op->getOperands()) {
         Operation *producer = operand.getDefiningOp();
         if (!producer || groupOf.count(producer) ||
-            !isParameterOnly(producer))
+            !isElementwise(producer) ||
+            (anchor && !isParameterOnly(producer)))
           continue;
         bool onlyHere = llvm::all_of(producer->getUsers(), [&](Operation *u) {
-          return groupOf.lookup(u) == &group;
+          return groupOf.lookup(u) == &group && u != anchor;
         });
         if (!onlyHere)
           continue;
         group.ops.insert(producer);
         groupOf[producer] = &group;
-        producer->emitRemark()
-            << "fused " << producer->getName() << " into kernel "
-            << group.name << ", which recomputes it from graph parameters";
+        if (anchor)
+          producer->emitRemark()
+              << "fused " << producer->getName() << " into kernel "
+              << group.name << ", which recomputes it from graph parameters";
+        else
+          producer->emitRemark() << "fused " << producer->getName()
+                                 << " into kernel " << group.name;
         changed = true;
       }
     }
@@ -226,10 +238,6 @@ void KernelFormer::materialise(Group &group) {
 
 void KernelFormer::run() {
   Block &block = func.getBody().front();
-  auto usedOnlyByKernels = [&](Operation *op) {
-    return llvm::all_of(op->getUsers(),
-                        [&](Operation *u) { return groupOf.count(u) != 0; });
-  };
   // Anchors first claim their epilogues and the parameter computations that
   // only they use.
   for (Operation &op : block) {
@@ -239,25 +247,23 @@ void KernelFormer::run() {
     op.emitRemark() << "kernel " << group.name << " is anchored on "
                     << op.getName();
     growEpilogue(group);
-    pullInParameterOps(group);
+    pullInProducers(group);
   }
-  // Then chains of the elementwise ops left over.
-  for (Operation &op : block) {
-    if (groupOf.count(&op) || !isElementwise(&op) ||
-        (isParameterOnly(&op) && usedOnlyByKernels(&op)))
-      continue;
-    Group &group = startGroup(&op);
-    growEpilogue(group);
-    pullInParameterOps(group);
-  }
-  // Last, parameter computations that several kernels share.
-  for (Operation &op : block) {
+  // Then the elementwise ops left over, grouped backwards from the last op
+  // of each chain: a producer joins when all its users are in the kernel.
+  for (Operation &op : llvm::reverse(block)) {
     if (groupOf.count(&op) || !isElementwise(&op))
       continue;
     Group &group = startGroup(&op);
-    op.emitRemark() << "kernel " << group.name << " computes "
-                    << op.getName()
-                    << " on graph parameters; more than one kernel uses it";
+    llvm::SmallPtrSet<Group *, 4> users;
+    for (Operation *user : op.getUsers())
+      if (Group *g = groupOf.lookup(user))
+        users.insert(g);
+    if (users.size() > 1)
+      op.emitRemark() << "kernel " << group.name << " computes "
+                      << op.getName() << " once for the " << users.size()
+                      << " kernels that use it";
+    pullInProducers(group);
   }
   for (auto &group : groups)
     materialise(*group);

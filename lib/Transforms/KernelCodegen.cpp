@@ -18,6 +18,7 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/ADT/TypeSwitch.h"
@@ -40,11 +41,11 @@ static int64_t product(ArrayRef<int64_t> shape) {
 
 static int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-FailureOr<GemmTile> fusec::chooseGemmTile(KernelOp kernel) {
-  GemmTile tile;
+FailureOr<std::optional<GemmTile>> fusec::getTileAttr(KernelOp kernel) {
   auto attr = kernel->getAttrOfType<DictionaryAttr>("tile");
   if (!attr)
-    return tile;
+    return std::optional<GemmTile>();
+  GemmTile tile;
   for (NamedAttribute entry : attr) {
     auto value = dyn_cast<IntegerAttr>(entry.getValue());
     int64_t *field = llvm::StringSwitch<int64_t *>(entry.getName().strref())
@@ -71,7 +72,23 @@ FailureOr<GemmTile> fusec::chooseGemmTile(KernelOp kernel) {
               "multiple of 32 threads up to 1024, and the two buffers must "
               "fit in 48 KiB of shared memory (needs "
            << sharedBytes << " bytes)";
-  return tile;
+  return std::optional<GemmTile>(tile);
+}
+
+GemmTile fusec::chooseGemmTile(int64_t m, int64_t n, int64_t batch) {
+  // The largest register tile (most FMAs per shared-memory load) that still
+  // gives every SM of an H100/H200 (132) a block.
+  static const GemmTile candidates[] = {{128, 128, 16, 8, 8},
+                                        {128, 64, 16, 8, 4},
+                                        {64, 64, 16, 4, 4}};
+  for (const GemmTile &t : candidates) {
+    // A tile wider than the problem computes mostly padding.
+    if ((t.bn > 64 && t.bn > n) || (t.bm > 64 && t.bm > m))
+      continue;
+    if (ceilDiv(m, t.bm) * ceilDiv(n, t.bn) * batch >= 132)
+      return t;
+  }
+  return candidates[2];
 }
 
 namespace {
@@ -230,12 +247,21 @@ private:
   Value evalUnary(Operation *op, Value x);
   Value evalAt(Value v, ArrayRef<Value> coords);
 
-  /// Stores every kernel result at `coords`, given the anchor's value there.
-  void storeResults(ArrayRef<Value> coords, Value anchorValue) {
+  /// Every kernel result at `coords` (f32), given the anchor's value there.
+  SmallVector<Value> evalResults(ArrayRef<Value> coords, Value anchorValue) {
     anchorScalar = anchorValue;
     cache.clear();
-    for (auto [value, out] : llvm::zip_equal(yield().getValues(), outputs))
-      store(evalAt(value, coords), out, coords);
+    SmallVector<Value> values;
+    for (Value value : yield().getValues())
+      values.push_back(evalAt(value, coords));
+    return values;
+  }
+
+  /// Stores every kernel result at `coords`, given the anchor's value there.
+  void storeResults(ArrayRef<Value> coords, Value anchorValue) {
+    for (auto [value, out] :
+         llvm::zip_equal(evalResults(coords, anchorValue), outputs))
+      store(value, out, coords);
   }
 
   YieldOp yield() {
@@ -277,7 +303,8 @@ private:
     std::function<void(Value batch, Value m, Value n, Value acc)> epilogue;
   };
   LaunchConfig emitGemm(const GemmSpec &spec);
-  GemmTile tile;
+  /// The kernel's own tile, if it has a tile attribute.
+  std::optional<GemmTile> tileAttr;
   LaunchConfig emitTiledConv(Conv2dOp op);
   LaunchConfig emitLinear(LinearOp op);
   LaunchConfig emitMatmul(MatmulOp op);
@@ -294,6 +321,8 @@ private:
   Value anchorResult, anchorScalar;
   Value reduceBuffer;
   llvm::DenseMap<Value, Value> cache;
+  /// Kernel inputs already read (as f32) for the element being computed.
+  llvm::DenseMap<Value, Value> preloaded;
 };
 
 } // namespace
@@ -346,6 +375,8 @@ Value Codegen::evalUnary(Operation *op, Value x) {
 Value Codegen::evalAt(Value v, ArrayRef<Value> coords) {
   if (v == anchorResult)
     return anchorScalar;
+  if (Value known = preloaded.lookup(v))
+    return known;
   if (auto arg = dyn_cast<BlockArgument>(v))
     return load(argOf.lookup(arg), coords);
   // A value is always read at the same function of the element's
@@ -413,9 +444,62 @@ Value Codegen::evalAt(Value v, ArrayRef<Value> coords) {
 
 LaunchConfig Codegen::emitElementwise() {
   ArrayRef<int64_t> shape = shapeOf(yield().getValues()[0]);
-  return perElement(product(shape), [&](Value linear) {
-    storeResults(delinearize(linear, shape), Value());
-  });
+  // Each thread handles `width` consecutive elements of the innermost axis
+  // so that full-size inputs and outputs move as 16-byte vectors.
+  int64_t widest = 0;
+  for (Value out : outputs)
+    widest = std::max<int64_t>(
+        widest, cast<MemRefType>(out.getType()).getElementTypeBitWidth());
+  int64_t width = 128 / widest;
+  if (shape.empty() || shape.back() % width != 0)
+    return perElement(product(shape), [&](Value linear) {
+      storeResults(delinearize(linear, shape), Value());
+    });
+  auto vectorOf = [&](Value memref) {
+    return VectorType::get({width},
+                           cast<MemRefType>(memref.getType()).getElementType());
+  };
+  auto alignOf = [&](Value memref) {
+    return llvm::MaybeAlign(
+        width * cast<MemRefType>(memref.getType()).getElementTypeBitWidth() /
+        8);
+  };
+  LaunchConfig config =
+      perElement(product(shape) / width, [&](Value group) {
+        SmallVector<Value> coords =
+            delinearize(muli(group, idx(width)), shape);
+        SmallVector<std::pair<BlockArgument, Value>> full;
+        for (BlockArgument arg : kernel.getBody().getArguments()) {
+          Value memref = argOf.lookup(arg);
+          if (shapeOf(arg) != shape || arg.use_empty())
+            continue;
+          full.emplace_back(arg, vector::LoadOp::create(
+                                     b, vectorOf(memref), memref, coords,
+                                     /*nontemporal=*/false, alignOf(memref)));
+        }
+        SmallVector<SmallVector<Value>> lanes(outputs.size());
+        for (int64_t i = 0; i < width; ++i) {
+          SmallVector<Value> at(coords);
+          at.back() = addi(coords.back(), idx(i));
+          preloaded.clear();
+          for (auto [arg, vec] : full)
+            preloaded[arg] = toF32(vector::ExtractOp::create(b, vec, i));
+          for (auto [k, value] : llvm::enumerate(evalResults(at, Value()))) {
+            Type type =
+                cast<MemRefType>(outputs[k].getType()).getElementType();
+            lanes[k].push_back(value.getType() == type
+                                   ? value
+                                   : arith::TruncFOp::create(b, type, value)
+                                         .getResult());
+          }
+        }
+        preloaded.clear();
+        for (auto [out, values] : llvm::zip_equal(outputs, lanes))
+          vector::StoreOp::create(
+              b, vector::FromElementsOp::create(b, vectorOf(out), values),
+              out, coords, /*nontemporal=*/false, alignOf(out));
+      });
+  return config;
 }
 
 /// Output coordinates (n, c, h, w) of a 4-D activation in `layout`.
@@ -847,7 +931,14 @@ LaunchConfig Codegen::emitRowReduction(Operation *op) {
 //===----------------------------------------------------------------------===//
 
 LaunchConfig Codegen::emitGemm(const GemmSpec &spec) {
-  const GemmTile &t = tile;
+  const GemmTile t =
+      tileAttr ? *tileAttr : chooseGemmTile(spec.m, spec.n, spec.batch);
+  func->setAttr("fusec.tile",
+                b.getDictionaryAttr({b.getNamedAttr("bm", b.getI64IntegerAttr(t.bm)),
+                                     b.getNamedAttr("bn", b.getI64IntegerAttr(t.bn)),
+                                     b.getNamedAttr("bk", b.getI64IntegerAttr(t.bk)),
+                                     b.getNamedAttr("tm", b.getI64IntegerAttr(t.tm)),
+                                     b.getNamedAttr("tn", b.getI64IntegerAttr(t.tn))}));
   int64_t threadsM = t.bm / t.tm, threadsN = t.bn / t.tn;
   int64_t threads = threadsM * threadsN;
   int64_t aPerThread = ceilDiv(t.bk * t.bm, threads);
@@ -867,8 +958,39 @@ LaunchConfig Codegen::emitGemm(const GemmSpec &spec) {
   Value tileM = muli(blockId(gpu::Dimension::x), idx(t.bm));
   Value tileN = muli(blockId(gpu::Dimension::y), idx(t.bn));
   Value batch = blockId(gpu::Dimension::z);
-  Value tm0 = muli(divi(tid, threadsN), idx(t.tm));
-  Value tn0 = muli(remi(tid, threadsN), idx(t.tn));
+  // A thread's register rows (and columns) come in runs of 4, one run per
+  // quarter of its tile, so that a warp's shared-memory reads of one run are
+  // contiguous 16-byte vectors; with tm (tn) not a multiple of 4, one run.
+  Value ty = divi(tid, threadsN), tx = remi(tid, threadsN);
+  auto regIndex = [&](Value thread, int64_t i, int64_t perThread,
+                      int64_t threadsAlong) -> Value {
+    if (perThread % 4 != 0)
+      return addi(muli(thread, idx(perThread)), idx(i));
+    return addi(muli(thread, idx(4)),
+                idx((i / 4) * threadsAlong * 4 + i % 4));
+  };
+  auto readRegs = [&](Value tileBuf, Value buf, int64_t kk, Value thread,
+                      int64_t perThread, int64_t threadsAlong) {
+    SmallVector<Value> regs;
+    if (perThread % 4 != 0) {
+      for (int64_t i = 0; i < perThread; ++i)
+        regs.push_back(memref::LoadOp::create(
+            b, tileBuf,
+            ValueRange{buf, idx(kk),
+                       regIndex(thread, i, perThread, threadsAlong)}));
+      return regs;
+    }
+    auto vecType = VectorType::get({4}, b.getF32Type());
+    for (int64_t i = 0; i < perThread; i += 4) {
+      Value v = vector::LoadOp::create(
+          b, vecType, tileBuf,
+          ValueRange{buf, idx(kk), regIndex(thread, i, perThread, threadsAlong)},
+          /*nontemporal=*/false, llvm::MaybeAlign(16));
+      for (int64_t l = 0; l < 4; ++l)
+        regs.push_back(vector::ExtractOp::create(b, v, l));
+    }
+    return regs;
+  };
 
   // The (k, m) or (k, n) position of the r-th element a thread loads.
   auto tilePos = [&](int64_t r, int64_t extent, bool kContiguous) {
@@ -919,13 +1041,8 @@ LaunchConfig Codegen::emitGemm(const GemmSpec &spec) {
             loadTiles(muli(addi(kt, idx(1)), idx(t.bk)));
         SmallVector<Value> accOut(accIn.begin(), accIn.end());
         for (int64_t kk = 0; kk < t.bk; ++kk) {
-          SmallVector<Value> av, bv;
-          for (int64_t i = 0; i < t.tm; ++i)
-            av.push_back(memref::LoadOp::create(
-                b, aTile, ValueRange{buf, idx(kk), addi(tm0, idx(i))}));
-          for (int64_t j = 0; j < t.tn; ++j)
-            bv.push_back(memref::LoadOp::create(
-                b, bTile, ValueRange{buf, idx(kk), addi(tn0, idx(j))}));
+          SmallVector<Value> av = readRegs(aTile, buf, kk, ty, t.tm, threadsM);
+          SmallVector<Value> bv = readRegs(bTile, buf, kk, tx, t.tn, threadsN);
           for (int64_t i = 0; i < t.tm; ++i)
             for (int64_t j = 0; j < t.tn; ++j)
               accOut[i * t.tn + j] = fma(av[i], bv[j], accOut[i * t.tn + j]);
@@ -937,8 +1054,8 @@ LaunchConfig Codegen::emitGemm(const GemmSpec &spec) {
 
   for (int64_t i = 0; i < t.tm; ++i) {
     for (int64_t j = 0; j < t.tn; ++j) {
-      Value m = addi(tileM, addi(tm0, idx(i)));
-      Value n = addi(tileN, addi(tn0, idx(j)));
+      Value m = addi(tileM, regIndex(ty, i, t.tm, threadsM));
+      Value n = addi(tileN, regIndex(tx, j, t.tn, threadsN));
       ifThen(andi(ltc(m, spec.m), ltc(n, spec.n)),
              [&] { spec.epilogue(batch, m, n, acc[i * t.tn + j]); });
     }
@@ -1096,9 +1213,9 @@ LaunchConfig Codegen::emitMatmul(MatmulOp op) {
 
 /// A grouped convolution whose groups are too narrow to fill a GEMM tile
 /// (depthwise above all) runs one thread per output instead.
-static bool useTiledConv(Conv2dOp op, const GemmTile &tile) {
+static bool useTiledConv(Conv2dOp op) {
   int64_t co = cast<RankedTensorType>(op.getFilter().getType()).getDimSize(0);
-  return co / op.getGroups() >= tile.bn / 4;
+  return co / op.getGroups() >= 16;
 }
 
 FailureOr<LaunchConfig> Codegen::run() {
@@ -1143,15 +1260,15 @@ FailureOr<LaunchConfig> Codegen::run() {
       return kernel.emitOpError("results of different shapes cannot share "
                                 "one GPU kernel");
 
-  FailureOr<GemmTile> chosen = chooseGemmTile(kernel);
-  if (failed(chosen))
+  FailureOr<std::optional<GemmTile>> attr = getTileAttr(kernel);
+  if (failed(attr))
     return failure();
-  tile = *chosen;
+  tileAttr = *attr;
   LaunchConfig config =
       !anchor ? emitElementwise()
               : llvm::TypeSwitch<Operation *, LaunchConfig>(anchor)
                     .Case([&](Conv2dOp op) {
-                      return useTiledConv(op, tile) ? emitTiledConv(op)
+                      return useTiledConv(op) ? emitTiledConv(op)
                                                     : emitDirectConv(op);
                     })
                     .Case([&](LinearOp op) { return emitLinear(op); })

@@ -14,6 +14,7 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 
 #include <array>
+#include <optional>
 
 namespace fusec {
 
@@ -31,10 +32,15 @@ struct GemmTile {
   int64_t bm = 64, bn = 64, bk = 16, tm = 4, tn = 4;
 };
 
-/// The tile of `kernel`: its `tile` attribute (a dictionary of bm, bn, bk,
-/// tm, tn) where it has one, else the defaults above (docs/Tiling.md).
-/// Emits an error at the kernel for a tile that cannot be generated.
-mlir::FailureOr<GemmTile> chooseGemmTile(mlir::fuse::KernelOp kernel);
+/// The heuristic (docs/Tiling.md): the largest of 128x128 (8x8 per thread),
+/// 128x64 (8x4) and 64x64 (4x4) that still gives 132 blocks.
+GemmTile chooseGemmTile(int64_t m, int64_t n, int64_t batch);
+
+/// The kernel's `tile` attribute (a dictionary of bm, bn, bk, tm, tn), if it
+/// has one. Emits an error at the kernel for a tile that cannot be
+/// generated.
+mlir::FailureOr<std::optional<GemmTile>>
+getTileAttr(mlir::fuse::KernelOp kernel);
 
 /// Appends to `module` a gpu.func named after `kernel` that computes its
 /// results. The function takes one memref per kernel input, then one per

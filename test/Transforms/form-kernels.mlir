@@ -70,22 +70,38 @@ func.func @boundaries(%x: tensor<1x8x8x2xf32>, %w: tensor<2x3x3x2xf32>) -> tenso
 
 // -----
 
-// Elementwise chains form kernels of their own; a broadcast to a larger
-// shape ends one.
+// Elementwise ops left over form kernels built backwards from the last op of
+// a chain: a producer joins when all its users are in the kernel, even one
+// that is broadcast (recomputed per element).
 // CHECK-LABEL: func.func @elementwise
-// CHECK: %[[K0:.+]] = fuse.kernel "k0_add"
+// CHECK: %[[K0:.+]] = fuse.kernel "k0_mul"
 // CHECK: fuse.add
 // CHECK: fuse.sigmoid
-// CHECK: %[[K1:.+]] = fuse.kernel "k1_mul"(%{{.+}}, %[[K0]])
 // CHECK: fuse.mul
-// CHECK: return %[[K1]]
+// CHECK: return %[[K0]]
 func.func @elementwise(%a: tensor<5xbf16>, %b: tensor<5xbf16>, %c: tensor<3x5xbf16>) -> tensor<3x5xbf16> {
+  // expected-remark @below {{fused fuse.add into kernel k0_mul}}
   %0 = fuse.add %a, %b : tensor<5xbf16>, tensor<5xbf16>
-  // expected-remark @below {{fused fuse.sigmoid into the kernel k0_add}}
+  // expected-remark @below {{fused fuse.sigmoid into kernel k0_mul}}
   %1 = fuse.sigmoid %0 : tensor<5xbf16>
-  // expected-remark @below {{not fused: fuse.mul changes the shape or type of the result of k0_add}}
   %2 = fuse.mul %c, %1 : tensor<3x5xbf16>, tensor<5xbf16>
   return %2 : tensor<3x5xbf16>
+}
+
+// -----
+
+// A value two elementwise kernels read is computed once.
+// CHECK-LABEL: func.func @two_readers
+// CHECK: %[[K2:.+]] = fuse.kernel "k2_add"
+// CHECK: %[[K1:.+]] = fuse.kernel "k1_relu"(%[[K2]])
+// CHECK: %[[K0:.+]] = fuse.kernel "k0_tanh"(%[[K2]])
+// CHECK: return %[[K1]], %[[K0]]
+func.func @two_readers(%a: tensor<5xf32>, %b: tensor<5xf32>) -> (tensor<5xf32>, tensor<5xf32>) {
+  // expected-remark @below {{kernel k2_add computes fuse.add once for the 2 kernels that use it}}
+  %0 = fuse.add %a, %b : tensor<5xf32>, tensor<5xf32>
+  %1 = fuse.relu %0 : tensor<5xf32>
+  %2 = fuse.tanh %0 : tensor<5xf32>
+  return %1, %2 : tensor<5xf32>, tensor<5xf32>
 }
 
 // -----
@@ -97,7 +113,7 @@ func.func @elementwise(%a: tensor<5xbf16>, %b: tensor<5xbf16>, %c: tensor<3x5xbf
 // CHECK: fuse.kernel "k1_linear"(%{{.+}}, %{{.+}}, %[[P]])
 func.func @shared_parameters(%x: tensor<2x4xf32>, %w: tensor<4x4xf32>, %b1: tensor<4xf32>, %b2: tensor<4xf32>)
     -> (tensor<2x4xf32>, tensor<2x4xf32>) {
-  // expected-remark @below {{kernel k2_add computes fuse.add on graph parameters; more than one kernel uses it}}
+  // expected-remark @below {{kernel k2_add computes fuse.add once for the 2 kernels that use it}}
   %b = fuse.add %b1, %b2 : tensor<4xf32>, tensor<4xf32>
   // expected-remark @below {{kernel k0_linear is anchored on fuse.linear}}
   %0 = fuse.linear %x, %w, %b : tensor<2x4xf32>, tensor<4x4xf32>, tensor<4xf32>

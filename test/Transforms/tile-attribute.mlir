@@ -3,7 +3,7 @@
 // RUN: fusec-opt %s --fusec-tile-kernels -split-input-file -verify-diagnostics | FileCheck %s
 
 // CHECK: gpu.launch_func @linear_kernels::@k0_linear blocks in (%{{.+}}, %{{.+}}, %{{.+}}) threads in (%[[T:.+]], %{{.+}}, %{{.+}})
-// CHECK: gpu.func @k0_linear({{.+}}) workgroup(%{{.+}} : memref<2x8x32xf32, #gpu.address_space<workgroup>>, %{{.+}} : memref<2x8x16xf32, #gpu.address_space<workgroup>>) kernel attributes {known_block_size = array<i32: 64, 1, 1>}
+// CHECK: gpu.func @k0_linear({{.+}}) workgroup(%{{.+}} : memref<2x8x32xf32, #gpu.address_space<workgroup>>, %{{.+}} : memref<2x8x16xf32, #gpu.address_space<workgroup>>) kernel attributes {fusec.tile = {bk = 8 : i64, bm = 32 : i64, bn = 16 : i64, tm = 2 : i64, tn = 4 : i64}, known_block_size = array<i32: 64, 1, 1>}
 func.func @linear(%x: tensor<40x24xf32>, %w: tensor<30x24xf32>) -> tensor<40x30xf32> {
   %0 = fuse.kernel "k0_linear"(%x, %w) {tile = {bm = 32, bn = 16, bk = 8, tm = 2, tn = 4}}
       : (tensor<40x24xf32>, tensor<30x24xf32>) -> tensor<40x30xf32> {

@@ -133,6 +133,14 @@ def build_cases():
             add(f"maxpool_{L}_{dt}", pool_case("g", dt, L, "max_pool2d", 2, 5, 13, 11, 3, 2, 1), dt)
             add(f"avgpool_{L}_{dt}", pool_case("g", dt, L, "avg_pool2d", 1, 6, 9, 10, 3, 2, 1,
                                                ", count_include_pad = false"), dt)
+        # Big enough for the 128x64 (8x4 per thread) and 128x128 (8x8) tiles.
+        add(f"conv_tile128x64_{dt}", conv_case("g", dt, "nhwc", 1, 8, 130, 131, 50, 3, p=1, act="relu"), dt)
+        g = Graph("g")
+        x = g.arg([66, 128, 24], dt)
+        w_ = g.arg([130, 24], dt)
+        v = g.op(f"fuse.linear {x}, {w_} : {t([66, 128, 24], dt)}, {t([130, 24], dt)}")
+        v = g.op(f"fuse.silu {v} : {t([66, 128, 130], dt)}")
+        add(f"linear_tile128x128_{dt}", g.text([(v, t([66, 128, 130], dt))]), dt)
         add(f"elementwise_{dt}", unary_chain_case("g", dt, [3, 5, 7], ["sigmoid", "tanh", "leaky_relu"], [7]), dt)
         # Normalisation, softmax, matrix products, attention, data movement.
         g = Graph("g")

@@ -58,6 +58,7 @@ def TileKernels : Pass<"fusec-tile-kernels", "mlir::ModuleOp"> {
     "mlir::math::MathDialect",
     "mlir::memref::MemRefDialect",
     "mlir::scf::SCFDialect",
+    "mlir::vector::VectorDialect",
   ];
 }
 
