@@ -34,6 +34,9 @@ CONVS = [
 CONV_DTYPES = ("f16", "f32")
 BN_RELU = ("bn_relu_infer", 64, 256, 56, 56)  # WORKLOADS.md section 3
 BN_DTYPES = ("bf16", "f32")
+# Residual add + norm (out and sum written) and bias + GeLU on [T, H].
+ROWS = (16384, 4096)
+ROW_WORKLOADS = [("add_layernorm", "bf16"), ("add_rmsnorm", "bf16"), ("bias_gelu", "bf16"), ("bias_gelu", "f32")]
 
 
 def t(shape, dt):
@@ -57,6 +60,23 @@ def bn_graph(name, n, c, h, w, dt):
             f"  %1 = fuse.relu %0 : {x}\n  return %1 : {x}\n}}\n")
 
 
+def row_graph(name, dt):
+    tt, h = t(list(ROWS), dt), t([ROWS[1]], dt)
+    if name == "bias_gelu":
+        return (f"func.func @{name}(%x: {tt}, %b: {h}) -> {tt} {{\n"
+                f"  %0 = fuse.bias_add %x, %b : {tt}, {h}\n"
+                f"  %1 = fuse.gelu %0 : {tt}\n  return %1 : {tt}\n}}\n")
+    if name == "add_layernorm":
+        return (f"func.func @{name}(%x: {tt}, %r: {tt}, %w: {h}, %b: {h}) -> ({tt}, {tt}) {{\n"
+                f"  %h = fuse.add %x, %r : {tt}, {tt}\n"
+                f"  %0 = fuse.layer_norm %h scale(%w : {h}) shift(%b : {h}) : {tt}\n"
+                f"  return %0, %h : {tt}, {tt}\n}}\n")
+    return (f"func.func @{name}(%x: {tt}, %r: {tt}, %w: {h}) -> ({tt}, {tt}) {{\n"
+            f"  %h = fuse.add %x, %r : {tt}, {tt}\n"
+            f"  %0 = fuse.rms_norm %h scale(%w : {h}) : {tt}\n"
+            f"  return %0, %h : {tt}, {tt}\n}}\n")
+
+
 def prepare(args):
     os.makedirs(args.out, exist_ok=True)
     jobs = []
@@ -66,6 +86,8 @@ def prepare(args):
     for dt in BN_DTYPES:
         name, n, c, h, w = BN_RELU
         jobs.append((f"{name}_{dt}", bn_graph(name, n, c, h, w, dt)))
+    for name, dt in ROW_WORKLOADS:
+        jobs.append((f"{name}_{dt}", row_graph(name, dt)))
     for tag, text in jobs:
         graph = os.path.join(args.out, tag + ".mlir")
         with open(graph, "w") as f:
@@ -221,6 +243,55 @@ def run_bench(args):
         rows.append(row)
         print(json.dumps(row), flush=True)
         rt.lib.fusec_module_release(module)
+    T, H = ROWS
+    for name, dt in ROW_WORKLOADS:
+        module = rt.load(os.path.join(args.dir, f"{name}_{dt}.ptx"))
+        d = tdt[dt]
+        x = torch.randn(T, H, device=dev, dtype=d)
+        r = torch.randn_like(x)
+        w = torch.randn(H, device=dev, dtype=d)
+        b = torch.randn(H, device=dev, dtype=d)
+        eb = x.element_size()
+        outs = [torch.full_like(x, float("nan")) for _ in range(1 if name == "bias_gelu" else 2)]
+        ins = {"bias_gelu": [x, b], "add_layernorm": [x, r, w, b], "add_rmsnorm": [x, r, w]}[name]
+        if name == "bias_gelu":
+            eager = lambda: F.gelu(x + b)  # noqa: E731
+            ref = [F.gelu(x.double() + b.double())]
+            nbytes = 2 * T * H * eb
+        elif name == "add_layernorm":
+            def eager():
+                h = x + r
+                return F.layer_norm(h, (H,), w, b), h
+            hd = x.double() + r.double()
+            ref = [F.layer_norm(hd, (H,), w.double(), b.double()), hd]
+            nbytes = 4 * T * H * eb
+        else:
+            def eager():
+                h = x + r
+                return h * torch.rsqrt(h.float().pow(2).mean(-1, keepdim=True) + 1e-6).to(d) * w, h
+            hd = x.double() + r.double()
+            ref = [hd * torch.rsqrt(hd.pow(2).mean(-1, keepdim=True) + 1e-6) * w.double(), hd]
+            nbytes = 4 * T * H * eb
+        stream = torch.cuda.current_stream().cuda_stream
+        fusec = lambda: rt.run(module, stream, ins, outs)  # noqa: E731
+        with torch.no_grad():
+            fusec()
+            torch.cuda.synchronize()
+            err = max(relerr(o, rf) for o, rf in zip(outs, ref))
+            ms_f = bench(fusec)
+            ms_e = bench(eager)
+            ms_c = None
+            if not args.no_compile:
+                compiled = torch.compile(eager)
+                compiled()
+                ms_c = bench(compiled)
+        best = min(v for v in (ms_e, ms_c) if v)
+        row = dict(workload=name, dtype=dt, fusec_ms=ms_f, eager_ms=ms_e, compile_ms=ms_c, best_alt_ms=best,
+                   ratio=best / ms_f, fusec_TBps=nbytes / ms_f / 1e9, relerr=err)
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+        rt.lib.fusec_module_release(module)
+        del x, r, outs, ins, ref
     print()
     print(f"{'workload':<26} {'dtype':<5} {'fusec ms':>9} {'best alt ms':>11} {'ratio':>7} {'relerr':>9}")
     for r in rows:

@@ -281,6 +281,16 @@ private:
     return {{ceilDiv(total, kBlock), 1, 1}, {kBlock, 1, 1}};
   }
 
+  int64_t vectorWidth(ArrayRef<int64_t> shape);
+  VectorType vectorOf(Value memref, int64_t width);
+  llvm::MaybeAlign alignOf(Value memref, int64_t width);
+  Value loadVector(Value memref, ArrayRef<Value> coords, int64_t width);
+  /// Computes and stores `width` consecutive elements along the innermost
+  /// axis from `coords` as aligned vectors, reading full-size kernel inputs
+  /// as vectors too; `anchorValues` holds the anchor's value per element.
+  void storeVectorResults(ArrayRef<Value> coords, int64_t width,
+                          ArrayRef<Value> anchorValues);
+
   LaunchConfig emitElementwise();
   LaunchConfig emitDirectConv(Conv2dOp op);
   LaunchConfig emitPool(Operation *op);
@@ -442,64 +452,79 @@ Value Codegen::evalAt(Value v, ArrayRef<Value> coords) {
 // Elementwise kernels and direct (one thread per output) anchors
 //===----------------------------------------------------------------------===//
 
-LaunchConfig Codegen::emitElementwise() {
-  ArrayRef<int64_t> shape = shapeOf(yield().getValues()[0]);
-  // Each thread handles `width` consecutive elements of the innermost axis
-  // so that full-size inputs and outputs move as 16-byte vectors.
+/// How many elements of the innermost axis one thread moves as a 16-byte
+/// vector, or 0 when `shape` does not allow it.
+int64_t Codegen::vectorWidth(ArrayRef<int64_t> shape) {
   int64_t widest = 0;
   for (Value out : outputs)
     widest = std::max<int64_t>(
         widest, cast<MemRefType>(out.getType()).getElementTypeBitWidth());
+  for (BlockArgument arg : kernel.getBody().getArguments())
+    if (shapeOf(arg) == shape)
+      widest = std::max<int64_t>(
+          widest, cast<RankedTensorType>(arg.getType()).getElementTypeBitWidth());
   int64_t width = 128 / widest;
-  if (shape.empty() || shape.back() % width != 0)
+  return !shape.empty() && shape.back() % width == 0 ? width : 0;
+}
+
+VectorType Codegen::vectorOf(Value memref, int64_t width) {
+  return VectorType::get({width},
+                         cast<MemRefType>(memref.getType()).getElementType());
+}
+
+llvm::MaybeAlign Codegen::alignOf(Value memref, int64_t width) {
+  return llvm::MaybeAlign(
+      width * cast<MemRefType>(memref.getType()).getElementTypeBitWidth() / 8);
+}
+
+Value Codegen::loadVector(Value memref, ArrayRef<Value> coords,
+                          int64_t width) {
+  return vector::LoadOp::create(b, vectorOf(memref, width), memref, coords,
+                                /*nontemporal=*/false, alignOf(memref, width));
+}
+
+void Codegen::storeVectorResults(ArrayRef<Value> coords, int64_t width,
+                                 ArrayRef<Value> anchorValues) {
+  ArrayRef<int64_t> shape = shapeOf(yield().getValues()[0]);
+  SmallVector<std::pair<BlockArgument, Value>> full;
+  for (BlockArgument arg : kernel.getBody().getArguments())
+    if (shapeOf(arg) == shape && !arg.use_empty())
+      full.emplace_back(arg, loadVector(argOf.lookup(arg), coords, width));
+  SmallVector<SmallVector<Value>> lanes(outputs.size());
+  for (int64_t i = 0; i < width; ++i) {
+    SmallVector<Value> at(coords);
+    at.back() = addi(coords.back(), idx(i));
+    preloaded.clear();
+    for (auto [arg, vec] : full)
+      preloaded[arg] = toF32(vector::ExtractOp::create(b, vec, i));
+    Value anchor = anchorValues.empty() ? Value() : anchorValues[i];
+    for (auto [k, value] : llvm::enumerate(evalResults(at, anchor))) {
+      Type type = cast<MemRefType>(outputs[k].getType()).getElementType();
+      lanes[k].push_back(value.getType() == type
+                             ? value
+                             : arith::TruncFOp::create(b, type, value)
+                                   .getResult());
+    }
+  }
+  preloaded.clear();
+  for (auto [out, values] : llvm::zip_equal(outputs, lanes))
+    vector::StoreOp::create(
+        b, vector::FromElementsOp::create(b, vectorOf(out, width), values),
+        out, coords, /*nontemporal=*/false, alignOf(out, width));
+}
+
+LaunchConfig Codegen::emitElementwise() {
+  ArrayRef<int64_t> shape = shapeOf(yield().getValues()[0]);
+  // Each thread handles `width` consecutive elements of the innermost axis
+  // so that full-size inputs and outputs move as 16-byte vectors.
+  int64_t width = vectorWidth(shape);
+  if (!width)
     return perElement(product(shape), [&](Value linear) {
       storeResults(delinearize(linear, shape), Value());
     });
-  auto vectorOf = [&](Value memref) {
-    return VectorType::get({width},
-                           cast<MemRefType>(memref.getType()).getElementType());
-  };
-  auto alignOf = [&](Value memref) {
-    return llvm::MaybeAlign(
-        width * cast<MemRefType>(memref.getType()).getElementTypeBitWidth() /
-        8);
-  };
-  LaunchConfig config =
-      perElement(product(shape) / width, [&](Value group) {
-        SmallVector<Value> coords =
-            delinearize(muli(group, idx(width)), shape);
-        SmallVector<std::pair<BlockArgument, Value>> full;
-        for (BlockArgument arg : kernel.getBody().getArguments()) {
-          Value memref = argOf.lookup(arg);
-          if (shapeOf(arg) != shape || arg.use_empty())
-            continue;
-          full.emplace_back(arg, vector::LoadOp::create(
-                                     b, vectorOf(memref), memref, coords,
-                                     /*nontemporal=*/false, alignOf(memref)));
-        }
-        SmallVector<SmallVector<Value>> lanes(outputs.size());
-        for (int64_t i = 0; i < width; ++i) {
-          SmallVector<Value> at(coords);
-          at.back() = addi(coords.back(), idx(i));
-          preloaded.clear();
-          for (auto [arg, vec] : full)
-            preloaded[arg] = toF32(vector::ExtractOp::create(b, vec, i));
-          for (auto [k, value] : llvm::enumerate(evalResults(at, Value()))) {
-            Type type =
-                cast<MemRefType>(outputs[k].getType()).getElementType();
-            lanes[k].push_back(value.getType() == type
-                                   ? value
-                                   : arith::TruncFOp::create(b, type, value)
-                                         .getResult());
-          }
-        }
-        preloaded.clear();
-        for (auto [out, values] : llvm::zip_equal(outputs, lanes))
-          vector::StoreOp::create(
-              b, vector::FromElementsOp::create(b, vectorOf(out), values),
-              out, coords, /*nontemporal=*/false, alignOf(out));
-      });
-  return config;
+  return perElement(product(shape) / width, [&](Value group) {
+    storeVectorResults(delinearize(muli(group, idx(width)), shape), width, {});
+  });
 }
 
 /// Output coordinates (n, c, h, w) of a 4-D activation in `layout`.
@@ -862,21 +887,45 @@ LaunchConfig Codegen::emitRowReduction(Operation *op) {
     return addi(muli(addi(muli(outer, idx(length)), j), idx(inner)), in);
   };
   auto elementCoords = [&](Value j) { return delinearize(offset(j), shape); };
+  // Contiguous rows move as 16-byte vectors of `width` elements.
+  int64_t width = inner == 1 ? vectorWidth(shape) : 0;
+  int64_t step = width ? width : 1;
   auto rowSum = [&](std::function<Value(Value)> term, bool isMax) {
     Value partial =
-        loop(tid, idx(length), idx(kBlock),
+        loop(tid, idx(length / step), idx(kBlock),
              {isMax ? f32(-INFINITY) : f32(0)},
-             [&](Value j, ValueRange acc) -> SmallVector<Value> {
-               Value t = term(load(x, elementCoords(j)));
-               return {isMax ? maxf(acc[0], t) : addf(acc[0], t)};
+             [&](Value g, ValueRange acc) -> SmallVector<Value> {
+               Value a = acc[0];
+               SmallVector<Value> coords = elementCoords(muli(g, idx(step)));
+               Value vec = width ? loadVector(x, coords, width) : Value();
+               for (int64_t i = 0; i < step; ++i) {
+                 Value v = width ? toF32(vector::ExtractOp::create(b, vec, i))
+                                 : load(x, coords);
+                 Value t = term(v);
+                 a = isMax ? maxf(a, t) : addf(a, t);
+               }
+               return {a};
              })[0];
     return blockReduce(partial, isMax);
   };
   auto writeRow = [&](std::function<Value(Value, ArrayRef<Value>)> value) {
-    (void)loop(tid, idx(length), idx(kBlock), {},
-               [&](Value j, ValueRange) -> SmallVector<Value> {
-                 SmallVector<Value> coords = elementCoords(j);
-                 storeResults(coords, value(load(x, coords), coords));
+    (void)loop(tid, idx(length / step), idx(kBlock), {},
+               [&](Value g, ValueRange) -> SmallVector<Value> {
+                 SmallVector<Value> coords =
+                     elementCoords(muli(g, idx(step)));
+                 if (!width) {
+                   storeResults(coords, value(load(x, coords), coords));
+                   return {};
+                 }
+                 Value vec = loadVector(x, coords, width);
+                 SmallVector<Value> anchorValues;
+                 for (int64_t i = 0; i < width; ++i) {
+                   SmallVector<Value> at(coords);
+                   at.back() = addi(coords.back(), idx(i));
+                   anchorValues.push_back(value(
+                       toF32(vector::ExtractOp::create(b, vec, i)), at));
+                 }
+                 storeVectorResults(coords, width, anchorValues);
                  return {};
                });
   };
