@@ -65,6 +65,7 @@ private:
   bool isParameterOnly(Operation *op);
   Group &startGroup(Operation *root);
   void growEpilogue(Group &group);
+  void growPrologue(Group &group);
   void pullInProducers(Group &group);
   void materialise(Group &group);
 
@@ -153,6 +154,41 @@ void KernelFormer::growEpilogue(Group &group) {
                        << (isAnchor(group.ops.front()) ? "epilogue of " : "")
                        << "kernel " << group.name;
   }
+}
+
+/// Row reductions (layer_norm, rms_norm, softmax) can compute their input
+/// in the kernel: the elementwise op producing it joins as a prologue, and
+/// if others use its result too (a residual sum), the kernel writes it as a
+/// second result. Others kinds of anchor read their operands from memory.
+void KernelFormer::growPrologue(Group &group) {
+  Operation *anchor = group.ops.front();
+  if (!isa<LayerNormOp, RmsNormOp, SoftmaxOp>(anchor))
+    return;
+  Operation *producer = anchor->getOperand(0).getDefiningOp();
+  if (!producer || groupOf.count(producer) || !isElementwise(producer) ||
+      producer->getNumResults() != 1)
+    return;
+  // Every other user must come after the kernel, which takes the place of
+  // the group's last op.
+  Operation *last = group.ops.back();
+  for (Operation *user : producer->getUsers()) {
+    if (user == anchor)
+      continue;
+    if (!last->isBeforeInBlock(user)) {
+      producer->emitRemark()
+          << "not fused: " << user->getName() << " uses the result of "
+          << producer->getName() << " before kernel " << group.name
+          << " would write it";
+      return;
+    }
+  }
+  group.ops.insert(producer);
+  groupOf[producer] = &group;
+  InFlightDiagnostic remark = producer->emitRemark();
+  remark << "fused " << producer->getName() << " into the prologue of kernel "
+         << group.name;
+  if (!producer->getResult(0).hasOneUse())
+    remark << ", which also writes its result for the other users";
 }
 
 /// Adds the elementwise producers whose results only this group uses, which
@@ -247,6 +283,7 @@ void KernelFormer::run() {
     op.emitRemark() << "kernel " << group.name << " is anchored on "
                     << op.getName();
     growEpilogue(group);
+    growPrologue(group);
     pullInProducers(group);
   }
   // Then the elementwise ops left over, grouped backwards from the last op

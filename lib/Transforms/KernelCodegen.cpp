@@ -290,6 +290,12 @@ private:
   /// as vectors too; `anchorValues` holds the anchor's value per element.
   void storeVectorResults(ArrayRef<Value> coords, int64_t width,
                           ArrayRef<Value> anchorValues);
+  /// The kernel inputs of the iteration shape, as vectors at `coords`.
+  SmallVector<std::pair<BlockArgument, Value>>
+  loadFullInputs(ArrayRef<Value> coords, int64_t width);
+  /// Makes evalAt read lane `lane` of those vectors.
+  void selectLane(ArrayRef<std::pair<BlockArgument, Value>> full,
+                  int64_t lane);
 
   LaunchConfig emitElementwise();
   LaunchConfig emitDirectConv(Conv2dOp op);
@@ -483,20 +489,32 @@ Value Codegen::loadVector(Value memref, ArrayRef<Value> coords,
                                 /*nontemporal=*/false, alignOf(memref, width));
 }
 
-void Codegen::storeVectorResults(ArrayRef<Value> coords, int64_t width,
-                                 ArrayRef<Value> anchorValues) {
+SmallVector<std::pair<BlockArgument, Value>>
+Codegen::loadFullInputs(ArrayRef<Value> coords, int64_t width) {
   ArrayRef<int64_t> shape = shapeOf(yield().getValues()[0]);
   SmallVector<std::pair<BlockArgument, Value>> full;
   for (BlockArgument arg : kernel.getBody().getArguments())
     if (shapeOf(arg) == shape && !arg.use_empty())
       full.emplace_back(arg, loadVector(argOf.lookup(arg), coords, width));
+  return full;
+}
+
+void Codegen::selectLane(ArrayRef<std::pair<BlockArgument, Value>> full,
+                         int64_t lane) {
+  preloaded.clear();
+  cache.clear();
+  for (auto [arg, vec] : full)
+    preloaded[arg] = toF32(vector::ExtractOp::create(b, vec, lane));
+}
+
+void Codegen::storeVectorResults(ArrayRef<Value> coords, int64_t width,
+                                 ArrayRef<Value> anchorValues) {
+  auto full = loadFullInputs(coords, width);
   SmallVector<SmallVector<Value>> lanes(outputs.size());
   for (int64_t i = 0; i < width; ++i) {
     SmallVector<Value> at(coords);
     at.back() = addi(coords.back(), idx(i));
-    preloaded.clear();
-    for (auto [arg, vec] : full)
-      preloaded[arg] = toF32(vector::ExtractOp::create(b, vec, i));
+    selectLane(full, i);
     Value anchor = anchorValues.empty() ? Value() : anchorValues[i];
     for (auto [k, value] : llvm::enumerate(evalResults(at, anchor))) {
       Type type = cast<MemRefType>(outputs[k].getType()).getElementType();
@@ -878,8 +896,6 @@ LaunchConfig Codegen::emitRowReduction(Operation *op) {
       gpu::AddressSpaceAttr::get(b.getContext(),
                                  gpu::AddressSpace::Workgroup));
   reduceBuffer = func.addWorkgroupAttribution(wgType, b.getLoc());
-  Value x = argOf.lookup(input);
-
   Value row = blockId(gpu::Dimension::x), tid = threadId();
   Value outer = divi(row, inner), in = remi(row, inner);
   // Linear offset of element j of this row.
@@ -890,17 +906,38 @@ LaunchConfig Codegen::emitRowReduction(Operation *op) {
   // Contiguous rows move as 16-byte vectors of `width` elements.
   int64_t width = inner == 1 ? vectorWidth(shape) : 0;
   int64_t step = width ? width : 1;
+  // The `step` input values from `coords` on: read from memory, or computed
+  // by the fused prologue (elementwise ops producing the input).
+  auto inputLanes = [&](ArrayRef<Value> coords) {
+    SmallVector<Value> lanes;
+    if (auto arg = dyn_cast<BlockArgument>(input)) {
+      Value x = argOf.lookup(arg);
+      if (!width)
+        return SmallVector<Value>{load(x, coords)};
+      Value vec = loadVector(x, coords, width);
+      for (int64_t i = 0; i < width; ++i)
+        lanes.push_back(toF32(vector::ExtractOp::create(b, vec, i)));
+      return lanes;
+    }
+    auto full = width ? loadFullInputs(coords, width)
+                      : SmallVector<std::pair<BlockArgument, Value>>();
+    for (int64_t i = 0; i < step; ++i) {
+      SmallVector<Value> at(coords);
+      at.back() = addi(coords.back(), idx(i));
+      selectLane(full, i);
+      lanes.push_back(evalAt(input, at));
+    }
+    preloaded.clear();
+    cache.clear();
+    return lanes;
+  };
   auto rowSum = [&](std::function<Value(Value)> term, bool isMax) {
     Value partial =
         loop(tid, idx(length / step), idx(kBlock),
              {isMax ? f32(-INFINITY) : f32(0)},
              [&](Value g, ValueRange acc) -> SmallVector<Value> {
                Value a = acc[0];
-               SmallVector<Value> coords = elementCoords(muli(g, idx(step)));
-               Value vec = width ? loadVector(x, coords, width) : Value();
-               for (int64_t i = 0; i < step; ++i) {
-                 Value v = width ? toF32(vector::ExtractOp::create(b, vec, i))
-                                 : load(x, coords);
+               for (Value v : inputLanes(elementCoords(muli(g, idx(step))))) {
                  Value t = term(v);
                  a = isMax ? maxf(a, t) : addf(a, t);
                }
@@ -913,17 +950,16 @@ LaunchConfig Codegen::emitRowReduction(Operation *op) {
                [&](Value g, ValueRange) -> SmallVector<Value> {
                  SmallVector<Value> coords =
                      elementCoords(muli(g, idx(step)));
+                 SmallVector<Value> lanes = inputLanes(coords);
                  if (!width) {
-                   storeResults(coords, value(load(x, coords), coords));
+                   storeResults(coords, value(lanes[0], coords));
                    return {};
                  }
-                 Value vec = loadVector(x, coords, width);
                  SmallVector<Value> anchorValues;
                  for (int64_t i = 0; i < width; ++i) {
                    SmallVector<Value> at(coords);
                    at.back() = addi(coords.back(), idx(i));
-                   anchorValues.push_back(value(
-                       toF32(vector::ExtractOp::create(b, vec, i)), at));
+                   anchorValues.push_back(value(lanes[i], at));
                  }
                  storeVectorResults(coords, width, anchorValues);
                  return {};

@@ -121,3 +121,38 @@ func.func @shared_parameters(%x: tensor<2x4xf32>, %w: tensor<4x4xf32>, %b1: tens
   %1 = fuse.linear %x, %w, %b : tensor<2x4xf32>, tensor<4x4xf32>, tensor<4xf32>
   return %0, %1 : tensor<2x4xf32>, tensor<2x4xf32>
 }
+
+// -----
+
+// A norm computes its input in a prologue; the residual sum that others use
+// becomes the kernel's second result.
+// CHECK-LABEL: func.func @add_layer_norm
+// CHECK: %[[K:.+]]:2 = fuse.kernel "k0_layer_norm"
+// CHECK: %[[H:.+]] = fuse.add
+// CHECK: %[[N:.+]] = fuse.layer_norm %[[H]]
+// CHECK: fuse.yield %[[H]], %[[N]]
+// CHECK: return %[[K]]#1, %[[K]]#0
+func.func @add_layer_norm(%x: tensor<4x64xbf16>, %r: tensor<4x64xbf16>) -> (tensor<4x64xbf16>, tensor<4x64xbf16>) {
+  // expected-remark @below {{fused fuse.add into the prologue of kernel k0_layer_norm, which also writes its result for the other users}}
+  %h = fuse.add %x, %r : tensor<4x64xbf16>, tensor<4x64xbf16>
+  // expected-remark @below {{kernel k0_layer_norm is anchored on fuse.layer_norm}}
+  %0 = fuse.layer_norm %h : tensor<4x64xbf16>
+  return %0, %h : tensor<4x64xbf16>, tensor<4x64xbf16>
+}
+
+// -----
+
+// A user of the input between the producer and the norm keeps them apart.
+// CHECK-LABEL: func.func @used_before
+// CHECK: %[[H:.+]] = fuse.kernel "k2_add"
+// CHECK: fuse.kernel "k1_tanh"(%[[H]])
+// CHECK: fuse.kernel "k0_softmax"(%[[H]])
+func.func @used_before(%x: tensor<4x64xf32>, %r: tensor<4x64xf32>) -> (tensor<4x64xf32>, tensor<4x64xf32>) {
+  // expected-remark @below {{not fused: fuse.tanh uses the result of fuse.add before kernel k0_softmax would write it}}
+  // expected-remark @below {{kernel k2_add computes fuse.add once for the 2 kernels that use it}}
+  %h = fuse.add %x, %r : tensor<4x64xf32>, tensor<4x64xf32>
+  %t = fuse.tanh %h : tensor<4x64xf32>
+  // expected-remark @below {{kernel k0_softmax is anchored on fuse.softmax}}
+  %0 = fuse.softmax %h : tensor<4x64xf32>
+  return %0, %t : tensor<4x64xf32>, tensor<4x64xf32>
+}
