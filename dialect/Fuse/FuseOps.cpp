@@ -146,6 +146,22 @@ public:
     return axis < 0 ? axis + rank : axis;
   }
 
+  /// Operand 'input' of rank 1 or more and its `axis` attribute, normalised.
+  FailureOr<std::pair<RankedTensorType, int64_t>> inputAndAxis(Value input,
+                                                               int64_t axis) {
+    auto in = tensor(input, "input");
+    if (failed(in))
+      return failure();
+    if (in->getRank() < 1) {
+      (void)fail("operand 'input' must have rank 1 or more, found rank 0");
+      return failure();
+    }
+    auto normalised = this->axis(axis, in->getRank(), "axis");
+    if (failed(normalised))
+      return failure();
+    return std::pair(*in, *normalised);
+  }
+
   /// NumPy broadcast of `a` and `b`, which are named in the error.
   FailureOr<SmallVector<int64_t>> broadcast(ArrayRef<int64_t> a, StringRef an,
                                             ArrayRef<int64_t> b,
@@ -318,23 +334,19 @@ LogicalResult ScaleShiftOp::inferReturnTypes(MLIRContext *ctx,
                                              SmallVectorImpl<Type> &results) {
   adaptor = completeAdaptor<ScaleShiftOp>(ctx, adaptor);
   Checker c(loc, getOperationName());
-  auto in = c.tensor(adaptor.getInput(), "input");
-  if (failed(in))
+  auto inAxis = c.inputAndAxis(adaptor.getInput(), adaptor.getAxis());
+  if (failed(inAxis))
     return failure();
-  if (in->getRank() < 1)
-    return c.fail("operand 'input' must have rank 1 or more, found rank 0");
-  auto axis = c.axis(adaptor.getAxis(), in->getRank(), "axis");
-  if (failed(axis))
-    return failure();
-  std::string why = "the size of input axis " + std::to_string(*axis);
+  auto [in, axis] = *inAxis;
+  std::string why = "the size of input axis " + std::to_string(axis);
   for (auto [value, name] : {std::pair{adaptor.getScale(), "scale"},
                              std::pair{adaptor.getShift(), "shift"}}) {
     auto t = c.tensor(value, name);
-    if (failed(t) || failed(c.sameElementType(*in, "input", *t, name)) ||
-        failed(c.hasShape(*t, name, {in->getDimSize(*axis)}, why)))
+    if (failed(t) || failed(c.sameElementType(in, "input", *t, name)) ||
+        failed(c.hasShape(*t, name, {in.getDimSize(axis)}, why)))
       return failure();
   }
-  results.push_back(*in);
+  results.push_back(in);
   return success();
 }
 
@@ -389,19 +401,16 @@ LogicalResult BiasAddOp::inferReturnTypes(MLIRContext *ctx,
                                           SmallVectorImpl<Type> &results) {
   adaptor = completeAdaptor<BiasAddOp>(ctx, adaptor);
   Checker c(loc, getOperationName());
-  auto in = c.tensor(adaptor.getInput(), "input");
-  if (failed(in))
+  auto inAxis = c.inputAndAxis(adaptor.getInput(), adaptor.getAxis());
+  if (failed(inAxis))
     return failure();
-  if (in->getRank() < 1)
-    return c.fail("operand 'input' must have rank 1 or more, found rank 0");
-  auto axis = c.axis(adaptor.getAxis(), in->getRank(), "axis");
+  auto [in, axis] = *inAxis;
   auto bias = c.tensor(adaptor.getBias(), "bias");
-  if (failed(axis) || failed(bias) ||
-      failed(c.sameElementType(*in, "input", *bias, "bias")) ||
-      failed(c.hasShape(*bias, "bias", {in->getDimSize(*axis)},
-                        "the size of input axis " + std::to_string(*axis))))
+  if (failed(bias) || failed(c.sameElementType(in, "input", *bias, "bias")) ||
+      failed(c.hasShape(*bias, "bias", {in.getDimSize(axis)},
+                        "the size of input axis " + std::to_string(axis))))
     return failure();
-  results.push_back(*in);
+  results.push_back(in);
   return success();
 }
 

@@ -17,6 +17,7 @@
 
 #include "fusec/runtime/Runtime.h"
 #include "fusec/Support/Float16.h"
+#include "fusec/Support/Summary.h"
 #include "fusec/Support/Npy.h"
 
 #include <algorithm>
@@ -201,12 +202,6 @@ void decode(HostTensor &t) {
                t.values);
 }
 
-std::string shapeString(const std::vector<int64_t> &shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i)
-    s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
-}
 
 /// "tensor<1x56x56x64xf32>", as `fusec run` prints types.
 std::string tensorType(const BufferDesc &desc) {
@@ -255,9 +250,9 @@ std::vector<HostTensor> makeInputs(const Options &options, const Plan &plan) {
       if (!parseNpy(contents, array, error))
         fail(path + ": " + error);
       if (array.shape != desc.shape)
-        fail(path + ": shape " + shapeString(array.shape) +
+        fail(path + ": shape " + formatShape(array.shape) +
              " does not match input " + std::to_string(i) + " of graph '" +
-             plan.graph + "', which is " + shapeString(desc.shape));
+             plan.graph + "', which is " + formatShape(desc.shape));
       t.values = std::move(array.data);
     }
     encode(t);
@@ -270,26 +265,9 @@ std::vector<HostTensor> makeInputs(const Options &options, const Plan &plan) {
 /// number of non-finite values.
 int64_t printSummary(const std::string &name, const BufferDesc &desc,
                      const HostTensor &t) {
-  double sum = 0, sumSq = 0, lo = INFINITY, hi = -INFINITY;
-  int64_t nonFinite = 0;
-  for (double v : t.values) {
-    if (!std::isfinite(v)) {
-      ++nonFinite;
-      continue;
-    }
-    sum += v;
-    sumSq += v * v;
-    lo = std::min(lo, v);
-    hi = std::max(hi, v);
-  }
-  int64_t n = std::max<int64_t>(1, static_cast<int64_t>(t.values.size()) -
-                                       nonFinite);
-  std::printf("%-8s %s  mean %e  min %e  max %e  rms %e", name.c_str(),
-              tensorType(desc).c_str(), sum / n, lo, hi, std::sqrt(sumSq / n));
-  if (nonFinite)
-    std::printf("  non-finite %lld", static_cast<long long>(nonFinite));
-  std::printf("\n");
-  return nonFinite;
+  TensorSummary summary = summarize(t.values);
+  std::printf("%s\n", formatSummary(name, tensorType(desc), summary).c_str());
+  return summary.nonFinite;
 }
 
 /// Writes every (name, tensor) to `dir`, all or nothing: each goes to a

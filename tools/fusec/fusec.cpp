@@ -14,6 +14,7 @@
 #include "fusec/Target/PTX.h"
 #include "fusec/Support/Float16.h"
 #include "fusec/Support/Npy.h"
+#include "fusec/Support/Summary.h"
 #include "fusec/runtime/Runtime.h"
 
 #include "Fuse/FuseOps.h"
@@ -169,15 +170,6 @@ static func::FuncOp findEntry(ModuleOp module) {
   return nullptr;
 }
 
-static std::string shapeStr(llvm::ArrayRef<int64_t> shape) {
-  std::string s;
-  llvm::raw_string_ostream os(s);
-  os << '[';
-  llvm::interleaveComma(shape, os);
-  os << ']';
-  return s;
-}
-
 /// True if `value` feeds the variance operand of a batch norm, also inside a
 /// fuse.kernel: random values for it are drawn positive so that the graph
 /// has a defined result.
@@ -229,8 +221,8 @@ static FailureOr<std::vector<ref::Tensor>> makeInputs(func::FuncOp func) {
       if (array.shape != shape)
         return fail(llvm::formatv("{0}: shape {1} does not match argument "
                                   "#{2} of @{3}, which is {4}",
-                                  path, shapeStr(array.shape), i,
-                                  func.getSymName(), shapeStr(shape)));
+                                  path, formatShape(array.shape), i,
+                                  func.getSymName(), formatShape(shape)));
       t.data = std::move(array.data);
     }
     inputs.push_back(ref::castTo(t, dtype));
@@ -267,25 +259,9 @@ static LogicalResult writeTensors(
 
 static void printSummary(llvm::raw_ostream &os, llvm::StringRef name,
                          const ref::Tensor &t, Type type) {
-  double sum = 0, sumSq = 0, lo = INFINITY, hi = -INFINITY;
-  int64_t nonFinite = 0;
-  for (double v : t.data) {
-    if (!std::isfinite(v)) {
-      ++nonFinite;
-      continue;
-    }
-    sum += v;
-    sumSq += v * v;
-    lo = std::min(lo, v);
-    hi = std::max(hi, v);
-  }
-  int64_t n = std::max<int64_t>(1, t.numel() - nonFinite);
-  os << llvm::formatv("{0,-8} {1}  mean {2:e}  min {3:e}  max {4:e}  "
-                      "rms {5:e}",
-                      name, type, sum / n, lo, hi, std::sqrt(sumSq / n));
-  if (nonFinite)
-    os << "  non-finite " << nonFinite;
-  os << "\n";
+  std::string typeText;
+  llvm::raw_string_ostream(typeText) << type;
+  os << formatSummary(name.str(), typeText, summarize(t.data)) << "\n";
 }
 
 //===----------------------------------------------------------------------===//

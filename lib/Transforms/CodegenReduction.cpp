@@ -1,0 +1,171 @@
+//===- CodegenReduction.cpp - Row reductions -----------------------------===//
+//
+// layer_norm, rms_norm and softmax: one block per row, shared-memory tree
+// reductions, the fused prologue computed per element.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CodegenImpl.h"
+
+namespace fusec::detail {
+
+Value Codegen::blockReduce(Value partial, bool isMax) {
+  Value tid = threadId();
+  memref::StoreOp::create(b, partial, reduceBuffer, ValueRange{tid});
+  gpu::BarrierOp::create(b);
+  for (int64_t stride = kBlock / 2; stride > 0; stride /= 2) {
+    ifThen(ltc(tid, stride), [&] {
+      Value other = memref::LoadOp::create(b, reduceBuffer,
+                                           ValueRange{addi(tid, idx(stride))});
+      Value mine = memref::LoadOp::create(b, reduceBuffer, ValueRange{tid});
+      memref::StoreOp::create(b, isMax ? maxf(mine, other) : addf(mine, other),
+                              reduceBuffer, ValueRange{tid});
+    });
+    gpu::BarrierOp::create(b);
+  }
+  Value result = memref::LoadOp::create(b, reduceBuffer, ValueRange{idx(0)});
+  // Nobody may overwrite the buffer before everyone has read the result.
+  gpu::BarrierOp::create(b);
+  return result;
+}
+
+LaunchConfig Codegen::emitRowReduction(Operation *op) {
+  Value input = op->getOperand(0);
+  ArrayRef<int64_t> shape = shapeOf(input);
+  int64_t length, inner;
+  if (auto softmax = dyn_cast<SoftmaxOp>(op)) {
+    int64_t axis = static_cast<int64_t>(softmax.getAxis());
+    if (axis < 0)
+      axis += shape.size();
+    length = shape[axis];
+    inner = product(shape.drop_front(axis + 1));
+  } else {
+    int64_t normRank = isa<LayerNormOp>(op)
+                           ? cast<LayerNormOp>(op).getNormalizedRank()
+                           : cast<RmsNormOp>(op).getNormalizedRank();
+    length = product(shape.take_back(normRank));
+    inner = 1;
+  }
+  int64_t rows = product(shape) / length;
+  auto wgType = MemRefType::get(
+      {kBlock}, b.getF32Type(), AffineMap(),
+      gpu::AddressSpaceAttr::get(b.getContext(),
+                                 gpu::AddressSpace::Workgroup));
+  reduceBuffer = func.addWorkgroupAttribution(wgType, b.getLoc());
+  Value row = blockId(gpu::Dimension::x), tid = threadId();
+  Value outer = divi(row, inner), in = remi(row, inner);
+  // Linear offset of element j of this row.
+  auto offset = [&](Value j) {
+    return addi(muli(addi(muli(outer, idx(length)), j), idx(inner)), in);
+  };
+  auto elementCoords = [&](Value j) { return delinearize(offset(j), shape); };
+  // Contiguous rows move as 16-byte vectors of `width` elements.
+  int64_t width = inner == 1 ? vectorWidth(shape) : 0;
+  int64_t step = width ? width : 1;
+  // The `step` input values from `coords` on: read from memory, or computed
+  // by the fused prologue (elementwise ops producing the input).
+  auto inputLanes = [&](ArrayRef<Value> coords) {
+    SmallVector<Value> lanes;
+    if (auto arg = dyn_cast<BlockArgument>(input)) {
+      Value x = argOf.lookup(arg);
+      if (!width)
+        return SmallVector<Value>{load(x, coords)};
+      Value vec = loadVector(x, coords, width);
+      for (int64_t i = 0; i < width; ++i)
+        lanes.push_back(toF32(vector::ExtractOp::create(b, vec, i)));
+      return lanes;
+    }
+    auto full = width ? loadFullInputs(coords, width)
+                      : SmallVector<std::pair<BlockArgument, Value>>();
+    for (int64_t i = 0; i < step; ++i) {
+      SmallVector<Value> at(coords);
+      at.back() = addi(coords.back(), idx(i));
+      selectLane(full, i);
+      lanes.push_back(evalAt(input, at));
+    }
+    preloaded.clear();
+    cache.clear();
+    return lanes;
+  };
+  auto rowSum = [&](std::function<Value(Value)> term, bool isMax) {
+    Value partial =
+        loop(tid, idx(length / step), idx(kBlock),
+             {isMax ? f32(-INFINITY) : f32(0)},
+             [&](Value g, ValueRange acc) -> SmallVector<Value> {
+               Value a = acc[0];
+               for (Value v : inputLanes(elementCoords(muli(g, idx(step))))) {
+                 Value t = term(v);
+                 a = isMax ? maxf(a, t) : addf(a, t);
+               }
+               return {a};
+             })[0];
+    return blockReduce(partial, isMax);
+  };
+  auto writeRow = [&](std::function<Value(Value, ArrayRef<Value>)> value) {
+    (void)loop(tid, idx(length / step), idx(kBlock), {},
+               [&](Value g, ValueRange) -> SmallVector<Value> {
+                 SmallVector<Value> coords =
+                     elementCoords(muli(g, idx(step)));
+                 SmallVector<Value> lanes = inputLanes(coords);
+                 if (!width) {
+                   storeResults(coords, value(lanes[0], coords));
+                   return {};
+                 }
+                 SmallVector<Value> anchorValues;
+                 for (int64_t i = 0; i < width; ++i) {
+                   SmallVector<Value> at(coords);
+                   at.back() = addi(coords.back(), idx(i));
+                   anchorValues.push_back(value(lanes[i], at));
+                 }
+                 storeVectorResults(coords, width, anchorValues);
+                 return {};
+               });
+  };
+  Value invLength = f32(1.0 / static_cast<double>(length));
+  if (isa<SoftmaxOp>(op)) {
+    Value max = rowSum([](Value v) { return v; }, /*isMax=*/true);
+    Value sum = rowSum([&](Value v) { return exp(subf(v, max)); }, false);
+    Value inv = divf(f32(1), sum);
+    writeRow([&](Value v, ArrayRef<Value>) {
+      return mulf(exp(subf(v, max)), inv);
+    });
+  } else if (auto ln = dyn_cast<LayerNormOp>(op)) {
+    Value mean = mulf(rowSum([](Value v) { return v; }, false), invLength);
+    Value var = mulf(rowSum(
+                         [&](Value v) {
+                           Value dv = subf(v, mean);
+                           return mulf(dv, dv);
+                         },
+                         false),
+                     invLength);
+    Value inv = math::RsqrtOp::create(
+        b, addf(var, f32(ln.getEpsilon().convertToDouble())));
+    int64_t normRank = ln.getNormalizedRank();
+    writeRow([&](Value v, ArrayRef<Value> coords) {
+      Value y = mulf(subf(v, mean), inv);
+      ArrayRef<Value> trailing = coords.take_back(normRank);
+      if (Value scale = ln.getScale())
+        y = mulf(y, load(argOf.lookup(scale), trailing));
+      if (Value shift = ln.getShift())
+        y = addf(y, load(argOf.lookup(shift), trailing));
+      return y;
+    });
+  } else {
+    auto rms = cast<RmsNormOp>(op);
+    Value meanSq =
+        mulf(rowSum([&](Value v) { return mulf(v, v); }, false), invLength);
+    Value inv = math::RsqrtOp::create(
+        b, addf(meanSq, f32(rms.getEpsilon().convertToDouble())));
+    int64_t normRank = rms.getNormalizedRank();
+    writeRow([&](Value v, ArrayRef<Value> coords) {
+      Value y = mulf(v, inv);
+      if (Value scale = rms.getScale())
+        y = mulf(y, load(argOf.lookup(scale), coords.take_back(normRank)));
+      return y;
+    });
+  }
+  return {{rows, 1, 1}, {kBlock, 1, 1}};
+}
+
+
+} // namespace fusec::detail
