@@ -212,6 +212,9 @@ LogicalResult fusec::ref::verifyGraph(func::FuncOp func) {
              << " has type " << type
              << "; graph arguments must be statically shaped tensors of "
                 "f32, f16 or bf16";
+  if (func.getNumResults() == 0)
+    return func.emitOpError("returns nothing; a graph returns at least one "
+                            "tensor");
   for (auto [i, type] : llvm::enumerate(func.getResultTypes()))
     if (!isGraphTensor(type))
       return func.emitOpError("result #")

@@ -45,23 +45,33 @@ LaunchConfig Codegen::emitDirectConv(Conv2dOp op) {
     Value g = divi(o.c, cog);
     Value ih0 = subi(muli(o.h, idx(s[0])), idx(pads[0]));
     Value iw0 = subi(muli(o.w, idx(s[1])), idx(pads[2]));
-    Value acc = loop(idx(0), idx(cig * kh * kw), idx(1), {f32(0)},
-                     [&](Value r, ValueRange args) -> SmallVector<Value> {
-                       Value c = divi(r, kh * kw);
-                       Value khi = remi(divi(r, kw), kh);
-                       Value kwi = remi(r, kw);
-                       Value ih = addi(ih0, muli(khi, idx(d[0])));
-                       Value iw = addi(iw0, muli(kwi, idx(d[1])));
-                       Value ic = addi(muli(g, idx(cig)), c);
-                       Value xv = loadOrZero(
-                           andi(inRange(ih, h), inRange(iw, w)), x, [&] {
-                             return joinNCHW(o.n, ic, ih, iw, layout);
-                           });
-                       SmallVector<Value> fi =
-                           nhwc ? SmallVector<Value>{o.c, khi, kwi, c}
-                                : SmallVector<Value>{o.c, c, khi, kwi};
-                       return {fma(xv, load(filter, fi), args[0])};
-                     })[0];
+    // One tap of the window: (c, khi, kwi) index values.
+    auto tap = [&](Value c, Value khi, Value kwi, Value acc) {
+      Value ih = addi(ih0, muli(khi, idx(d[0])));
+      Value iw = addi(iw0, muli(kwi, idx(d[1])));
+      Value ic = addi(muli(g, idx(cig)), c);
+      Value xv = loadOrZero(andi(inRange(ih, h), inRange(iw, w)), x, [&] {
+        return joinNCHW(o.n, ic, ih, iw, layout);
+      });
+      SmallVector<Value> fi = nhwc ? SmallVector<Value>{o.c, khi, kwi, c}
+                                   : SmallVector<Value>{o.c, c, khi, kwi};
+      return fma(xv, load(filter, fi), acc);
+    };
+    Value acc = f32(0);
+    if (cig * kh * kw <= 64) {
+      // Small windows (depthwise above all) unroll, so that every offset is
+      // a constant.
+      for (int64_t c = 0; c < cig; ++c)
+        for (int64_t i = 0; i < kh; ++i)
+          for (int64_t j = 0; j < kw; ++j)
+            acc = tap(idx(c), idx(i), idx(j), acc);
+    } else {
+      acc = loop(idx(0), idx(cig * kh * kw), idx(1), {acc},
+                 [&](Value r, ValueRange args) -> SmallVector<Value> {
+                   return {tap(divi(r, kh * kw), remi(divi(r, kw), kh),
+                               remi(r, kw), args[0])};
+                 })[0];
+    }
     if (Value bias = op.getBias())
       acc = addf(acc, load(argOf.lookup(bias), {o.c}));
     storeResults(coords, acc);

@@ -167,8 +167,8 @@ Value Codegen::evalAt(Value v, ArrayRef<Value> coords) {
           .Case([&](BatchNormCoefficientsOp o) {
             Value var = evalAt(o.getVariance(), coords);
             Value eps = f32(o.getEpsilon().convertToDouble());
-            Value scale = divf(evalAt(o.getScale(), coords),
-                               math::SqrtOp::create(b, addf(var, eps)));
+            Value scale = mulf(evalAt(o.getScale(), coords),
+                               math::RsqrtOp::create(b, addf(var, eps)));
             if (v == o.getResultScale())
               return scale;
             return subf(evalAt(o.getShift(), coords),

@@ -86,9 +86,12 @@ static cl::opt<EmitKind> emitKind(
                           "The artifact: launch plan and PTX")),
     cl::cat(fusecCat));
 
-static cl::opt<std::string> arch("arch",
-                                 cl::desc("GPU architecture (sm_80 or newer)"),
-                                 cl::init("sm_90"), cl::cat(fusecCat));
+static cl::opt<std::string>
+    arch("arch",
+         cl::desc("GPU architecture, sm_80 or newer (default sm_90; for "
+                  "'run', the GPU's own)"),
+         cl::init("sm_90"), cl::cat(fusecCat),
+         cl::sub(cl::SubCommand::getTopLevel()), cl::sub(runCmd));
 
 static cl::opt<bool> showRemarks(
     "remarks", cl::desc("Print the compiler's remarks (fusion decisions)"),
@@ -344,7 +347,8 @@ static FloatFormat formatOf(Type elementType) {
 static FailureOr<std::vector<ref::Tensor>>
 runOnGPU(func::FuncOp func, const std::vector<ref::Tensor> &inputs,
          std::shared_ptr<rt::Device> gpu) {
-  auto target = PTXTarget::parse(arch);
+  auto target =
+      PTXTarget::parse(arch.getNumOccurrences() ? arch : gpu->arch());
   if (!target)
     return fail(llvm::toString(target.takeError()));
   OwningOpRef<ModuleOp> module = cast<ModuleOp>(func->getParentOp()->clone());
@@ -509,6 +513,8 @@ int main(int argc, char **argv) {
   DialectRegistry registry;
   registerAll(registry);
   MLIRContext context(registry);
+  // Diagnostics point at the user's source; no dumps of transformed IR.
+  context.printOpOnDiagnostic(false);
   llvm::SourceMgr sourceMgr;
   SourceMgrDiagnosticHandler diagHandler(sourceMgr, &context);
   // Registered last, so it sees diagnostics first: drops remarks unless
