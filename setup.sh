@@ -15,7 +15,7 @@ PACKAGES=(
   cmake ninja-build ccache g++
   libgtest-dev                                            # unit tests
   nlohmann-json3-dev                                      # runtime: launch plan JSON
-  libzstd-dev                                             # static fusec (FUSEC_LINK_MLIR_DYLIB=OFF)
+  libzstd-dev zlib1g-dev                                  # static fusec (FUSEC_LINK_MLIR_DYLIB=OFF)
   python3 python3-numpy                                   # lit and its NumPy checks
 )
 
