@@ -22,11 +22,13 @@ void fusec::buildPipeline(OpPassManager &pm, Stage stage,
   if (stage == Stage::Graph)
     return;
   funcPm.addPass(createFormKernels());
+  pm.addPass(createVerifyStage({/*stage=*/"kernels"}));
   if (stage == Stage::Kernels)
     return;
   pm.addPass(createTileKernels());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
+  pm.addPass(createVerifyStage({/*stage=*/"tiled"}));
   if (stage == Stage::Tiled)
     return;
   // Tools validate the architecture first (PTXTarget::parse); here a bad

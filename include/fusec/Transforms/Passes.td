@@ -34,6 +34,25 @@ def FormKernels : Pass<"fusec-form-kernels", "mlir::func::FuncOp"> {
   let dependentDialects = ["mlir::fuse::FuseDialect"];
 }
 
+def VerifyStage : Pass<"fusec-verify-stage", "mlir::ModuleOp"> {
+  let summary = "Checks that a module holds only what a pipeline stage allows";
+  let description = [{
+    Run between stages so that a broken stage fails at its boundary, with an
+    error at the first op that does not belong:
+
+    - `kernels`: graph functions whose bodies hold only `fuse.kernel`,
+      `fuse.reshape` and `func.return`.
+    - `tiled`: launch plans (functions of memrefs holding `memref.alloc`,
+      `memref.reinterpret_cast`, `memref.copy`, `gpu.launch_func`,
+      `arith.constant` and `func.return`) and `gpu.module`s of kernels, with
+      no fuse op left anywhere.
+  }];
+  let options = [
+    Option<"stage", "stage", "std::string", /*default=*/"\"kernels\"",
+           "The stage whose contract to check: kernels or tiled">
+  ];
+}
+
 def TileKernels : Pass<"fusec-tile-kernels", "mlir::ModuleOp"> {
   let summary = "Turns each fuse.kernel into a gpu.func of explicit tiled loops";
   let description = [{
