@@ -71,38 +71,65 @@ LaunchConfig Codegen::emitGemm(const GemmSpec &spec) {
     return regs;
   };
 
-  // The (k, m) or (k, n) position of the r-th element a thread loads.
-  auto tilePos = [&](int64_t r, int64_t extent, bool kContiguous) {
+  // Each thread loads items of its operand tiles: runs of `width`
+  // consecutive k (one vector), or single elements. Consecutive threads take
+  // consecutive k where k is contiguous in memory.
+  struct Operand {
+    Value tile;
+    int64_t extent, width, items, perThread;
+    bool kContiguous;
+  };
+  auto operand = [&](Value tile, int64_t extent, bool kContiguous,
+                     int64_t width) {
+    if (!kContiguous || t.bk % width != 0)
+      width = 1;
+    int64_t items = (t.bk / width) * extent;
+    return Operand{tile, extent, width, items, ceilDiv(items, threads),
+                   kContiguous};
+  };
+  Operand opA = operand(aTile, t.bm, spec.aKContiguous, spec.aVector);
+  Operand opB = operand(bTile, t.bn, spec.bKContiguous, spec.bVector);
+  // The (k, m) or (k, n) tile position of the r-th item a thread loads.
+  auto itemPos = [&](const Operand &op, int64_t r) {
     Value e = addi(tid, idx(r * threads));
-    Value k = kContiguous ? remi(e, t.bk) : divi(e, extent);
-    Value other = kContiguous ? divi(e, t.bk) : remi(e, extent);
-    return std::pair(k, other);
+    int64_t runs = t.bk / op.width;
+    if (op.kContiguous)
+      return std::pair(muli(remi(e, runs), idx(op.width)), divi(e, runs));
+    return std::pair(divi(e, op.extent), remi(e, op.extent));
   };
   auto loadTiles = [&](Value k0) {
     SmallVector<Value> regs;
-    for (int64_t r = 0; r < aPerThread; ++r) {
-      auto [k, m] = tilePos(r, t.bm, spec.aKContiguous);
-      regs.push_back(spec.loadA(batch, addi(tileM, m), addi(k0, k)));
+    for (int64_t r = 0; r < opA.perThread; ++r) {
+      auto [k, m] = itemPos(opA, r);
+      if (opA.width > 1)
+        llvm::append_range(regs,
+                           spec.loadAVec(batch, addi(tileM, m), addi(k0, k)));
+      else
+        regs.push_back(spec.loadA(batch, addi(tileM, m), addi(k0, k)));
     }
-    for (int64_t r = 0; r < bPerThread; ++r) {
-      auto [k, n] = tilePos(r, t.bn, spec.bKContiguous);
-      regs.push_back(spec.loadB(batch, addi(k0, k), addi(tileN, n)));
+    for (int64_t r = 0; r < opB.perThread; ++r) {
+      auto [k, n] = itemPos(opB, r);
+      if (opB.width > 1)
+        llvm::append_range(regs,
+                           spec.loadBVec(batch, addi(k0, k), addi(tileN, n)));
+      else
+        regs.push_back(spec.loadB(batch, addi(k0, k), addi(tileN, n)));
     }
     return regs;
   };
   auto storeTiles = [&](ArrayRef<Value> regs, Value buf) {
-    for (int64_t r = 0; r < aPerThread; ++r) {
-      auto [k, m] = tilePos(r, t.bm, spec.aKContiguous);
-      ifThen(ltc(addi(tid, idx(r * threads)), t.bk * t.bm), [&] {
-        memref::StoreOp::create(b, regs[r], aTile, ValueRange{buf, k, m});
-      });
-    }
-    for (int64_t r = 0; r < bPerThread; ++r) {
-      auto [k, n] = tilePos(r, t.bn, spec.bKContiguous);
-      ifThen(ltc(addi(tid, idx(r * threads)), t.bk * t.bn), [&] {
-        memref::StoreOp::create(b, regs[aPerThread + r], bTile,
-                                ValueRange{buf, k, n});
-      });
+    size_t next = 0;
+    for (const Operand &op : {opA, opB}) {
+      for (int64_t r = 0; r < op.perThread; ++r) {
+        auto [k, o] = itemPos(op, r);
+        ArrayRef<Value> values = regs.slice(next, op.width);
+        next += op.width;
+        ifThen(ltc(addi(tid, idx(r * threads)), op.items), [&] {
+          for (int64_t i = 0; i < op.width; ++i)
+            memref::StoreOp::create(b, values[i], op.tile,
+                                    ValueRange{buf, addi(k, idx(i)), o});
+        });
+      }
     }
   };
 
@@ -197,6 +224,40 @@ LaunchConfig Codegen::emitTiledConv(Conv2dOp op) {
       return {o, c, khi, kwi};
     });
   };
+  // NHWC runs of input channels (and the filter's matching runs) are
+  // contiguous; they are aligned when the channel counts are multiples of
+  // the vector width.
+  int64_t width = 128 / cast<RankedTensorType>(op.getInput().getType())
+                            .getElementTypeBitWidth();
+  if (nhwc && cig % width == 0 && ci % width == 0) {
+    spec.aVector = spec.bVector = width;
+    spec.loadAVec = [&, width](Value g, Value m, Value k0) {
+      SmallVector<Value> p = delinearize(m, {n, ho, wo});
+      auto [c, khi, kwi] = splitK(k0);
+      Value ih = addi(subi(muli(p[1], idx(s[0])), idx(pads[0])),
+                      muli(khi, idx(d[0])));
+      Value iw = addi(subi(muli(p[2], idx(s[1])), idx(pads[2])),
+                      muli(kwi, idx(d[1])));
+      Value ok = andi(andi(ltc(m, spec.m), ltc(k0, kTotal)),
+                      andi(inRange(ih, h), inRange(iw, w)));
+      return loadVectorOrZero(
+          ok, x,
+          [&] {
+            return joinNCHW(p[0], addi(muli(g, idx(cig)), c), ih, iw, layout);
+          },
+          width);
+    };
+    spec.loadBVec = [&, width](Value g, Value k0, Value nn) {
+      auto [c, khi, kwi] = splitK(k0);
+      Value ok = andi(ltc(k0, kTotal), ltc(nn, cog));
+      return loadVectorOrZero(
+          ok, filter,
+          [&]() -> SmallVector<Value> {
+            return {addi(muli(g, idx(cog)), nn), khi, kwi, c};
+          },
+          width);
+    };
+  }
   spec.epilogue = [&](Value g, Value m, Value nn, Value acc) {
     SmallVector<Value> p = delinearize(m, {n, ho, wo});
     Value o = addi(muli(g, idx(cog)), nn);
@@ -234,6 +295,26 @@ LaunchConfig Codegen::emitLinear(LinearOp op) {
       return SmallVector<Value>{ni, ki};
     });
   };
+  int64_t width = 128 / cast<RankedTensorType>(op.getInput().getType())
+                            .getElementTypeBitWidth();
+  if (k % width == 0) {
+    spec.aVector = spec.bVector = width;
+    spec.loadAVec = [&, width](Value, Value mi, Value k0) {
+      return loadVectorOrZero(
+          andi(ltc(mi, m), ltc(k0, k)), x,
+          [&] {
+            SmallVector<Value> c = delinearize(mi, lead);
+            c.push_back(k0);
+            return c;
+          },
+          width);
+    };
+    spec.loadBVec = [&, width](Value, Value k0, Value ni) {
+      return loadVectorOrZero(
+          andi(ltc(k0, k), ltc(ni, n)), weight,
+          [&] { return SmallVector<Value>{ni, k0}; }, width);
+    };
+  }
   spec.epilogue = [&](Value, Value mi, Value ni, Value acc) {
     if (bias)
       acc = addf(acc, load(bias, {ni}));
@@ -277,6 +358,21 @@ LaunchConfig Codegen::emitMatmul(MatmulOp op) {
       return tb ? operandIndex(bi, rs, ni, ki) : operandIndex(bi, rs, ki, ni);
     });
   };
+  int64_t width = 128 / cast<RankedTensorType>(op.getLhs().getType())
+                            .getElementTypeBitWidth();
+  if (k % width == 0) {
+    spec.aVector = spec.bVector = width;
+    spec.loadAVec = [&, width](Value bi, Value mi, Value k0) {
+      return loadVectorOrZero(andi(ltc(mi, m), ltc(k0, k)), lhs,
+                              [&] { return operandIndex(bi, ls, mi, k0); },
+                              width);
+    };
+    spec.loadBVec = [&, width](Value bi, Value k0, Value ni) {
+      return loadVectorOrZero(andi(ltc(k0, k), ltc(ni, n)), rhs,
+                              [&] { return operandIndex(bi, rs, ni, k0); },
+                              width);
+    };
+  }
   spec.epilogue = [&](Value bi, Value mi, Value ni, Value acc) {
     SmallVector<Value> c = delinearize(bi, batchShape);
     c.push_back(mi);

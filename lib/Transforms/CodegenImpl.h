@@ -132,6 +132,34 @@ private:
       value = arith::TruncFOp::create(b, type, value);
     memref::StoreOp::create(b, value, memref, indices);
   }
+  /// The `width` elements at memref[indices...] (consecutive in the
+  /// innermost dimension) as f32 values where `inBounds`, zeros elsewhere.
+  SmallVector<Value> loadVectorOrZero(Value inBounds, Value memref,
+                                      std::function<SmallVector<Value>()> indices,
+                                      int64_t width) {
+    auto type = VectorType::get(
+        {width}, cast<MemRefType>(memref.getType()).getElementType());
+    int64_t bytes =
+        width * cast<MemRefType>(memref.getType()).getElementTypeBitWidth() / 8;
+    Value vec = ifElse(
+        inBounds,
+        [&]() -> Value {
+          return vector::LoadOp::create(b, type, memref, indices(),
+                                        /*nontemporal=*/false,
+                                        llvm::MaybeAlign(bytes));
+        },
+        [&]() -> Value {
+          return arith::ConstantOp::create(
+              b, type, DenseElementsAttr::get(type, b.getZeroAttr(
+                                                        type.getElementType())));
+        },
+        type);
+    SmallVector<Value> lanes;
+    for (int64_t i = 0; i < width; ++i)
+      lanes.push_back(toF32(vector::ExtractOp::create(b, vec, i)));
+    return lanes;
+  }
+
   /// Loads memref[indices] where `inBounds`, 0 elsewhere.
   Value loadOrZero(Value inBounds, Value memref,
                    std::function<SmallVector<Value>()> indices) {
@@ -182,8 +210,9 @@ private:
     body();
   }
   Value ifElse(Value cond, function_ref<Value()> thenFn,
-               function_ref<Value()> elseFn) {
-    auto ifOp = scf::IfOp::create(b, b.getF32Type(), cond, true);
+               function_ref<Value()> elseFn, Type type = Type()) {
+    auto ifOp =
+        scf::IfOp::create(b, type ? type : b.getF32Type(), cond, true);
     OpBuilder::InsertionGuard guard(b);
     for (auto [block, fn] : {std::pair{ifOp.thenBlock(), thenFn},
                              std::pair{ifOp.elseBlock(), elseFn}}) {
@@ -285,6 +314,13 @@ private:
     bool aKContiguous, bKContiguous;
     std::function<Value(Value batch, Value m, Value k)> loadA;
     std::function<Value(Value batch, Value k, Value n)> loadB;
+    /// Where runs of `aVector` (`bVector`) consecutive k, starting at a
+    /// multiple of it, are contiguous and 16-byte aligned in memory, the tile
+    /// loads read them as one vector: loadAVec(batch, m, k0) gives the run's
+    /// values (zeros where out of bounds). 1: element by element.
+    int64_t aVector = 1, bVector = 1;
+    std::function<SmallVector<Value>(Value batch, Value m, Value k0)> loadAVec;
+    std::function<SmallVector<Value>(Value batch, Value k0, Value n)> loadBVec;
     std::function<void(Value batch, Value m, Value n, Value acc)> epilogue;
   };
   LaunchConfig emitGemm(const GemmSpec &spec);
