@@ -26,6 +26,43 @@ LaunchConfig Codegen::emitElementwise() {
 
 /// Output coordinates (n, c, h, w) of a 4-D activation in `layout`.
 
+/// NHWC depthwise convolution (one input channel per output channel), each
+/// thread computing `width` consecutive channels of one output pixel so that
+/// inputs and outputs move as 16-byte vectors.
+LaunchConfig Codegen::emitDepthwiseVector(Conv2dOp op, int64_t width) {
+  ArrayRef<int64_t> outShape = shapeOf(op.getResult());
+  ArrayRef<int64_t> xs = shapeOf(op.getInput()), fs = shapeOf(op.getFilter());
+  int64_t h = xs[1], w = xs[2], kh = fs[1], kw = fs[2];
+  auto pads = op.getPads();
+  ArrayRef<int64_t> s = op.getStrides(), d = op.getDilation();
+  Value x = argOf.lookup(op.getInput()), filter = argOf.lookup(op.getFilter());
+  return perElement(product(outShape) / width, [&](Value group) {
+    SmallVector<Value> coords = delinearize(muli(group, idx(width)), outShape);
+    Value ih0 = subi(muli(coords[1], idx(s[0])), idx(pads[0]));
+    Value iw0 = subi(muli(coords[2], idx(s[1])), idx(pads[2]));
+    SmallVector<Value> acc(width, f32(0));
+    for (int64_t i = 0; i < kh; ++i) {
+      for (int64_t j = 0; j < kw; ++j) {
+        Value ih = addi(ih0, idx(i * d[0])), iw = addi(iw0, idx(j * d[1]));
+        SmallVector<Value> xv = loadVectorOrZero(
+            andi(inRange(ih, h), inRange(iw, w)), x,
+            [&] { return SmallVector<Value>{coords[0], ih, iw, coords[3]}; },
+            width);
+        for (int64_t l = 0; l < width; ++l) {
+          Value wv = load(filter, {addi(coords[3], idx(l)), idx(i), idx(j),
+                                   idx(0)});
+          acc[l] = fma(xv[l], wv, acc[l]);
+        }
+      }
+    }
+    if (Value bias = op.getBias())
+      for (int64_t l = 0; l < width; ++l)
+        acc[l] = addf(acc[l], load(argOf.lookup(bias),
+                                   {addi(coords[3], idx(l))}));
+    storeVectorResults(coords, width, acc);
+  });
+}
+
 LaunchConfig Codegen::emitDirectConv(Conv2dOp op) {
   Layout layout = op.getLayout();
   ArrayRef<int64_t> outShape = shapeOf(op.getResult());

@@ -297,6 +297,7 @@ private:
 
   LaunchConfig emitElementwise();
   LaunchConfig emitDirectConv(Conv2dOp op);
+  LaunchConfig emitDepthwiseVector(Conv2dOp op, int64_t width);
   LaunchConfig emitPool(Operation *op);
   LaunchConfig emitGlobalAvgPool(GlobalAvgPoolOp op);
   LaunchConfig emitUpsample(UpsampleOp op);

@@ -273,6 +273,15 @@ static bool useTiledConv(Conv2dOp op) {
   return co / op.getGroups() >= 16;
 }
 
+/// An NHWC depthwise convolution whose channels split into vectors.
+static bool isVectorDepthwise(Conv2dOp op, int64_t width) {
+  auto filter = cast<RankedTensorType>(op.getFilter().getType());
+  int64_t channels = filter.getDimSize(0);
+  return width > 0 && op.getLayout() == Layout::NHWC &&
+         op.getGroups() == channels && filter.getDimSize(3) == 1 &&
+         channels % width == 0;
+}
+
 FailureOr<LaunchConfig> Codegen::run() {
   Block &body = kernel.getBody().front();
   SmallVector<Type> argTypes;
@@ -323,8 +332,12 @@ FailureOr<LaunchConfig> Codegen::run() {
       !anchor ? emitElementwise()
               : llvm::TypeSwitch<Operation *, LaunchConfig>(anchor)
                     .Case([&](Conv2dOp op) {
-                      return useTiledConv(op) ? emitTiledConv(op)
-                                                    : emitDirectConv(op);
+                      if (useTiledConv(op))
+                        return emitTiledConv(op);
+                      int64_t width = vectorWidth(shapeOf(op.getResult()));
+                      return isVectorDepthwise(op, width)
+                                 ? emitDepthwiseVector(op, width)
+                                 : emitDirectConv(op);
                     })
                     .Case([&](LinearOp op) { return emitLinear(op); })
                     .Case([&](MatmulOp op) { return emitMatmul(op); })

@@ -77,3 +77,17 @@ func.func @bn_relu(%x: tensor<2x5x4x16xbf16>, %m: tensor<16xbf16>) -> tensor<2x5
   %1 = fuse.relu %0 : tensor<2x5x4x16xbf16>
   return %1 : tensor<2x5x4x16xbf16>
 }
+
+// -----
+
+// NHWC depthwise with channels in vectors: one thread per 8 bf16 channels.
+// CHECK-LABEL: func.func @dw_vector(
+// CHECK: gpu.func @k0_conv2d
+// CHECK-NOT: workgroup
+// CHECK: vector.load %{{.+}} {alignment = 16 : i64} : memref<1x9x9x32xbf16>, vector<8xbf16>
+// CHECK: vector.store %{{.+}} {alignment = 16 : i64} : memref<1x9x9x32xbf16>, vector<8xbf16>
+func.func @dw_vector(%x: tensor<1x9x9x32xbf16>, %w: tensor<32x3x3x1xbf16>) -> tensor<1x9x9x32xbf16> {
+  %0 = fuse.conv2d %x, %w {padding = array<i64: 1, 1>, groups = 32} : tensor<1x9x9x32xbf16>, tensor<32x3x3x1xbf16>
+  %1 = fuse.relu6 %0 : tensor<1x9x9x32xbf16>
+  return %1 : tensor<1x9x9x32xbf16>
+}

@@ -133,6 +133,9 @@ def build_cases():
             add(f"maxpool_{L}_{dt}", pool_case("g", dt, L, "max_pool2d", 2, 5, 13, 11, 3, 2, 1), dt)
             add(f"avgpool_{L}_{dt}", pool_case("g", dt, L, "avg_pool2d", 1, 6, 9, 10, 3, 2, 1,
                                                ", count_include_pad = false"), dt)
+        # Depthwise with channels in 16-byte vectors (and a bias).
+        add(f"conv_dw_vector_{dt}", conv_case("g", dt, "nhwc", 2, 16, 11, 13, 16, 3, s=2, p=1, g=16,
+                                              bias=True, act="relu6"), dt)
         # Big enough for the 128x64 (8x4 per thread) and 128x128 (8x8) tiles.
         add(f"conv_tile128x64_{dt}", conv_case("g", dt, "nhwc", 1, 8, 130, 131, 50, 3, p=1, act="relu"), dt)
         g = Graph("g")
