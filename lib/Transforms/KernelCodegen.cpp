@@ -273,11 +273,13 @@ static bool useTiledConv(Conv2dOp op) {
   return co / op.getGroups() >= 16;
 }
 
-/// An NHWC depthwise convolution whose channels split into vectors.
+/// An NHWC depthwise convolution whose channels split into vectors of 8
+/// 16-bit values. (With f32, four channels per thread measured slower than
+/// one: bench/results/2026-11-21-h200-0b8b9b3.)
 static bool isVectorDepthwise(Conv2dOp op, int64_t width) {
   auto filter = cast<RankedTensorType>(op.getFilter().getType());
   int64_t channels = filter.getDimSize(0);
-  return width > 0 && op.getLayout() == Layout::NHWC &&
+  return width >= 8 && op.getLayout() == Layout::NHWC &&
          op.getGroups() == channels && filter.getDimSize(3) == 1 &&
          channels % width == 0;
 }
