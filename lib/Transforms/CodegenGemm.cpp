@@ -20,8 +20,6 @@ LaunchConfig Codegen::emitGemm(const GemmSpec &spec) {
                                      b.getNamedAttr("tn", b.getI64IntegerAttr(t.tn))}));
   int64_t threadsM = t.bm / t.tm, threadsN = t.bn / t.tn;
   int64_t threads = threadsM * threadsN;
-  int64_t aPerThread = ceilDiv(t.bk * t.bm, threads);
-  int64_t bPerThread = ceilDiv(t.bk * t.bn, threads);
   auto wg = gpu::AddressSpaceAttr::get(b.getContext(),
                                        gpu::AddressSpace::Workgroup);
   // Two buffers of each operand tile, k-major so that a thread's TM (or TN)
@@ -201,28 +199,43 @@ LaunchConfig Codegen::emitTiledConv(Conv2dOp op) {
   spec.k = kTotal;
   spec.aKContiguous = nhwc;
   spec.bKContiguous = true;
-  spec.loadA = [&](Value g, Value m, Value k) {
+  // Where A(g, m, k) lives in the input, and whether it is inside it (not
+  // padding, not past the tile's edge); likewise B(g, k, n) in the filter.
+  auto inputAt = [&](Value g, Value m, Value k) {
     SmallVector<Value> p = delinearize(m, {n, ho, wo});
-    auto [c, khi, kwi] = splitK(k);
+    Value c, khi, kwi;
+    std::tie(c, khi, kwi) = splitK(k);
     Value ih = addi(subi(muli(p[1], idx(s[0])), idx(pads[0])),
                     muli(khi, idx(d[0])));
     Value iw = addi(subi(muli(p[2], idx(s[1])), idx(pads[2])),
                     muli(kwi, idx(d[1])));
     Value ok = andi(andi(ltc(m, spec.m), ltc(k, kTotal)),
                     andi(inRange(ih, h), inRange(iw, w)));
-    return loadOrZero(ok, x, [&] {
+    // The indices are built where the guarded load is.
+    std::function<SmallVector<Value>()> at = [=] {
       return joinNCHW(p[0], addi(muli(g, idx(cig)), c), ih, iw, layout);
-    });
+    };
+    return std::pair(ok, at);
   };
-  spec.loadB = [&](Value g, Value k, Value nn) {
-    auto [c, khi, kwi] = splitK(k);
+  auto filterAt = [&](Value g, Value k, Value nn) {
+    Value c, khi, kwi;
+    std::tie(c, khi, kwi) = splitK(k);
     Value ok = andi(ltc(k, kTotal), ltc(nn, cog));
-    return loadOrZero(ok, filter, [&]() -> SmallVector<Value> {
+    std::function<SmallVector<Value>()> at = [=]() -> SmallVector<Value> {
       Value o = addi(muli(g, idx(cog)), nn);
       if (nhwc)
         return {o, khi, kwi, c};
       return {o, c, khi, kwi};
-    });
+    };
+    return std::pair(ok, at);
+  };
+  spec.loadA = [&](Value g, Value m, Value k) {
+    auto [ok, at] = inputAt(g, m, k);
+    return loadOrZero(ok, x, at);
+  };
+  spec.loadB = [&](Value g, Value k, Value nn) {
+    auto [ok, at] = filterAt(g, k, nn);
+    return loadOrZero(ok, filter, at);
   };
   // NHWC runs of input channels (and the filter's matching runs) are
   // contiguous; they are aligned when the channel counts are multiples of
@@ -232,30 +245,12 @@ LaunchConfig Codegen::emitTiledConv(Conv2dOp op) {
   if (nhwc && cig % width == 0 && ci % width == 0) {
     spec.aVector = spec.bVector = width;
     spec.loadAVec = [&, width](Value g, Value m, Value k0) {
-      SmallVector<Value> p = delinearize(m, {n, ho, wo});
-      auto [c, khi, kwi] = splitK(k0);
-      Value ih = addi(subi(muli(p[1], idx(s[0])), idx(pads[0])),
-                      muli(khi, idx(d[0])));
-      Value iw = addi(subi(muli(p[2], idx(s[1])), idx(pads[2])),
-                      muli(kwi, idx(d[1])));
-      Value ok = andi(andi(ltc(m, spec.m), ltc(k0, kTotal)),
-                      andi(inRange(ih, h), inRange(iw, w)));
-      return loadVectorOrZero(
-          ok, x,
-          [&] {
-            return joinNCHW(p[0], addi(muli(g, idx(cig)), c), ih, iw, layout);
-          },
-          width);
+      auto [ok, at] = inputAt(g, m, k0);
+      return loadVectorOrZero(ok, x, at, width);
     };
     spec.loadBVec = [&, width](Value g, Value k0, Value nn) {
-      auto [c, khi, kwi] = splitK(k0);
-      Value ok = andi(ltc(k0, kTotal), ltc(nn, cog));
-      return loadVectorOrZero(
-          ok, filter,
-          [&]() -> SmallVector<Value> {
-            return {addi(muli(g, idx(cog)), nn), khi, kwi, c};
-          },
-          width);
+      auto [ok, at] = filterAt(g, k0, nn);
+      return loadVectorOrZero(ok, filter, at, width);
     };
   }
   spec.epilogue = [&](Value g, Value m, Value nn, Value acc) {
