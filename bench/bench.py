@@ -150,6 +150,15 @@ def run_bench(args):
         ts.sort()
         return ts[len(ts) // 2]
 
+    def time_eager_and_compiled(eager):
+        """Eager and (unless --no-compile) torch.compile times of `eager`."""
+        ms_e, ms_c = bench(eager), None
+        if not args.no_compile:
+            compiled = torch.compile(eager)
+            compiled()
+            ms_c = bench(compiled)
+        return ms_e, ms_c
+
     def relerr(out, ref):
         out, ref = out.double(), ref.double()
         if not torch.isfinite(out).all():
@@ -229,13 +238,7 @@ def run_bench(args):
                                       bn.weight.double(), bn.bias.double(), False, 0.0, bn.eps))
             err = relerr(out.permute(0, 3, 1, 2), ref)
             ms_f = bench(fusec)
-            eager = lambda: F.relu(bn(x))  # noqa: E731
-            ms_e = bench(eager)
-            ms_c = None
-            if not args.no_compile:
-                compiled = torch.compile(eager)
-                compiled()
-                ms_c = bench(compiled)
+            ms_e, ms_c = time_eager_and_compiled(lambda: F.relu(bn(x)))
         nbytes = 2 * x.numel() * x.element_size()
         best = min(v for v in (ms_e, ms_c) if v)
         row = dict(workload=name, dtype=dt, fusec_ms=ms_f, eager_ms=ms_e, compile_ms=ms_c, best_alt_ms=best,
@@ -279,12 +282,7 @@ def run_bench(args):
             torch.cuda.synchronize()
             err = max(relerr(o, rf) for o, rf in zip(outs, ref))
             ms_f = bench(fusec)
-            ms_e = bench(eager)
-            ms_c = None
-            if not args.no_compile:
-                compiled = torch.compile(eager)
-                compiled()
-                ms_c = bench(compiled)
+            ms_e, ms_c = time_eager_and_compiled(eager)
         best = min(v for v in (ms_e, ms_c) if v)
         row = dict(workload=name, dtype=dt, fusec_ms=ms_f, eager_ms=ms_e, compile_ms=ms_c, best_alt_ms=best,
                    ratio=best / ms_f, fusec_TBps=nbytes / ms_f / 1e9, relerr=err)
