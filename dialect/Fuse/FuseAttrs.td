@@ -4,6 +4,7 @@
 #define FUSE_ATTRS_TD
 
 include "FuseDialect.td"
+include "mlir/IR/AttrTypeBase.td"
 include "mlir/IR/EnumAttr.td"
 
 def Fuse_Layout : I32EnumAttr<"Layout", "layout of 4-D activations", [
@@ -40,6 +41,41 @@ def Fuse_UpsampleMode : I32EnumAttr<"UpsampleMode", "interpolation mode", [
 def Fuse_UpsampleModeAttr
     : EnumAttr<Fuse_Dialect, Fuse_UpsampleMode, "upsample_mode"> {
   let assemblyFormat = "`<` $value `>`";
+}
+
+def Fuse_TileAttr : AttrDef<Fuse_Dialect, "Tile"> {
+  let mnemonic = "tile";
+  let summary = "The tile a fuse.kernel's GEMM runs with";
+  let description = [{
+    Overrides the tile that `fusec-tile-kernels` would choose for a
+    convolution, linear layer or matrix product (docs/Tiling.md). Each block
+    computes a `bm x bn` tile of the result, the reduction advancing `bk` at
+    a time. The remaining parameters belong to one family each; 0 (the
+    default) lets the family choose:
+
+    - CUDA-core GEMM (f32): each thread owns a `tm x tn` register tile.
+    - tensor-core GEMM (f16, bf16, and f32 with `fp32-math=tf32`):
+      `warps_m x warps_n` warps, each owning a `bm/warps_m x bn/warps_n`
+      part of the tile; `stages` shared-memory buffers in the `cp.async`
+      pipeline.
+
+    The attribute checks that every value is in range; whether a tile fits
+    the chosen family and the target (divisibility, threads, shared memory)
+    is checked when the kernel is tiled, with an error at the kernel.
+
+    ```mlir
+    %0 = fuse.kernel "k0_linear"(%x, %w) {tile = #fuse.tile<bm = 128, bn = 64,
+        bk = 32, warps_m = 2, warps_n = 2, stages = 4>} ...
+    ```
+  }];
+  let parameters = (ins "int64_t":$bm, "int64_t":$bn, "int64_t":$bk,
+                        DefaultValuedParameter<"int64_t", "0">:$tm,
+                        DefaultValuedParameter<"int64_t", "0">:$tn,
+                        DefaultValuedParameter<"int64_t", "0">:$warps_m,
+                        DefaultValuedParameter<"int64_t", "0">:$warps_n,
+                        DefaultValuedParameter<"int64_t", "0">:$stages);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
 }
 
 #endif // FUSE_ATTRS_TD

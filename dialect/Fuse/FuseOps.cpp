@@ -12,6 +12,7 @@
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallBitVector.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <cmath>
@@ -928,6 +929,51 @@ LogicalResult KernelOp::verify() {
     return emitOpError("yields ")
            << yield.getValues().getTypes() << " but the kernel returns "
            << getResultTypes();
+  // The name becomes a PTX function name.
+  StringRef name = getName();
+  if (name.empty() || !(llvm::isAlpha(name[0]) || name[0] == '_') ||
+      name == "_" ||
+      !llvm::all_of(name, [](char c) { return llvm::isAlnum(c) || c == '_'; }))
+    return emitOpError("name '")
+           << name
+           << "' is not a PTX identifier: use a letter or '_', then letters, "
+              "digits and '_'";
+  Operation *anchor = nullptr;
+  for (Operation &op : block.without_terminator()) {
+    if (isa<KernelOp>(op))
+      return op.emitOpError("is nested in fuse.kernel '")
+             << name << "'; kernels do not nest";
+    if (!isAnchor(&op) && !isElementwise(&op))
+      return op.emitOpError("cannot be part of fuse.kernel '")
+             << name << "': it is neither an anchor nor elementwise";
+    if (!isAnchor(&op))
+      continue;
+    if (anchor) {
+      InFlightDiagnostic diag = op.emitOpError("is a second anchor in fuse.kernel '")
+                                << name << "'; a kernel has at most one";
+      diag.attachNote(anchor->getLoc()) << "the first anchor is here";
+      return diag;
+    }
+    anchor = &op;
+  }
+  return success();
+}
+
+LogicalResult
+TileAttr::verify(function_ref<InFlightDiagnostic()> emitError, int64_t bm,
+                 int64_t bn, int64_t bk, int64_t tm, int64_t tn,
+                 int64_t warpsM, int64_t warpsN, int64_t stages) {
+  // Bounds that keep every size computed from the tile far from overflow;
+  // whether the tile suits a kernel is checked when it is tiled.
+  for (auto [name, value, lo, hi] :
+       {std::tuple{"bm", bm, 1, 1024}, std::tuple{"bn", bn, 1, 1024},
+        std::tuple{"bk", bk, 1, 1024}, std::tuple{"tm", tm, 0, 64},
+        std::tuple{"tn", tn, 0, 64}, std::tuple{"warps_m", warpsM, 0, 32},
+        std::tuple{"warps_n", warpsN, 0, 32},
+        std::tuple{"stages", stages, 0, 16}})
+    if (value < lo || value > hi)
+      return emitError() << "tile " << name << " = " << value
+                         << " is out of range [" << lo << ", " << hi << "]";
   return success();
 }
 

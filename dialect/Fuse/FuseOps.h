@@ -16,6 +16,34 @@
 
 #include "Fuse/FuseEnums.h.inc"
 
+namespace mlir::fuse {
+namespace OpTrait {
+// Op roles (FuseOps.td), read by fusion and tiling alike.
+template <typename ConcreteType>
+class Anchor : public ::mlir::OpTrait::TraitBase<ConcreteType, Anchor> {};
+template <typename ConcreteType>
+class RowReduction
+    : public ::mlir::OpTrait::TraitBase<ConcreteType, RowReduction> {};
+template <typename ConcreteType>
+class Elementwise
+    : public ::mlir::OpTrait::TraitBase<ConcreteType, Elementwise> {};
+} // namespace OpTrait
+
+/// Starts a kernel of its own (convolution, matrix product, normalisation,
+/// pooling, ...).
+inline bool isAnchor(Operation *op) {
+  return op->hasTrait<OpTrait::Anchor>();
+}
+/// An anchor reducing along rows, which takes an elementwise prologue.
+inline bool isRowReduction(Operation *op) {
+  return op->hasTrait<OpTrait::RowReduction>();
+}
+/// Computed element by element, operands broadcast to the result.
+inline bool isElementwise(Operation *op) {
+  return op->hasTrait<OpTrait::Elementwise>();
+}
+} // namespace mlir::fuse
+
 #define GET_ATTRDEF_CLASSES
 #include "Fuse/FuseAttrs.h.inc"
 

@@ -10,6 +10,24 @@ include "mlir/IR/CommonAttrConstraints.td"
 
 def Fuse_Tensor : StaticShapeTensorOf<[F32, F16, BF16]>;
 
+//===----------------------------------------------------------------------===//
+// Op roles, read by fusion (fusec-form-kernels) and tiling (fusec-tile-kernels)
+//===----------------------------------------------------------------------===//
+
+class Fuse_RoleTrait<string name> : NativeOpTrait<name> {
+  let cppNamespace = "::mlir::fuse::OpTrait";
+}
+/// Starts a kernel of its own: reads neighbourhoods, reduces or moves data,
+/// so it cannot be computed one element at a time from the same element of
+/// its inputs. A fuse.kernel holds at most one.
+def Fuse_Anchor : Fuse_RoleTrait<"Anchor">;
+/// An anchor that reduces along rows (normalisations, softmax): the
+/// elementwise op producing its input may join its kernel as a prologue.
+def Fuse_RowReduction : Fuse_RoleTrait<"RowReduction">;
+/// Computed element by element, operands broadcast to the result: joins a
+/// kernel as its prologue or epilogue.
+def Fuse_Elementwise : Fuse_RoleTrait<"Elementwise">;
+
 /// Ops whose result type follows from operands and attributes: shapes are
 /// checked, with located messages, by the op's inferReturnTypes.
 class Fuse_InferredOp<string mnemonic, list<Trait> traits = []>
@@ -19,7 +37,7 @@ class Fuse_InferredOp<string mnemonic, list<Trait> traits = []>
 // Convolution and batch norm
 //===----------------------------------------------------------------------===//
 
-def Fuse_Conv2dOp : Fuse_InferredOp<"conv2d"> {
+def Fuse_Conv2dOp : Fuse_InferredOp<"conv2d", [Fuse_Anchor]> {
   let summary = "2-D convolution with optional bias";
   let description = [{
     Cross-correlation of `input` with `filter`, as in every DL framework,
@@ -65,7 +83,7 @@ def Fuse_Conv2dOp : Fuse_InferredOp<"conv2d"> {
 }
 
 def Fuse_BatchNormOp : Fuse_InferredOp<"batch_norm",
-    [AllTypesMatch<["mean", "variance", "scale", "shift"]>]> {
+    [AllTypesMatch<["mean", "variance", "scale", "shift"]>, Fuse_Elementwise]> {
   let summary = "Batch normalisation, inference form";
   let description = [{
     `(input - mean) / sqrt(variance + epsilon) * scale + shift` per channel,
@@ -101,7 +119,7 @@ def Fuse_BatchNormOp : Fuse_InferredOp<"batch_norm",
 }
 
 def Fuse_ScaleShiftOp : Fuse_InferredOp<"scale_shift",
-    [AllTypesMatch<["scale", "shift"]>]> {
+    [AllTypesMatch<["scale", "shift"]>, Fuse_Elementwise]> {
   let summary = "Per-channel affine transform: x * scale + shift";
   let description = [{
     `input * scale + shift` with `scale` and `shift` of shape
@@ -128,7 +146,7 @@ def Fuse_ScaleShiftOp : Fuse_InferredOp<"scale_shift",
 
 def Fuse_BatchNormCoefficientsOp : Fuse_Op<"batch_norm_coefficients",
     [Pure, AllTypesMatch<["mean", "variance", "scale", "shift",
-                          "result_scale", "result_shift"]>]> {
+                          "result_scale", "result_shift"]>, Fuse_Elementwise]> {
   let summary = "The per-channel scale and shift of an inference batch norm";
   let description = [{
     `result_scale = scale / sqrt(variance + epsilon)` and
@@ -150,7 +168,7 @@ def Fuse_BatchNormCoefficientsOp : Fuse_Op<"batch_norm_coefficients",
 //===----------------------------------------------------------------------===//
 
 class Fuse_BinaryOp<string mnemonic, string expr>
-    : Fuse_InferredOp<mnemonic> {
+    : Fuse_InferredOp<mnemonic, [Fuse_Elementwise]> {
   let summary = "Elementwise " # expr # " with broadcasting";
   let description = [{
     Computes `}] # expr # [{` elementwise. Operand shapes broadcast as in
@@ -171,7 +189,7 @@ def Fuse_SubOp : Fuse_BinaryOp<"sub", "lhs - rhs">;
 def Fuse_MulOp : Fuse_BinaryOp<"mul", "lhs * rhs">;
 def Fuse_DivOp : Fuse_BinaryOp<"div", "lhs / rhs">;
 
-def Fuse_BiasAddOp : Fuse_InferredOp<"bias_add"> {
+def Fuse_BiasAddOp : Fuse_InferredOp<"bias_add", [Fuse_Elementwise]> {
   let summary = "Adds a 1-D bias along one axis";
   let description = [{
     `input + bias` where `bias` has shape `[input.shape[axis]]` and is
@@ -191,7 +209,7 @@ def Fuse_BiasAddOp : Fuse_InferredOp<"bias_add"> {
 //===----------------------------------------------------------------------===//
 
 class Fuse_UnaryOp<string mnemonic, string expr, dag attrs = (ins)>
-    : Fuse_Op<mnemonic, [Pure, SameOperandsAndResultType]> {
+    : Fuse_Op<mnemonic, [Pure, SameOperandsAndResultType, Fuse_Elementwise]> {
   let summary = "Elementwise " # mnemonic;
   let description = "Computes `" # expr # "` elementwise.";
   let arguments = !con((ins Fuse_Tensor:$input), attrs);
@@ -223,7 +241,7 @@ def Fuse_HardSwishOp : Fuse_UnaryOp<"hardswish",
 // Matrix products
 //===----------------------------------------------------------------------===//
 
-def Fuse_MatmulOp : Fuse_InferredOp<"matmul"> {
+def Fuse_MatmulOp : Fuse_InferredOp<"matmul", [Fuse_Anchor]> {
   let summary = "Batched matrix product";
   let description = [{
     `lhs [..., M, K] x rhs [..., K, N] -> [..., M, N]`. With
@@ -239,7 +257,7 @@ def Fuse_MatmulOp : Fuse_InferredOp<"matmul"> {
   }];
 }
 
-def Fuse_LinearOp : Fuse_InferredOp<"linear"> {
+def Fuse_LinearOp : Fuse_InferredOp<"linear", [Fuse_Anchor]> {
   let summary = "Fully connected layer: x * W^T + b";
   let description = [{
     `input [..., K]`, `weight [N, K]` (PyTorch's `nn.Linear` layout), optional
@@ -258,7 +276,7 @@ def Fuse_LinearOp : Fuse_InferredOp<"linear"> {
 // Normalisation and softmax
 //===----------------------------------------------------------------------===//
 
-def Fuse_LayerNormOp : Fuse_InferredOp<"layer_norm", [AttrSizedOperandSegments]> {
+def Fuse_LayerNormOp : Fuse_InferredOp<"layer_norm", [AttrSizedOperandSegments, Fuse_Anchor, Fuse_RowReduction]> {
   let summary = "Layer normalisation over trailing axes";
   let description = [{
     Normalises over the trailing `normalized_rank` axes (default 1):
@@ -282,7 +300,7 @@ def Fuse_LayerNormOp : Fuse_InferredOp<"layer_norm", [AttrSizedOperandSegments]>
   }];
 }
 
-def Fuse_RmsNormOp : Fuse_InferredOp<"rms_norm"> {
+def Fuse_RmsNormOp : Fuse_InferredOp<"rms_norm", [Fuse_Anchor, Fuse_RowReduction]> {
   let summary = "RMS normalisation over trailing axes";
   let description = [{
     `x / sqrt(mean(x^2) + epsilon)` over the trailing `normalized_rank` axes
@@ -299,7 +317,7 @@ def Fuse_RmsNormOp : Fuse_InferredOp<"rms_norm"> {
   }];
 }
 
-def Fuse_SoftmaxOp : Fuse_InferredOp<"softmax"> {
+def Fuse_SoftmaxOp : Fuse_InferredOp<"softmax", [Fuse_Anchor, Fuse_RowReduction]> {
   let summary = "Softmax along one axis";
   let description = [{
     `exp(x - max) / sum(exp(x - max))` along `axis` (negative counts from the
@@ -315,7 +333,7 @@ def Fuse_SoftmaxOp : Fuse_InferredOp<"softmax"> {
 // Attention
 //===----------------------------------------------------------------------===//
 
-def Fuse_AttentionOp : Fuse_InferredOp<"attention"> {
+def Fuse_AttentionOp : Fuse_InferredOp<"attention", [Fuse_Anchor]> {
   let summary = "Scaled dot-product attention";
   let description = [{
     `softmax(scale * query . key^T + mask) . value` with
@@ -350,7 +368,7 @@ def Fuse_AttentionOp : Fuse_InferredOp<"attention"> {
   }];
 }
 
-def Fuse_RopeOp : Fuse_InferredOp<"rope", [AllTypesMatch<["cos", "sin"]>]> {
+def Fuse_RopeOp : Fuse_InferredOp<"rope", [AllTypesMatch<["cos", "sin"]>, Fuse_Anchor]> {
   let summary = "Rotary position embedding";
   let description = [{
     Rotates pairs of features of `input [..., N, D]` (D even) by the angles
@@ -373,7 +391,7 @@ def Fuse_RopeOp : Fuse_InferredOp<"rope", [AllTypesMatch<["cos", "sin"]>]> {
 //===----------------------------------------------------------------------===//
 
 class Fuse_Pool2dOp<string mnemonic, string what, dag extra = (ins)>
-    : Fuse_InferredOp<mnemonic> {
+    : Fuse_InferredOp<mnemonic, [Fuse_Anchor]> {
   let summary = "2-D " # what # " pooling";
   let arguments = !con((ins Fuse_Tensor:$input,
                        DenseI64ArrayAttr:$kernel,
@@ -414,7 +432,7 @@ def Fuse_AvgPool2dOp : Fuse_Pool2dOp<"avg_pool2d", "average",
   }];
 }
 
-def Fuse_GlobalAvgPoolOp : Fuse_InferredOp<"global_avg_pool"> {
+def Fuse_GlobalAvgPoolOp : Fuse_InferredOp<"global_avg_pool", [Fuse_Anchor]> {
   let summary = "Mean over the spatial axes";
   let description = [{
     Averages over H and W, keeping them as size-1 axes: `[N, C, 1, 1]` for
@@ -427,7 +445,7 @@ def Fuse_GlobalAvgPoolOp : Fuse_InferredOp<"global_avg_pool"> {
   let assemblyFormat = "$input attr-dict `:` type($input)";
 }
 
-def Fuse_UpsampleOp : Fuse_InferredOp<"upsample"> {
+def Fuse_UpsampleOp : Fuse_InferredOp<"upsample", [Fuse_Anchor]> {
   let summary = "Spatial resampling, nearest or bilinear";
   let description = [{
     Resizes H and W either to `size [Ho, Wo]` or by `scale [sh, sw]`
@@ -459,7 +477,7 @@ def Fuse_UpsampleOp : Fuse_InferredOp<"upsample"> {
 // Data movement and casts
 //===----------------------------------------------------------------------===//
 
-def Fuse_CastOp : Fuse_Op<"cast", [Pure, SameOperandsAndResultShape]> {
+def Fuse_CastOp : Fuse_Op<"cast", [Pure, SameOperandsAndResultShape, Fuse_Elementwise]> {
   let summary = "Element type conversion";
   let description = [{
     Converts each element to the result's element type (round to nearest,
@@ -488,7 +506,7 @@ def Fuse_ReshapeOp : Fuse_Op<"reshape", [Pure]> {
   let hasFolder = 1;
 }
 
-def Fuse_TransposeOp : Fuse_InferredOp<"transpose"> {
+def Fuse_TransposeOp : Fuse_InferredOp<"transpose", [Fuse_Anchor]> {
   let summary = "Permutes axes";
   let description = [{
     `result.shape[i] = input.shape[permutation[i]]`; `permutation` is a
@@ -511,8 +529,12 @@ def Fuse_KernelOp : Fuse_Op<"kernel", [IsolatedFromAbove,
     Made by `fusec-form-kernels`. The body computes the kernel's results from
     its block arguments, which stand for `inputs`. It holds one anchor (a
     convolution, matrix product, pooling, normalisation, ...) plus the
-    elementwise ops fused around it, or a chain of elementwise ops alone.
-    `name` names the GPU function the tiling stage will generate.
+    elementwise ops fused around it, or a chain of elementwise ops alone:
+    every op of the body has the `Anchor` or the `Elementwise` role, at most
+    one is an anchor, and kernels do not nest. `name` names the GPU function
+    the tiling stage will generate, so it must be a PTX identifier (a letter
+    or `_`, then letters, digits and `_`). `tile` overrides the tile a GEMM
+    anchor runs with (`#fuse.tile`).
 
     ```mlir
     %y = fuse.kernel "k0_conv2d" (%x, %w, %s, %t)
@@ -527,7 +549,8 @@ def Fuse_KernelOp : Fuse_Op<"kernel", [IsolatedFromAbove,
     }
     ```
   }];
-  let arguments = (ins StrAttr:$name, Variadic<Fuse_Tensor>:$inputs);
+  let arguments = (ins StrAttr:$name, Variadic<Fuse_Tensor>:$inputs,
+                       OptionalAttr<Fuse_TileAttr>:$tile);
   let results = (outs Variadic<Fuse_Tensor>:$results);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = [{

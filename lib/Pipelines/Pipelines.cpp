@@ -25,20 +25,23 @@ void fusec::buildPipeline(OpPassManager &pm, Stage stage,
   pm.addPass(createVerifyStage({/*stage=*/"kernels"}));
   if (stage == Stage::Kernels)
     return;
-  pm.addPass(createTileKernels());
+  TileKernelsOptions tiling;
+  tiling.arch = options.arch;
+  tiling.smCount = options.smCount;
+  tiling.fp32Math = options.fp32Math;
+  pm.addPass(createTileKernels(tiling));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   pm.addPass(createVerifyStage({/*stage=*/"tiled"}));
   if (stage == Stage::Tiled)
     return;
-  // Tools validate the architecture first (PTXTarget::parse); here a bad
-  // one or a missing toolkit surfaces as the serialiser's error.
+  // fusec-tile-kernels has rejected a bad architecture; a missing toolkit
+  // surfaces as the serialiser's error.
   PTXTarget target;
   if (auto parsed = PTXTarget::parse(options.arch))
     target = *parsed;
   else
     llvm::consumeError(parsed.takeError());
-  target.chip = options.arch;
   buildPTXPipeline(pm, target, /*toBinary=*/stage == Stage::Binary);
 }
 

@@ -23,26 +23,6 @@ namespace fusec {
 using namespace mlir;
 using namespace mlir::fuse;
 
-//===----------------------------------------------------------------------===//
-// Op classes
-//===----------------------------------------------------------------------===//
-
-/// Ops that start a kernel of their own: they read neighbourhoods, reduce or
-/// move data, so they cannot be computed one output element at a time from
-/// the same element of their inputs.
-static bool isAnchor(Operation *op) {
-  return isa<Conv2dOp, MatmulOp, LinearOp, AttentionOp, LayerNormOp,
-             RmsNormOp, SoftmaxOp, MaxPool2dOp, AvgPool2dOp, GlobalAvgPoolOp,
-             UpsampleOp, RopeOp, TransposeOp>(op);
-}
-
-/// Ops computed element by element (operands broadcast to the result).
-static bool isElementwise(Operation *op) {
-  return isa<AddOp, SubOp, MulOp, DivOp, BiasAddOp, ScaleShiftOp, BatchNormOp,
-             ReluOp, Relu6Op, ClampOp, LeakyReluOp, GeluOp, SiluOp, SigmoidOp,
-             TanhOp, HardSwishOp, CastOp, BatchNormCoefficientsOp>(op);
-}
-
 static StringRef shortName(Operation *op) {
   return op->getName().stripDialect();
 }
@@ -162,7 +142,7 @@ void KernelFormer::growEpilogue(Group &group) {
 /// second result. Others kinds of anchor read their operands from memory.
 void KernelFormer::growPrologue(Group &group) {
   Operation *anchor = group.ops.front();
-  if (!isa<LayerNormOp, RmsNormOp, SoftmaxOp>(anchor))
+  if (!isRowReduction(anchor))
     return;
   Operation *producer = anchor->getOperand(0).getDefiningOp();
   if (!producer || groupOf.count(producer) || !isElementwise(producer) ||

@@ -10,7 +10,7 @@
 // CHECK: gpu.launch_func @conv_kernels::@k0_conv2d blocks in (%[[C1:.+]], %[[C1]], %[[C1]]) threads in (%[[C256:.+]], %[[C1]], %[[C1]]) args(%[[X]] : {{.+}}, %[[W]] : {{.+}}, %[[M]] : {{.+}}, %[[OUT0]] : memref<1x7x7x32xf16>)
 // CHECK: memref.copy %[[X]], %[[OUT1]]
 // CHECK: gpu.module @conv_kernels
-// CHECK: gpu.func @k0_conv2d({{.+}}) workgroup(%[[A:.+]] : memref<2x16x64xf32, #gpu.address_space<workgroup>>, %[[B:.+]] : memref<2x16x64xf32, #gpu.address_space<workgroup>>) kernel attributes {fusec.tile = {bk = 16 : i64, bm = 64 : i64, bn = 64 : i64, tm = 4 : i64, tn = 4 : i64}, known_block_size = array<i32: 256, 1, 1>}
+// CHECK: gpu.func @k0_conv2d({{.+}}) workgroup(%[[A:.+]] : memref<2x16x64xf32, #gpu.address_space<workgroup>>, %[[B:.+]] : memref<2x16x64xf32, #gpu.address_space<workgroup>>) kernel attributes {fusec.family = "gemm_simt", fusec.tile = #fuse.tile<bm = 64, bn = 64, bk = 16, tm = 4, tn = 4>, known_block_size = array<i32: 256, 1, 1>}
 // CHECK: gpu.barrier
 // CHECK: scf.for {{.+}} iter_args(
 // CHECK-COUNT-16: math.fma
@@ -57,7 +57,7 @@ func.func @depthwise(%x: tensor<1x5x5x8xf32>, %w: tensor<8x3x3x1xf32>) -> tensor
 // from shared memory as aligned 16-byte vectors.
 // CHECK-LABEL: func.func @big(
 // CHECK: gpu.launch_func @big_kernels::@k0_conv2d blocks in (%{{.+}}, %{{.+}}, %{{.+}}) threads in (%[[C256:.+]], %{{.+}}, %{{.+}})
-// CHECK: gpu.func @k0_conv2d({{.+}}) workgroup(%{{.+}} : memref<2x16x128xf32, #gpu.address_space<workgroup>>, %{{.+}} : memref<2x16x64xf32, #gpu.address_space<workgroup>>) kernel attributes {fusec.tile = {bk = 16 : i64, bm = 128 : i64, bn = 64 : i64, tm = 8 : i64, tn = 4 : i64}, known_block_size = array<i32: 256, 1, 1>}
+// CHECK: gpu.func @k0_conv2d({{.+}}) workgroup(%{{.+}} : memref<2x16x128xf32, #gpu.address_space<workgroup>>, %{{.+}} : memref<2x16x64xf32, #gpu.address_space<workgroup>>) kernel attributes {fusec.family = "gemm_simt", fusec.tile = #fuse.tile<bm = 128, bn = 64, bk = 16, tm = 8, tn = 4>, known_block_size = array<i32: 256, 1, 1>}
 // CHECK: vector.load %{{.+}} {alignment = 16 : i64} : memref<2x16x128xf32, #gpu.address_space<workgroup>>, vector<4xf32>
 func.func @big(%x: tensor<32x28x28x64xbf16>, %w: tensor<64x3x3x64xbf16>) -> tensor<32x28x28x64xbf16> {
   %0 = fuse.conv2d %x, %w {padding = array<i64: 1, 1>} : tensor<32x28x28x64xbf16>, tensor<64x3x3x64xbf16>

@@ -24,6 +24,16 @@ struct PipelineOptions : mlir::PassPipelineOptions<PipelineOptions> {
   Option<std::string> arch{*this, "arch",
                            llvm::cl::desc("GPU architecture, sm_80 or newer"),
                            llvm::cl::init("sm_90")};
+  Option<int64_t> smCount{
+      *this, "sm-count",
+      llvm::cl::desc("SMs of the GPU (0: the architecture's flagship part)"),
+      llvm::cl::init(0)};
+  Option<std::string> fp32Math{
+      *this, "fp32-math",
+      llvm::cl::desc("f32 convolutions and matrix products: ieee (f32 FMAs "
+                     "on CUDA cores) or tf32 (TF32 tensor cores, f32 "
+                     "accumulation)"),
+      llvm::cl::init("ieee")};
 };
 
 /// Adds the passes that take a graph module to `stage`.

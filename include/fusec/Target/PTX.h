@@ -11,16 +11,16 @@
 namespace fusec {
 
 struct PTXTarget {
-  /// "sm_80" or newer.
+  /// "sm_80" or newer (TargetDescription's table).
   std::string chip = "sm_90";
   /// The PTX ISA features: a version the chip and CUDA 12+ accept.
-  std::string features() const;
+  std::string features = "+ptx80";
   /// The CUDA toolkit whose libdevice supplies the math functions (exp,
   /// erf, tanh, ...): $CUDA_HOME, $CUDA_PATH, the toolkit holding the ptxas
   /// on $PATH, or /usr/local/cuda; empty when none has libdevice.
   std::string toolkitPath;
   /// Parses `arch` ("sm_90") and finds the toolkit; fails with a message for
-  /// anything older than sm_80, malformed, or without libdevice.
+  /// an architecture TargetDescription does not know, or without libdevice.
   static llvm::Expected<PTXTarget> parse(llvm::StringRef arch);
 };
 

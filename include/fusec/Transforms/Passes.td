@@ -71,6 +71,15 @@ def TileKernels : Pass<"fusec-tile-kernels", "mlir::ModuleOp"> {
     `memref.reinterpret_cast`s for reshapes, `gpu.launch_func`s in order and
     `memref.copy`s where a result is an input or another result.
   }];
+  let options = [
+    Option<"arch", "arch", "std::string", /*default=*/"\"sm_90\"",
+           "GPU architecture the kernels are tiled for (sm_80 or newer)">,
+    Option<"smCount", "sm-count", "int64_t", /*default=*/"0",
+           "SMs of the GPU (0: the architecture's flagship part)">,
+    Option<"fp32Math", "fp32-math", "std::string", /*default=*/"\"ieee\"",
+           "f32 convolutions and matrix products: ieee (f32 FMAs on CUDA "
+           "cores) or tf32 (TF32 tensor cores, f32 accumulation)">,
+  ];
   let dependentDialects = [
     "mlir::arith::ArithDialect",
     "mlir::gpu::GPUDialect",

@@ -1,6 +1,7 @@
 //===- PTX.cpp - The PTX backend and its artifact -------------------------===//
 
 #include "fusec/Target/PTX.h"
+#include "fusec/Target/TargetDescription.h"
 
 #include "mlir/Conversion/GPUToNVVM/GPUToNVVMPass.h"
 #include "mlir/Conversion/Passes.h"
@@ -19,12 +20,6 @@
 
 using namespace mlir;
 using namespace fusec;
-
-std::string PTXTarget::features() const {
-  // sm_100 and newer need PTX ISA 8.6; 8.0 covers sm_80 to sm_90a.
-  int version = std::stoi(chip.substr(3, 3));
-  return version >= 100 ? "+ptx86" : "+ptx80";
-}
 
 static std::string findToolkit() {
   SmallVector<std::string> candidates;
@@ -46,17 +41,12 @@ static std::string findToolkit() {
 }
 
 llvm::Expected<PTXTarget> PTXTarget::parse(StringRef arch) {
-  StringRef digits = arch;
-  unsigned version = 0;
-  if (!digits.consume_front("sm_") || digits.consume_back("a") ||
-      digits.getAsInteger(10, version))
-    return llvm::createStringError("--arch must look like sm_90, found '" +
-                                   arch + "'");
-  if (version < 80)
-    return llvm::createStringError(
-        "--arch=" + arch + " is not supported: fusec targets sm_80 and newer");
+  llvm::Expected<TargetDescription> description = TargetDescription::get(arch);
+  if (!description)
+    return description.takeError();
   PTXTarget target;
-  target.chip = arch.str();
+  target.chip = description->chip;
+  target.features = description->ptxFeatures;
   target.toolkitPath = findToolkit();
   if (target.toolkitPath.empty())
     return llvm::createStringError(
@@ -69,7 +59,7 @@ void fusec::buildPTXPipeline(OpPassManager &pm, const PTXTarget &target,
                              bool toBinary) {
   GpuNVVMAttachTargetOptions attach;
   attach.chip = target.chip;
-  attach.features = target.features();
+  attach.features = target.features;
   attach.optLevel = 3;
   pm.addPass(createGpuNVVMAttachTarget(attach));
   OpPassManager &gpuPm = pm.nest<gpu::GPUModuleOp>();

@@ -536,3 +536,94 @@ func.func @inferred_type_mismatch(%x: tensor<1x8x8x3xf32>, %w: tensor<4x3x3x3xf3
   %0 = "fuse.conv2d"(%x, %w) : (tensor<1x8x8x3xf32>, tensor<4x3x3x3xf32>) -> tensor<1x8x8x4xf32>
   return
 }
+
+// -----
+
+// A fuse.kernel becomes one GPU kernel around at most one anchor.
+func.func @kernel_two_anchors(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %0 = fuse.kernel "k0"(%x) : (tensor<4x8xf32>) -> tensor<4x8xf32> {
+  ^bb0(%a: tensor<4x8xf32>):
+    // expected-note @below {{the first anchor is here}}
+    %1 = fuse.softmax %a : tensor<4x8xf32>
+    // expected-error @below {{'fuse.layer_norm' op is a second anchor in fuse.kernel 'k0'; a kernel has at most one}}
+    %2 = fuse.layer_norm %1 : tensor<4x8xf32>
+    fuse.yield %2 : tensor<4x8xf32>
+  }
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @kernel_nested(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = fuse.kernel "outer"(%x) : (tensor<4xf32>) -> tensor<4xf32> {
+  ^bb0(%a: tensor<4xf32>):
+    // expected-error @below {{'fuse.kernel' op is nested in fuse.kernel 'outer'; kernels do not nest}}
+    %1 = fuse.kernel "inner"(%a) : (tensor<4xf32>) -> tensor<4xf32> {
+    ^bb0(%b: tensor<4xf32>):
+      %2 = fuse.relu %b : tensor<4xf32>
+      fuse.yield %2 : tensor<4xf32>
+    }
+    fuse.yield %1 : tensor<4xf32>
+  }
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @kernel_reshape(%x: tensor<4xf32>) -> tensor<2x2xf32> {
+  %0 = fuse.kernel "k0"(%x) : (tensor<4xf32>) -> tensor<2x2xf32> {
+  ^bb0(%a: tensor<4xf32>):
+    // expected-error @below {{'fuse.reshape' op cannot be part of fuse.kernel 'k0': it is neither an anchor nor elementwise}}
+    %1 = fuse.reshape %a : tensor<4xf32> to tensor<2x2xf32>
+    fuse.yield %1 : tensor<2x2xf32>
+  }
+  return %0 : tensor<2x2xf32>
+}
+
+// -----
+
+func.func @kernel_name_space(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @below {{'fuse.kernel' op name 'my kernel' is not a PTX identifier: use a letter or '_', then letters, digits and '_'}}
+  %0 = fuse.kernel "my kernel"(%x) : (tensor<4xf32>) -> tensor<4xf32> {
+  ^bb0(%a: tensor<4xf32>):
+    %1 = fuse.relu %a : tensor<4xf32>
+    fuse.yield %1 : tensor<4xf32>
+  }
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @kernel_name_digit(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @below {{'fuse.kernel' op name '0k' is not a PTX identifier}}
+  %0 = fuse.kernel "0k"(%x) : (tensor<4xf32>) -> tensor<4xf32> {
+  ^bb0(%a: tensor<4xf32>):
+    %1 = fuse.relu %a : tensor<4xf32>
+    fuse.yield %1 : tensor<4xf32>
+  }
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @kernel_name_empty(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @below {{'fuse.kernel' op name '' is not a PTX identifier}}
+  %0 = fuse.kernel ""(%x) : (tensor<4xf32>) -> tensor<4xf32> {
+  ^bb0(%a: tensor<4xf32>):
+    %1 = fuse.relu %a : tensor<4xf32>
+    fuse.yield %1 : tensor<4xf32>
+  }
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @tile_out_of_range(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>) -> tensor<4x8xf32> {
+  // expected-error @below {{tile warps_m = 33 is out of range [0, 32]}}
+  %0 = fuse.kernel "k0"(%x, %w) {tile = #fuse.tile<bm = 64, bn = 64, bk = 32, warps_m = 33>} : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32> {
+  ^bb0(%a: tensor<4x8xf32>, %b: tensor<8x8xf32>):
+    %1 = fuse.linear %a, %b : tensor<4x8xf32>, tensor<8x8xf32>
+    fuse.yield %1 : tensor<4x8xf32>
+  }
+  return %0 : tensor<4x8xf32>
+}

@@ -1,15 +1,38 @@
-//===- CodegenReduction.cpp - Row reductions -----------------------------===//
+//===- RowReduction.cpp - Normalisations and softmax ----------------------===//
 //
 // layer_norm, rms_norm and softmax: one block per row, shared-memory tree
-// reductions, the fused prologue computed per element.
+// reductions (mean then variance; max then sum), contiguous rows moving as
+// 16-byte vectors; a fused prologue (a residual add, say) is computed per
+// element in every pass and its result written once.
 //
 //===----------------------------------------------------------------------===//
 
-#include "CodegenImpl.h"
+#include "Families.h"
 
-namespace fusec::detail {
+using namespace fusec::tiling;
 
-Value Codegen::blockReduce(Value partial, bool isMax) {
+namespace {
+class RowReductionKernel : public KernelBuilder {
+public:
+  using KernelBuilder::KernelBuilder;
+
+private:
+  FailureOr<LaunchConfig> emitBody() override;
+  /// Shared-memory tree reduction of one f32 per thread across the block.
+  Value blockReduce(Value partial, bool isMax);
+
+  Value reduceBuffer;
+};
+} // namespace
+
+std::unique_ptr<KernelBuilder>
+fusec::tiling::makeRowReductionKernel(KernelOp kernel,
+                                      gpu::GPUModuleOp module,
+                                      const TargetDescription &target) {
+  return std::make_unique<RowReductionKernel>(kernel, module, target);
+}
+
+Value RowReductionKernel::blockReduce(Value partial, bool isMax) {
   Value tid = threadId();
   memref::StoreOp::create(b, partial, reduceBuffer, ValueRange{tid});
   gpu::BarrierOp::create(b);
@@ -29,7 +52,8 @@ Value Codegen::blockReduce(Value partial, bool isMax) {
   return result;
 }
 
-LaunchConfig Codegen::emitRowReduction(Operation *op) {
+FailureOr<LaunchConfig> RowReductionKernel::emitBody() {
+  Operation *op = anchor;
   Value input = op->getOperand(0);
   ArrayRef<int64_t> shape = shapeOf(input);
   int64_t length, inner;
@@ -47,11 +71,7 @@ LaunchConfig Codegen::emitRowReduction(Operation *op) {
     inner = 1;
   }
   int64_t rows = product(shape) / length;
-  auto wgType = MemRefType::get(
-      {kBlock}, b.getF32Type(), AffineMap(),
-      gpu::AddressSpaceAttr::get(b.getContext(),
-                                 gpu::AddressSpace::Workgroup));
-  reduceBuffer = func.addWorkgroupAttribution(wgType, b.getLoc());
+  reduceBuffer = allocShared({kBlock}, b.getF32Type());
   Value row = blockId(gpu::Dimension::x), tid = threadId();
   Value outer = divi(row, inner), in = remi(row, inner);
   // Linear offset of element j of this row.
@@ -164,8 +184,5 @@ LaunchConfig Codegen::emitRowReduction(Operation *op) {
       return y;
     });
   }
-  return {{rows, 1, 1}, {kBlock, 1, 1}};
+  return LaunchConfig{{rows, 1, 1}, {kBlock, 1, 1}};
 }
-
-
-} // namespace fusec::detail

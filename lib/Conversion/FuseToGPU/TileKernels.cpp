@@ -1,13 +1,14 @@
 //===- TileKernels.cpp - fusec-tile-kernels -------------------------------===//
 //
-// Generates one gpu.func per fuse.kernel (KernelCodegen) and rewrites each
-// graph function into its launch plan over memrefs.
+// Generates one gpu.func per fuse.kernel, in the family the strategy
+// selection picks for the target (Strategy.h), and rewrites each graph
+// function into its launch plan over memrefs.
 //
 //===----------------------------------------------------------------------===//
 
 #include "fusec/Transforms/Passes.h"
 
-#include "KernelCodegen.h"
+#include "Strategy.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -20,6 +21,7 @@ namespace fusec {
 using namespace mlir;
 using namespace mlir::fuse;
 using namespace fusec;
+using namespace fusec::tiling;
 
 static MemRefType memrefOf(Type tensorType) {
   auto tensor = cast<RankedTensorType>(tensorType);
@@ -46,7 +48,9 @@ static Value view(OpBuilder &b, Location loc, Value memref, MemRefType type) {
 
 /// Rewrites graph function `func` (of fuse.kernel ops, reshapes and a
 /// return) into its launch plan, with the kernels in `module`.
-static LogicalResult lowerGraph(func::FuncOp func, gpu::GPUModuleOp module) {
+static LogicalResult lowerGraph(func::FuncOp func, gpu::GPUModuleOp module,
+                                const TargetDescription &target,
+                                const TilingOptions &options) {
   Location loc = func.getLoc();
   OpBuilder b(func);
   SmallVector<Type> argTypes;
@@ -88,9 +92,24 @@ static LogicalResult lowerGraph(func::FuncOp func, gpu::GPUModuleOp module) {
     if (!kernel)
       return op.emitOpError("is outside every fuse.kernel; run "
                             "fusec-form-kernels before fusec-tile-kernels");
-    FailureOr<LaunchConfig> config = emitKernel(kernel, module);
+    if (module.lookupSymbol(kernel.getName()))
+      return kernel.emitOpError("name '")
+             << kernel.getName() << "' is taken by another kernel of @"
+             << func.getSymName();
+    FailureOr<KernelStrategy> strategy =
+        selectStrategy(kernel, target, options);
+    if (failed(strategy))
+      return failure();
+    FailureOr<LaunchConfig> config =
+        emitKernel(kernel, module, *strategy, target);
     if (failed(config))
       return failure();
+    auto kernelFunc = module.lookupSymbol<gpu::GPUFuncOp>(kernel.getName());
+    kernelFunc->setAttr("fusec.family",
+                        b.getStringAttr(familyName(strategy->family)));
+    if (strategy->tile.bm)
+      kernelFunc->setAttr("fusec.tile",
+                          strategy->tile.toAttr(b.getContext()));
     SmallVector<Value> args;
     for (Value input : kernel.getInputs())
       args.push_back(buffers.lookup(input));
@@ -109,9 +128,12 @@ static LogicalResult lowerGraph(func::FuncOp func, gpu::GPUModuleOp module) {
                              arith::ConstantIndexOp::create(b, loc, d[1]),
                              arith::ConstantIndexOp::create(b, loc, d[2])};
     };
-    auto kernelFunc = module.lookupSymbol<gpu::GPUFuncOp>(kernel.getName());
+    Value sharedBytes;
+    if (config->sharedBytes)
+      sharedBytes = arith::ConstantIntOp::create(b, loc, b.getI32Type(),
+                                                 config->sharedBytes);
     gpu::LaunchFuncOp::create(b, loc, kernelFunc, dim3(config->grid),
-                              dim3(config->block), Value(), args);
+                              dim3(config->block), sharedBytes, args);
   }
   for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
     auto it = outputOf.find(reshapeRoot(v));
@@ -128,8 +150,24 @@ static LogicalResult lowerGraph(func::FuncOp func, gpu::GPUModuleOp module) {
 
 namespace {
 struct TileKernelsPass : fusec::impl::TileKernelsBase<TileKernelsPass> {
+  using Base::Base;
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    llvm::Expected<TargetDescription> target =
+        TargetDescription::get(arch, smCount);
+    if (!target) {
+      module.emitError(llvm::toString(target.takeError()));
+      return signalPassFailure();
+    }
+    TilingOptions options;
+    if (fp32Math == "tf32") {
+      options.fp32Math = Fp32Math::TF32;
+    } else if (fp32Math != "ieee") {
+      module.emitError("fp32-math must be ieee or tf32, found '")
+          << fp32Math << "'";
+      return signalPassFailure();
+    }
     OpBuilder b(module.getContext());
     module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
                     b.getUnitAttr());
@@ -137,7 +175,7 @@ struct TileKernelsPass : fusec::impl::TileKernelsBase<TileKernelsPass> {
       b.setInsertionPointToEnd(module.getBody());
       auto gpuModule = gpu::GPUModuleOp::create(
           b, func.getLoc(), (func.getSymName() + "_kernels").str());
-      if (failed(lowerGraph(func, gpuModule)))
+      if (failed(lowerGraph(func, gpuModule, *target, options)))
         return signalPassFailure();
     }
   }

@@ -1,0 +1,133 @@
+//===- DirectConv.cpp - Convolutions with narrow groups ---------------------===//
+//
+// Depthwise and other grouped convolutions whose groups are too narrow for
+// a GEMM tile: one thread per output element, the window unrolled when
+// small; NHWC depthwise with 16-bit channels in vectors of 8 moves inputs
+// and outputs as 16-byte vectors, one thread per vector.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Families.h"
+
+using namespace fusec::tiling;
+
+namespace {
+class DirectConvKernel : public KernelBuilder {
+public:
+  using KernelBuilder::KernelBuilder;
+
+private:
+  FailureOr<LaunchConfig> emitBody() override {
+    auto op = cast<Conv2dOp>(anchor);
+    int64_t width = vectorWidth(shapeOf(op.getResult()));
+    if (isVectorDepthwise(op, width))
+      return emitDepthwiseVector(op, width);
+    return emitDirectConv(op);
+  }
+  LaunchConfig emitDepthwiseVector(Conv2dOp op, int64_t width);
+  LaunchConfig emitDirectConv(Conv2dOp op);
+
+  /// An NHWC depthwise convolution whose channels split into vectors of 8
+  /// 16-bit values. (With f32, four channels per thread measured slower
+  /// than one: bench/results/2026-11-21-h200-0b8b9b3.)
+  static bool isVectorDepthwise(Conv2dOp op, int64_t width) {
+    auto filter = cast<RankedTensorType>(op.getFilter().getType());
+    int64_t channels = filter.getDimSize(0);
+    return width >= 8 && op.getLayout() == Layout::NHWC &&
+           op.getGroups() == channels && filter.getDimSize(3) == 1 &&
+           channels % width == 0;
+  }
+};
+} // namespace
+
+std::unique_ptr<KernelBuilder>
+fusec::tiling::makeDirectConvKernel(KernelOp kernel, gpu::GPUModuleOp module,
+                                    const TargetDescription &target) {
+  return std::make_unique<DirectConvKernel>(kernel, module, target);
+}
+
+LaunchConfig DirectConvKernel::emitDepthwiseVector(Conv2dOp op, int64_t width) {
+  ArrayRef<int64_t> outShape = shapeOf(op.getResult());
+  ArrayRef<int64_t> xs = shapeOf(op.getInput()), fs = shapeOf(op.getFilter());
+  int64_t h = xs[1], w = xs[2], kh = fs[1], kw = fs[2];
+  auto pads = op.getPads();
+  ArrayRef<int64_t> s = op.getStrides(), d = op.getDilation();
+  Value x = argOf.lookup(op.getInput()), filter = argOf.lookup(op.getFilter());
+  return perElement(product(outShape) / width, [&](Value group) {
+    SmallVector<Value> coords = delinearize(muli(group, idx(width)), outShape);
+    Value ih0 = subi(muli(coords[1], idx(s[0])), idx(pads[0]));
+    Value iw0 = subi(muli(coords[2], idx(s[1])), idx(pads[2]));
+    SmallVector<Value> acc(width, f32(0));
+    for (int64_t i = 0; i < kh; ++i) {
+      for (int64_t j = 0; j < kw; ++j) {
+        Value ih = addi(ih0, idx(i * d[0])), iw = addi(iw0, idx(j * d[1]));
+        SmallVector<Value> xv = loadVectorOrZero(
+            andi(inRange(ih, h), inRange(iw, w)), x,
+            [&] { return SmallVector<Value>{coords[0], ih, iw, coords[3]}; },
+            width);
+        for (int64_t l = 0; l < width; ++l) {
+          Value wv = load(filter, {addi(coords[3], idx(l)), idx(i), idx(j),
+                                   idx(0)});
+          acc[l] = fma(xv[l], wv, acc[l]);
+        }
+      }
+    }
+    if (Value bias = op.getBias())
+      for (int64_t l = 0; l < width; ++l)
+        acc[l] = addf(acc[l], load(argOf.lookup(bias),
+                                   {addi(coords[3], idx(l))}));
+    storeVectorResults(coords, width, acc);
+  });
+}
+
+LaunchConfig DirectConvKernel::emitDirectConv(Conv2dOp op) {
+  Layout layout = op.getLayout();
+  ArrayRef<int64_t> outShape = shapeOf(op.getResult());
+  auto inDims = dimsNCHW(shapeOf(op.getInput()), layout);
+  int64_t ci = inDims[1], h = inDims[2], w = inDims[3];
+  int64_t co = dimsNCHW(outShape, layout)[1];
+  ArrayRef<int64_t> fs = shapeOf(op.getFilter());
+  bool nhwc = layout == Layout::NHWC;
+  int64_t kh = nhwc ? fs[1] : fs[2], kw = nhwc ? fs[2] : fs[3];
+  int64_t groups = op.getGroups(), cig = ci / groups, cog = co / groups;
+  auto pads = op.getPads();
+  ArrayRef<int64_t> s = op.getStrides(), d = op.getDilation();
+  Value x = argOf.lookup(op.getInput()), filter = argOf.lookup(op.getFilter());
+  return perElement(product(outShape), [&](Value linear) {
+    SmallVector<Value> coords = delinearize(linear, outShape);
+    NCHW o = splitNCHW(coords, layout);
+    Value g = divi(o.c, cog);
+    Value ih0 = subi(muli(o.h, idx(s[0])), idx(pads[0]));
+    Value iw0 = subi(muli(o.w, idx(s[1])), idx(pads[2]));
+    // One tap of the window: (c, khi, kwi) index values.
+    auto tap = [&](Value c, Value khi, Value kwi, Value acc) {
+      Value ih = addi(ih0, muli(khi, idx(d[0])));
+      Value iw = addi(iw0, muli(kwi, idx(d[1])));
+      Value ic = addi(muli(g, idx(cig)), c);
+      Value xv = loadOrZero(andi(inRange(ih, h), inRange(iw, w)), x, [&] {
+        return joinNCHW(o.n, ic, ih, iw, layout);
+      });
+      SmallVector<Value> fi = nhwc ? SmallVector<Value>{o.c, khi, kwi, c}
+                                   : SmallVector<Value>{o.c, c, khi, kwi};
+      return fma(xv, load(filter, fi), acc);
+    };
+    Value acc = f32(0);
+    if (cig * kh * kw <= 64) {
+      // Small windows (depthwise above all) unroll, so that every offset is
+      // a constant.
+      for (int64_t c = 0; c < cig; ++c)
+        for (int64_t i = 0; i < kh; ++i)
+          for (int64_t j = 0; j < kw; ++j)
+            acc = tap(idx(c), idx(i), idx(j), acc);
+    } else {
+      acc = loop(idx(0), idx(cig * kh * kw), idx(1), {acc},
+                 [&](Value r, ValueRange args) -> SmallVector<Value> {
+                   return {tap(divi(r, kh * kw), remi(divi(r, kw), kh),
+                               remi(r, kw), args[0])};
+                 })[0];
+    }
+    if (Value bias = op.getBias())
+      acc = addf(acc, load(argOf.lookup(bias), {o.c}));
+    storeResults(coords, acc);
+  });
+}

@@ -1,0 +1,63 @@
+//===- Families.h - The kernel families and their configurations -*- C++ -*-===//
+//
+// One home per kernel family, each in its own file; Strategy.cpp picks the
+// family and configuration of each fuse.kernel and builds it through these
+// factories.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FUSEC_LIB_CONVERSION_FUSETOGPU_FAMILIES_H
+#define FUSEC_LIB_CONVERSION_FUSETOGPU_FAMILIES_H
+
+#include "Gemm.h"
+
+#include <memory>
+
+namespace fusec::tiling {
+
+/// Elementwise chains: one thread per 16 bytes of output (Elementwise.cpp).
+std::unique_ptr<KernelBuilder>
+makeElementwiseKernel(KernelOp kernel, gpu::GPUModuleOp module,
+                      const TargetDescription &target);
+
+/// Convolutions with narrow groups, depthwise above all: one thread per
+/// output, or per 16 bytes of NHWC channels (DirectConv.cpp).
+std::unique_ptr<KernelBuilder>
+makeDirectConvKernel(KernelOp kernel, gpu::GPUModuleOp module,
+                     const TargetDescription &target);
+
+/// layer_norm, rms_norm, softmax: one block per row (RowReduction.cpp).
+std::unique_ptr<KernelBuilder>
+makeRowReductionKernel(KernelOp kernel, gpu::GPUModuleOp module,
+                       const TargetDescription &target);
+
+/// Pooling, global average pooling and upsampling (PoolResample.cpp).
+std::unique_ptr<KernelBuilder>
+makePoolResampleKernel(KernelOp kernel, gpu::GPUModuleOp module,
+                       const TargetDescription &target);
+
+/// Transposes and rotary embeddings, which gather each output from
+/// elsewhere in their input (Gather.cpp).
+std::unique_ptr<KernelBuilder>
+makeGatherKernel(KernelOp kernel, gpu::GPUModuleOp module,
+                 const TargetDescription &target);
+
+/// Attention, one thread per output element (AttentionDirect.cpp).
+std::unique_ptr<KernelBuilder>
+makeAttentionDirectKernel(KernelOp kernel, gpu::GPUModuleOp module,
+                          const TargetDescription &target);
+
+/// The GEMM on CUDA cores (GemmSimt.cpp).
+std::unique_ptr<KernelBuilder>
+makeGemmSimtKernel(KernelOp kernel, gpu::GPUModuleOp module,
+                   const TargetDescription &target, const GemmTile &tile);
+/// Its tile heuristic (docs/Tiling.md), and whether a given tile suits it
+/// (an error at the kernel if not).
+GemmTile chooseSimtTile(const GemmShape &shape,
+                        const TargetDescription &target);
+LogicalResult verifySimtTile(KernelOp kernel, const GemmTile &tile,
+                             const TargetDescription &target);
+
+} // namespace fusec::tiling
+
+#endif // FUSEC_LIB_CONVERSION_FUSETOGPU_FAMILIES_H

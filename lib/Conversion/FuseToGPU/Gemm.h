@@ -1,0 +1,111 @@
+//===- Gemm.h - Convolution, linear and matmul as one GEMM ------*- C++ -*-===//
+//
+// Implicit-GEMM convolution, linear layers and batched matrix products all
+// become C[batch][m][n] = sum_k A(batch, m, k) * B(batch, k, n) followed by
+// the fused epilogue. GemmProblem describes one at the level of addresses,
+// which is all a GEMM family needs: where each operand element lives and
+// whether it is inside the operand, which axis is contiguous, how wide an
+// aligned vector may be, and what becomes of each result element.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FUSEC_LIB_CONVERSION_FUSETOGPU_GEMM_H
+#define FUSEC_LIB_CONVERSION_FUSETOGPU_GEMM_H
+
+#include "KernelBuilder.h"
+
+namespace fusec::tiling {
+
+/// Sizes of the GEMM an anchor computes (no IR needed).
+struct GemmShape {
+  int64_t batch = 1, m = 0, n = 0, k = 0;
+  /// The operands' element type.
+  Type elementType;
+};
+
+/// Whether `anchor` runs as a GEMM: linear, matmul, and convolutions whose
+/// groups are wide enough to fill a tile (the rest run as direct
+/// convolutions).
+bool isGemmAnchor(Operation *anchor);
+GemmShape getGemmShape(Operation *anchor);
+
+/// One tile configuration; the fields a family does not use are 0. See
+/// #fuse.tile (FuseAttrs.td).
+struct GemmTile {
+  int64_t bm = 0, bn = 0, bk = 0;
+  /// CUDA-core family: each thread's register tile.
+  int64_t tm = 0, tn = 0;
+  /// Tensor-core family: the warp grid and the pipeline depth.
+  int64_t warpsM = 0, warpsN = 0, stages = 0;
+
+  TileAttr toAttr(MLIRContext *context) const {
+    return TileAttr::get(context, bm, bn, bk, tm, tn, warpsM, warpsN, stages);
+  }
+  static GemmTile fromAttr(TileAttr attr) {
+    return {attr.getBm(),     attr.getBn(),     attr.getBk(),
+            attr.getTm(),     attr.getTn(),     attr.getWarpsM(),
+            attr.getWarpsN(), attr.getStages()};
+  }
+};
+
+/// Where one operand element lives: memref indices, built on demand (where
+/// the guarded access is), and whether it is inside the operand (false for
+/// convolution padding and past every edge).
+struct GemmAddress {
+  Value inBounds;
+  std::function<SmallVector<Value>()> indices;
+};
+
+/// A (m x k) or B (n x k) as the GEMM families read it.
+struct GemmOperand {
+  /// The kernel argument holding the operand.
+  Value memref;
+  /// Whether consecutive k are adjacent in memory (otherwise consecutive m
+  /// for A, n for B are).
+  bool kContiguous = true;
+  /// Runs of `vector` elements along the contiguous axis, starting at a
+  /// multiple of `vector`, are contiguous, 16-byte aligned and entirely
+  /// inside or outside the operand, so a tile load may move each as one
+  /// 16-byte vector (or cp.async). 1: element by element.
+  int64_t vector = 1;
+  /// The element at (batch, i, k), i being m for A and n for B.
+  std::function<GemmAddress(Value batch, Value i, Value k)> address;
+};
+
+struct GemmProblem {
+  GemmShape shape;
+  GemmOperand a, b;
+  /// Runs of `outVector` consecutive n, starting at a multiple of it, are
+  /// contiguous and aligned in every output, so the epilogue may store
+  /// them as one vector.
+  int64_t outVector = 1;
+  /// Computes and stores the kernel's results at (batch, m, n...n+size-1)
+  /// from the accumulators `acc` there: size 1, or outVector with all of
+  /// them inside the result.
+  std::function<void(Value batch, Value m, Value n, ArrayRef<Value> acc)>
+      epilogue;
+};
+
+/// The base of the GEMM families: describes the anchor as a GemmProblem and
+/// lets the family compute it.
+class GemmKernel : public KernelBuilder {
+public:
+  GemmKernel(KernelOp kernel, gpu::GPUModuleOp module,
+             const TargetDescription &target, GemmTile tile)
+      : KernelBuilder(kernel, module, target), tile(tile) {}
+
+protected:
+  FailureOr<LaunchConfig> emitBody() final;
+  virtual FailureOr<LaunchConfig> emitGemm(const GemmProblem &problem) = 0;
+
+  GemmTile tile;
+
+private:
+  GemmProblem convProblem(Conv2dOp op);
+  GemmProblem linearProblem(LinearOp op);
+  GemmProblem matmulProblem(MatmulOp op);
+};
+
+} // namespace fusec::tiling
+
+#endif // FUSEC_LIB_CONVERSION_FUSETOGPU_GEMM_H

@@ -1,0 +1,268 @@
+//===- GemmProblem.cpp - Convolution, linear and matmul as GEMMs ----------===//
+//
+// The address-level description of each GEMM anchor (Gemm.h). Convolution
+// is an implicit GEMM per group: m runs over output pixels (n, ho, wo), n
+// over the group's output channels, k over the filter's contiguous
+// dimensions ((kh, kw, ci) for OHWI, (ci, kh, kw) for OIHW).
+//
+//===----------------------------------------------------------------------===//
+
+#include "Gemm.h"
+
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace fusec::tiling;
+
+/// A grouped convolution whose groups are too narrow to fill a GEMM tile
+/// (depthwise above all) runs as a direct convolution instead.
+static bool hasWideGroups(Conv2dOp op) {
+  int64_t co = cast<RankedTensorType>(op.getFilter().getType()).getDimSize(0);
+  return co / op.getGroups() >= 16;
+}
+
+bool fusec::tiling::isGemmAnchor(Operation *anchor) {
+  if (auto conv = dyn_cast<Conv2dOp>(anchor))
+    return hasWideGroups(conv);
+  return isa<LinearOp, MatmulOp>(anchor);
+}
+
+GemmShape fusec::tiling::getGemmShape(Operation *anchor) {
+  GemmShape shape;
+  shape.elementType =
+      cast<ShapedType>(anchor->getOperand(0).getType()).getElementType();
+  if (auto conv = dyn_cast<Conv2dOp>(anchor)) {
+    Layout layout = conv.getLayout();
+    auto in = dimsNCHW(shapeOf(conv.getInput()), layout);
+    auto out = dimsNCHW(shapeOf(conv.getResult()), layout);
+    int64_t groups = conv.getGroups();
+    shape.batch = groups;
+    shape.m = out[0] * out[2] * out[3];
+    shape.n = out[1] / groups;
+    shape.k = product(shapeOf(conv.getFilter()).drop_front());
+    (void)in;
+  } else if (auto linear = dyn_cast<LinearOp>(anchor)) {
+    ArrayRef<int64_t> inShape = shapeOf(linear.getInput());
+    shape.k = inShape.back();
+    shape.m = product(inShape) / shape.k;
+    shape.n = shapeOf(linear.getResult()).back();
+  } else {
+    auto matmul = cast<MatmulOp>(anchor);
+    ArrayRef<int64_t> ls = shapeOf(matmul.getLhs());
+    ArrayRef<int64_t> os = shapeOf(matmul.getResult());
+    shape.m = os.end()[-2];
+    shape.n = os.back();
+    shape.k = matmul.getTransposeLhs() ? ls.end()[-2] : ls.back();
+    shape.batch = product(os.drop_back(2));
+  }
+  return shape;
+}
+
+FailureOr<LaunchConfig> GemmKernel::emitBody() {
+  GemmProblem problem =
+      llvm::TypeSwitch<Operation *, GemmProblem>(anchor)
+          .Case([&](Conv2dOp op) { return convProblem(op); })
+          .Case([&](LinearOp op) { return linearProblem(op); })
+          .Case([&](MatmulOp op) { return matmulProblem(op); });
+  problem.shape = getGemmShape(anchor);
+  return emitGemm(problem);
+}
+
+/// Elements of the operands' type in 16 bytes.
+static int64_t vectorElements(Value tensor) {
+  return 128 / cast<ShapedType>(tensor.getType()).getElementTypeBitWidth();
+}
+
+GemmProblem GemmKernel::convProblem(Conv2dOp op) {
+  Layout layout = op.getLayout();
+  bool nhwc = layout == Layout::NHWC;
+  ArrayRef<int64_t> outShape = shapeOf(op.getResult());
+  auto [n, ci, h, w] = dimsNCHW(shapeOf(op.getInput()), layout);
+  auto outDims = dimsNCHW(outShape, layout);
+  int64_t co = outDims[1], ho = outDims[2], wo = outDims[3];
+  ArrayRef<int64_t> fs = shapeOf(op.getFilter());
+  int64_t kh = nhwc ? fs[1] : fs[2], kw = nhwc ? fs[2] : fs[3];
+  int64_t groups = op.getGroups(), cig = ci / groups, cog = co / groups;
+  std::array<int64_t, 4> pads = op.getPads();
+  ArrayRef<int64_t> s = op.getStrides(), d = op.getDilation();
+  Value x = argOf.lookup(op.getInput()), filter = argOf.lookup(op.getFilter());
+  Value bias = op.getBias() ? argOf.lookup(op.getBias()) : Value();
+  int64_t kTotal = cig * kh * kw, mTotal = n * ho * wo;
+
+  // (c, kh, kw) of reduction index k.
+  auto splitK = [=, this](Value k) {
+    if (nhwc)
+      return std::tuple(remi(k, cig), remi(divi(k, cig * kw), kh),
+                        remi(divi(k, cig), kw));
+    return std::tuple(divi(k, kh * kw), remi(divi(k, kw), kh), remi(k, kw));
+  };
+  GemmProblem problem;
+  // A(g, m, k): the input pixel under filter tap k of output pixel m, zero
+  // in the padding.
+  problem.a.memref = x;
+  problem.a.kContiguous = nhwc;
+  problem.a.address = [=, this](Value g, Value m, Value k) {
+    SmallVector<Value> p = delinearize(m, {n, ho, wo});
+    Value c, khi, kwi;
+    std::tie(c, khi, kwi) = splitK(k);
+    Value ih = addi(subi(muli(p[1], idx(s[0])), idx(pads[0])),
+                    muli(khi, idx(d[0])));
+    Value iw = addi(subi(muli(p[2], idx(s[1])), idx(pads[2])),
+                    muli(kwi, idx(d[1])));
+    Value ok = andi(andi(ltc(m, mTotal), ltc(k, kTotal)),
+                    andi(inRange(ih, h), inRange(iw, w)));
+    std::function<SmallVector<Value>()> at = [=, this] {
+      return joinNCHW(p[0], addi(muli(g, idx(cig)), c), ih, iw, layout);
+    };
+    return GemmAddress{ok, at};
+  };
+  // B(g, n, k): the filter.
+  problem.b.memref = filter;
+  problem.b.kContiguous = true;
+  problem.b.address = [=, this](Value g, Value nn, Value k) {
+    Value c, khi, kwi;
+    std::tie(c, khi, kwi) = splitK(k);
+    Value ok = andi(ltc(k, kTotal), ltc(nn, cog));
+    std::function<SmallVector<Value>()> at = [=, this]() -> SmallVector<Value> {
+      Value o = addi(muli(g, idx(cog)), nn);
+      if (nhwc)
+        return {o, khi, kwi, c};
+      return {o, c, khi, kwi};
+    };
+    return GemmAddress{ok, at};
+  };
+  // NHWC runs of input channels (and the filter's matching runs) are
+  // contiguous; they are aligned when the channel counts are multiples of
+  // the vector width.
+  int64_t width = vectorElements(op.getInput());
+  if (nhwc && cig % width == 0 && ci % width == 0)
+    problem.a.vector = problem.b.vector = width;
+  // Output channels are the innermost NHWC axis.
+  if (nhwc)
+    for (int64_t v : {8, 4, 2})
+      if (cog % v == 0 && co % v == 0 && v <= width) {
+        problem.outVector = v;
+        break;
+      }
+  problem.epilogue = [=, this](Value g, Value m, Value nn,
+                               ArrayRef<Value> acc) {
+    SmallVector<Value> p = delinearize(m, {n, ho, wo});
+    Value o = addi(muli(g, idx(cog)), nn);
+    SmallVector<Value> values(acc);
+    if (bias)
+      for (auto [i, value] : llvm::enumerate(values))
+        value = addf(value, load(bias, {i ? addi(o, idx(i)) : o}));
+    SmallVector<Value> coords = joinNCHW(p[0], o, p[1], p[2], layout);
+    if (values.size() == 1)
+      storeResults(coords, values[0]);
+    else
+      storeVectorResults(coords, values.size(), values);
+  };
+  return problem;
+}
+
+GemmProblem GemmKernel::linearProblem(LinearOp op) {
+  ArrayRef<int64_t> inShape = shapeOf(op.getInput());
+  int64_t k = inShape.back(), n = shapeOf(op.getResult()).back();
+  int64_t m = product(inShape) / k;
+  ArrayRef<int64_t> lead = inShape.drop_back();
+  Value x = argOf.lookup(op.getInput()), weight = argOf.lookup(op.getWeight());
+  Value bias = op.getBias() ? argOf.lookup(op.getBias()) : Value();
+  GemmProblem problem;
+  problem.a.memref = x;
+  problem.a.address = [=, this](Value, Value mi, Value ki) {
+    return GemmAddress{andi(ltc(mi, m), ltc(ki, k)), [=, this] {
+                         SmallVector<Value> c = delinearize(mi, lead);
+                         c.push_back(ki);
+                         return c;
+                       }};
+  };
+  // The weight is [N, K]: B transposed, k contiguous.
+  problem.b.memref = weight;
+  problem.b.address = [=, this](Value, Value ni, Value ki) {
+    return GemmAddress{andi(ltc(ki, k), ltc(ni, n)), [=] {
+                         return SmallVector<Value>{ni, ki};
+                       }};
+  };
+  int64_t width = vectorElements(op.getInput());
+  if (k % width == 0)
+    problem.a.vector = problem.b.vector = width;
+  for (int64_t v : {8, 4, 2})
+    if (n % v == 0 && v <= width) {
+      problem.outVector = v;
+      break;
+    }
+  problem.epilogue = [=, this](Value, Value mi, Value ni,
+                               ArrayRef<Value> acc) {
+    SmallVector<Value> values(acc);
+    if (bias)
+      for (auto [i, value] : llvm::enumerate(values))
+        value = addf(value, load(bias, {i ? addi(ni, idx(i)) : ni}));
+    SmallVector<Value> c = delinearize(mi, lead);
+    c.push_back(ni);
+    if (values.size() == 1)
+      storeResults(c, values[0]);
+    else
+      storeVectorResults(c, values.size(), values);
+  };
+  return problem;
+}
+
+GemmProblem GemmKernel::matmulProblem(MatmulOp op) {
+  ArrayRef<int64_t> ls = shapeOf(op.getLhs()), rs = shapeOf(op.getRhs());
+  ArrayRef<int64_t> os = shapeOf(op.getResult());
+  bool ta = op.getTransposeLhs(), tb = op.getTransposeRhs();
+  int64_t m = os.end()[-2], n = os.back();
+  int64_t k = ta ? ls.end()[-2] : ls.back();
+  ArrayRef<int64_t> batchShape = os.drop_back(2);
+  Value lhs = argOf.lookup(op.getLhs()), rhs = argOf.lookup(op.getRhs());
+  // Indices of (r, c) of batch `batchIdx` in an operand of `shape`, whose
+  // batch dimensions broadcast.
+  auto operandIndex = [=, this](Value batchIdx, ArrayRef<int64_t> shape,
+                                Value r, Value c) {
+    SmallVector<Value> bc = broadcastCoords(delinearize(batchIdx, batchShape),
+                                            shape.drop_back(2));
+    bc.push_back(r);
+    bc.push_back(c);
+    return bc;
+  };
+  GemmProblem problem;
+  problem.a.memref = lhs;
+  problem.a.kContiguous = !ta;
+  problem.a.address = [=, this](Value bi, Value mi, Value ki) {
+    return GemmAddress{andi(ltc(mi, m), ltc(ki, k)), [=] {
+                         return ta ? operandIndex(bi, ls, ki, mi)
+                                   : operandIndex(bi, ls, mi, ki);
+                       }};
+  };
+  problem.b.memref = rhs;
+  problem.b.kContiguous = tb;
+  problem.b.address = [=, this](Value bi, Value ni, Value ki) {
+    return GemmAddress{andi(ltc(ki, k), ltc(ni, n)), [=] {
+                         return tb ? operandIndex(bi, rs, ni, ki)
+                                   : operandIndex(bi, rs, ki, ni);
+                       }};
+  };
+  // Runs along each operand's contiguous axis are aligned when that axis's
+  // extent is a multiple of the vector width.
+  int64_t width = vectorElements(op.getLhs());
+  if ((ta ? m : k) % width == 0)
+    problem.a.vector = width;
+  if ((tb ? k : n) % width == 0)
+    problem.b.vector = width;
+  for (int64_t v : {8, 4, 2})
+    if (n % v == 0 && v <= width) {
+      problem.outVector = v;
+      break;
+    }
+  problem.epilogue = [=, this](Value bi, Value mi, Value ni,
+                               ArrayRef<Value> acc) {
+    SmallVector<Value> c = delinearize(bi, batchShape);
+    c.push_back(mi);
+    c.push_back(ni);
+    if (acc.size() == 1)
+      storeResults(c, acc[0]);
+    else
+      storeVectorResults(c, acc.size(), acc);
+  };
+  return problem;
+}

@@ -1,0 +1,388 @@
+//===- KernelBuilder.cpp - What every kernel family builds with -----------===//
+//
+// The gpu.func of one fuse.kernel and the fused epilogue: whatever the
+// anchor, each output element ends the same way, the kernel's yielded values
+// evaluated at that element's coordinates (elementwise ops recursively,
+// operands read at their broadcast coordinates, the anchor's value taken
+// from registers). Every global access is guarded, so any shape works.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelBuilder.h"
+
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace fusec::tiling;
+
+//===----------------------------------------------------------------------===//
+// The function
+//===----------------------------------------------------------------------===//
+
+FailureOr<LaunchConfig> KernelBuilder::build() {
+  Block &body = kernel.getBody().front();
+  SmallVector<Type> argTypes;
+  for (Type t : kernel.getInputs().getTypes()) {
+    auto tensor = cast<RankedTensorType>(t);
+    argTypes.push_back(
+        MemRefType::get(tensor.getShape(), tensor.getElementType()));
+  }
+  for (Type t : kernel.getResultTypes()) {
+    auto tensor = cast<RankedTensorType>(t);
+    argTypes.push_back(
+        MemRefType::get(tensor.getShape(), tensor.getElementType()));
+    if (tensor.getNumElements() >= (int64_t(1) << 31))
+      return kernel.emitOpError("result ")
+             << t << " has 2^31 elements or more; 32-bit indexing cannot "
+                     "address it";
+  }
+  for (Value v : yield().getValues())
+    if (shapeOf(v) != shapeOf(yield().getValues()[0]))
+      return kernel.emitOpError("results of different shapes cannot share "
+                                "one GPU kernel");
+  b.setInsertionPointToEnd(module.getBody());
+  func = gpu::GPUFuncOp::create(b, kernel.getName(),
+                                b.getFunctionType(argTypes, {}));
+  func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
+  Block &entry = func.getBody().front();
+  for (auto [arg, memref] :
+       llvm::zip(body.getArguments(), entry.getArguments()))
+    argOf.map(arg, memref);
+  for (Value memref : entry.getArguments().drop_front(body.getNumArguments()))
+    outputs.push_back(memref);
+  b.setInsertionPointToEnd(&entry);
+
+  for (Operation &op : body.without_terminator())
+    if (isAnchor(&op))
+      anchor = &op;
+  if (anchor)
+    anchorResult = anchor->getResult(0);
+
+  FailureOr<LaunchConfig> config = emitBody();
+  if (failed(config))
+    return failure();
+  gpu::ReturnOp::create(b);
+  func.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr(
+      {static_cast<int32_t>(config->block[0]),
+       static_cast<int32_t>(config->block[1]),
+       static_cast<int32_t>(config->block[2])}));
+  for (int64_t g : config->grid)
+    if (g < 1 || g >= (int64_t(1) << 31))
+      return kernel.emitOpError("needs a grid of ")
+             << config->grid[0] << " x " << config->grid[1] << " x "
+             << config->grid[2] << " blocks, beyond what CUDA launches";
+  if (config->grid[1] > 65535 || config->grid[2] > 65535)
+    return kernel.emitOpError("needs ")
+           << config->grid[1] << " x " << config->grid[2]
+           << " blocks in y and z, beyond CUDA's 65535";
+  return config;
+}
+
+//===----------------------------------------------------------------------===//
+// Builders
+//===----------------------------------------------------------------------===//
+
+SmallVector<Value>
+KernelBuilder::loadVectorOrZero(Value inBounds, Value memref,
+                                std::function<SmallVector<Value>()> indices,
+                                int64_t width) {
+  auto type = VectorType::get(
+      {width}, cast<MemRefType>(memref.getType()).getElementType());
+  int64_t bytes =
+      width * cast<MemRefType>(memref.getType()).getElementTypeBitWidth() / 8;
+  Value vec = ifElse(
+      inBounds,
+      [&]() -> Value {
+        return vector::LoadOp::create(b, type, memref, indices(),
+                                      /*nontemporal=*/false,
+                                      llvm::MaybeAlign(bytes));
+      },
+      [&]() -> Value {
+        return arith::ConstantOp::create(
+            b, type,
+            DenseElementsAttr::get(type,
+                                   b.getZeroAttr(type.getElementType())));
+      },
+      type);
+  SmallVector<Value> lanes;
+  for (int64_t i = 0; i < width; ++i)
+    lanes.push_back(toF32(vector::ExtractOp::create(b, vec, i)));
+  return lanes;
+}
+
+SmallVector<Value> KernelBuilder::delinearize(Value linear,
+                                              ArrayRef<int64_t> shape) {
+  SmallVector<Value> coords(shape.size());
+  int64_t stride = 1;
+  for (int64_t i = shape.size() - 1; i >= 0; --i) {
+    Value q = divi(linear, stride);
+    coords[i] = i == 0 ? q : remi(q, shape[i]);
+    stride *= shape[i];
+  }
+  return coords;
+}
+
+SmallVector<Value>
+KernelBuilder::loop(Value lb, Value ub, Value step, ValueRange init,
+                    function_ref<SmallVector<Value>(Value, ValueRange)> body) {
+  auto forOp = scf::ForOp::create(b, lb, ub, step, init);
+  OpBuilder::InsertionGuard guard(b);
+  Block *block = forOp.getBody();
+  if (!block->empty())
+    block->back().erase();
+  b.setInsertionPointToEnd(block);
+  scf::YieldOp::create(
+      b, body(forOp.getInductionVar(), forOp.getRegionIterArgs()));
+  return forOp.getResults();
+}
+
+void KernelBuilder::ifThen(Value cond, function_ref<void()> body) {
+  auto ifOp = scf::IfOp::create(b, TypeRange(), cond, false);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
+  body();
+}
+
+Value KernelBuilder::ifElse(Value cond, function_ref<Value()> thenFn,
+                            function_ref<Value()> elseFn, Type type) {
+  auto ifOp = scf::IfOp::create(b, type ? type : b.getF32Type(), cond, true);
+  OpBuilder::InsertionGuard guard(b);
+  for (auto [block, fn] : {std::pair{ifOp.thenBlock(), thenFn},
+                           std::pair{ifOp.elseBlock(), elseFn}}) {
+    if (!block->empty())
+      block->back().erase();
+    b.setInsertionPointToEnd(block);
+    scf::YieldOp::create(b, fn());
+  }
+  return ifOp.getResult(0);
+}
+
+Value KernelBuilder::allocShared(ArrayRef<int64_t> shape, Type elementType) {
+  auto wg = gpu::AddressSpaceAttr::get(b.getContext(),
+                                       gpu::AddressSpace::Workgroup);
+  return func.addWorkgroupAttribution(
+      MemRefType::get(shape, elementType, AffineMap(), wg), b.getLoc());
+}
+
+LaunchConfig KernelBuilder::perElement(int64_t total,
+                                       function_ref<void(Value)> body) {
+  Value linear =
+      addi(muli(blockId(gpu::Dimension::x), idx(kBlock)), threadId());
+  ifThen(ltc(linear, total), [&] { body(linear); });
+  return {{ceilDiv(total, kBlock), 1, 1}, {kBlock, 1, 1}};
+}
+
+//===----------------------------------------------------------------------===//
+// Epilogue
+//===----------------------------------------------------------------------===//
+
+SmallVector<Value> KernelBuilder::broadcastCoords(ArrayRef<Value> coords,
+                                                  ArrayRef<int64_t> shape) {
+  SmallVector<Value> result;
+  size_t offset = coords.size() - shape.size();
+  for (auto [i, dim] : llvm::enumerate(shape))
+    result.push_back(dim == 1 ? idx(0) : coords[offset + i]);
+  return result;
+}
+
+SmallVector<Value> KernelBuilder::evalResults(ArrayRef<Value> coords,
+                                              Value anchorValue) {
+  anchorScalar = anchorValue;
+  cache.clear();
+  SmallVector<Value> values;
+  for (Value value : yield().getValues())
+    values.push_back(evalAt(value, coords));
+  return values;
+}
+
+void KernelBuilder::storeResults(ArrayRef<Value> coords, Value anchorValue) {
+  for (auto [value, out] :
+       llvm::zip_equal(evalResults(coords, anchorValue), outputs))
+    store(value, out, coords);
+}
+
+Value KernelBuilder::evalUnary(Operation *op, Value x) {
+  return llvm::TypeSwitch<Operation *, Value>(op)
+      .Case([&](ReluOp) { return maxf(x, f32(0)); })
+      .Case([&](Relu6Op) { return minf(maxf(x, f32(0)), f32(6)); })
+      .Case([&](ClampOp o) {
+        return minf(maxf(x, f32(o.getMin().convertToDouble())),
+                    f32(o.getMax().convertToDouble()));
+      })
+      .Case([&](LeakyReluOp o) {
+        Value neg = mulf(x, f32(o.getAlpha().convertToDouble()));
+        return select(
+            arith::CmpFOp::create(b, arith::CmpFPredicate::OGE, x, f32(0)), x,
+            neg);
+      })
+      .Case([&](GeluOp o) {
+        Value half = mulf(x, f32(0.5));
+        if (o.getApproximate() == GeluApproximation::Tanh) {
+          Value x3 = mulf(mulf(x, x), x);
+          Value inner = mulf(f32(std::sqrt(2.0 / M_PI)),
+                             fma(x3, f32(0.044715), x));
+          return mulf(half, addf(f32(1), math::TanhOp::create(b, inner)));
+        }
+        Value erf = math::ErfOp::create(b, mulf(x, f32(M_SQRT1_2)));
+        return mulf(half, addf(f32(1), erf));
+      })
+      .Case([&](SiluOp) {
+        return divf(x, addf(f32(1), exp(arith::NegFOp::create(b, x))));
+      })
+      .Case([&](SigmoidOp) {
+        return divf(f32(1), addf(f32(1), exp(arith::NegFOp::create(b, x))));
+      })
+      .Case([&](TanhOp) { return math::TanhOp::create(b, x); })
+      .Case([&](HardSwishOp) {
+        Value r6 = minf(maxf(addf(x, f32(3)), f32(0)), f32(6));
+        return mulf(x, mulf(r6, f32(1.0 / 6.0)));
+      })
+      .Case([&](CastOp o) {
+        Type to = o.getType().getElementType();
+        if (to.isF32())
+          return x;
+        return toF32(arith::TruncFOp::create(b, to, x));
+      })
+      .Default([](Operation *) { return Value(); });
+}
+
+Value KernelBuilder::evalAt(Value v, ArrayRef<Value> coords) {
+  if (v == anchorResult)
+    return anchorScalar;
+  if (Value known = preloaded.lookup(v))
+    return known;
+  if (auto arg = dyn_cast<BlockArgument>(v))
+    return load(argOf.lookup(arg), coords);
+  // A value is always read at the same function of the element's
+  // coordinates (broadcasting is consistent), so it is computed once per
+  // element.
+  if (Value hit = cache.lookup(v))
+    return hit;
+  Operation *op = v.getDefiningOp();
+  auto at = [&](Value operand) {
+    return evalAt(operand, broadcastCoords(coords, shapeOf(operand)));
+  };
+  auto channel = [&](Value vec, int64_t axis) {
+    return evalAt(vec, {coords[axis]});
+  };
+  Value result =
+      llvm::TypeSwitch<Operation *, Value>(op)
+          .Case([&](AddOp o) { return addf(at(o.getLhs()), at(o.getRhs())); })
+          .Case([&](SubOp o) { return subf(at(o.getLhs()), at(o.getRhs())); })
+          .Case([&](MulOp o) { return mulf(at(o.getLhs()), at(o.getRhs())); })
+          .Case([&](DivOp o) { return divf(at(o.getLhs()), at(o.getRhs())); })
+          .Case([&](BiasAddOp o) {
+            int64_t axis = static_cast<int64_t>(o.getAxis());
+            if (axis < 0)
+              axis += coords.size();
+            return addf(evalAt(o.getInput(), coords),
+                        channel(o.getBias(), axis));
+          })
+          .Case([&](ScaleShiftOp o) {
+            int64_t axis = o.getChannelAxis();
+            return fma(evalAt(o.getInput(), coords),
+                       channel(o.getScale(), axis),
+                       channel(o.getShift(), axis));
+          })
+          .Case([&](BatchNormOp o) {
+            int64_t axis = o.getChannelAxis();
+            Value x = evalAt(o.getInput(), coords);
+            Value inv = math::RsqrtOp::create(
+                b, addf(channel(o.getVariance(), axis),
+                        f32(o.getEpsilon().convertToDouble())));
+            Value scale = mulf(inv, channel(o.getScale(), axis));
+            return fma(subf(x, channel(o.getMean(), axis)), scale,
+                       channel(o.getShift(), axis));
+          })
+          .Case([&](BatchNormCoefficientsOp o) {
+            Value var = evalAt(o.getVariance(), coords);
+            Value eps = f32(o.getEpsilon().convertToDouble());
+            Value scale = mulf(evalAt(o.getScale(), coords),
+                               math::RsqrtOp::create(b, addf(var, eps)));
+            if (v == o.getResultScale())
+              return scale;
+            return subf(evalAt(o.getShift(), coords),
+                        mulf(evalAt(o.getMean(), coords), scale));
+          })
+          .Default([&](Operation *o) {
+            return evalUnary(o, evalAt(o->getOperand(0), coords));
+          });
+  assert(result && "unexpected op in a kernel epilogue");
+  cache[v] = result;
+  return result;
+}
+
+//===----------------------------------------------------------------------===//
+// Vectors
+//===----------------------------------------------------------------------===//
+
+int64_t KernelBuilder::vectorWidth(ArrayRef<int64_t> shape) {
+  int64_t widest = 0;
+  for (Value out : outputs)
+    widest = std::max<int64_t>(
+        widest, cast<MemRefType>(out.getType()).getElementTypeBitWidth());
+  for (BlockArgument arg : kernel.getBody().getArguments())
+    if (shapeOf(arg) == shape)
+      widest = std::max<int64_t>(
+          widest,
+          cast<RankedTensorType>(arg.getType()).getElementTypeBitWidth());
+  int64_t width = 128 / widest;
+  return !shape.empty() && shape.back() % width == 0 ? width : 0;
+}
+
+VectorType KernelBuilder::vectorOf(Value memref, int64_t width) {
+  return VectorType::get({width},
+                         cast<MemRefType>(memref.getType()).getElementType());
+}
+
+llvm::MaybeAlign KernelBuilder::alignOf(Value memref, int64_t width) {
+  return llvm::MaybeAlign(
+      width * cast<MemRefType>(memref.getType()).getElementTypeBitWidth() / 8);
+}
+
+Value KernelBuilder::loadVector(Value memref, ArrayRef<Value> coords,
+                                int64_t width) {
+  return vector::LoadOp::create(b, vectorOf(memref, width), memref, coords,
+                                /*nontemporal=*/false, alignOf(memref, width));
+}
+
+SmallVector<std::pair<BlockArgument, Value>>
+KernelBuilder::loadFullInputs(ArrayRef<Value> coords, int64_t width) {
+  ArrayRef<int64_t> shape = shapeOf(yield().getValues()[0]);
+  SmallVector<std::pair<BlockArgument, Value>> full;
+  for (BlockArgument arg : kernel.getBody().getArguments())
+    if (shapeOf(arg) == shape && !arg.use_empty())
+      full.emplace_back(arg, loadVector(argOf.lookup(arg), coords, width));
+  return full;
+}
+
+void KernelBuilder::selectLane(ArrayRef<std::pair<BlockArgument, Value>> full,
+                               int64_t lane) {
+  preloaded.clear();
+  cache.clear();
+  for (auto [arg, vec] : full)
+    preloaded[arg] = toF32(vector::ExtractOp::create(b, vec, lane));
+}
+
+void KernelBuilder::storeVectorResults(ArrayRef<Value> coords, int64_t width,
+                                       ArrayRef<Value> anchorValues) {
+  auto full = loadFullInputs(coords, width);
+  SmallVector<SmallVector<Value>> lanes(outputs.size());
+  for (int64_t i = 0; i < width; ++i) {
+    SmallVector<Value> at(coords);
+    at.back() = addi(coords.back(), idx(i));
+    selectLane(full, i);
+    Value anchorValue = anchorValues.empty() ? Value() : anchorValues[i];
+    for (auto [k, value] : llvm::enumerate(evalResults(at, anchorValue))) {
+      Type type = cast<MemRefType>(outputs[k].getType()).getElementType();
+      lanes[k].push_back(value.getType() == type
+                             ? value
+                             : arith::TruncFOp::create(b, type, value)
+                                   .getResult());
+    }
+  }
+  preloaded.clear();
+  for (auto [out, values] : llvm::zip_equal(outputs, lanes))
+    vector::StoreOp::create(
+        b, vector::FromElementsOp::create(b, vectorOf(out, width), values),
+        out, coords, /*nontemporal=*/false, alignOf(out, width));
+}

@@ -1,0 +1,261 @@
+//===- KernelBuilder.h - What every kernel family builds with ---*- C++ -*-===//
+//
+// The base of every kernel family: it creates the gpu.func of one
+// fuse.kernel, maps the kernel's operands to the function's memrefs, and
+// offers the small builders, structured control flow, vector I/O, shared
+// memory and the fused epilogue (the kernel's elementwise ops evaluated at
+// one output element) that the families share. A family derives from it and
+// emits the body (Families.h).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FUSEC_LIB_CONVERSION_FUSETOGPU_KERNELBUILDER_H
+#define FUSEC_LIB_CONVERSION_FUSETOGPU_KERNELBUILDER_H
+
+#include "Fuse/FuseOps.h"
+#include "fusec/Target/TargetDescription.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+
+#include <array>
+#include <cmath>
+#include <functional>
+
+namespace fusec::tiling {
+
+using namespace mlir;
+using namespace mlir::fuse;
+using fusec::TargetDescription;
+
+/// How the host launches a generated kernel.
+struct LaunchConfig {
+  std::array<int64_t, 3> grid = {1, 1, 1};
+  std::array<int64_t, 3> block = {1, 1, 1};
+  /// Dynamic shared memory, in bytes (the kernel's only shared memory).
+  int64_t sharedBytes = 0;
+};
+
+inline int64_t product(ArrayRef<int64_t> shape) {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
+inline int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+inline ArrayRef<int64_t> shapeOf(Value v) {
+  return cast<ShapedType>(v.getType()).getShape();
+}
+
+/// (N, C, H, W) extents of a 4-D shape in `layout`.
+inline std::array<int64_t, 4> dimsNCHW(ArrayRef<int64_t> s, Layout layout) {
+  if (layout == Layout::NHWC)
+    return {s[0], s[3], s[1], s[2]};
+  return {s[0], s[1], s[2], s[3]};
+}
+
+struct NCHW {
+  Value n, c, h, w;
+};
+inline NCHW splitNCHW(ArrayRef<Value> coords, Layout layout) {
+  if (layout == Layout::NHWC)
+    return {coords[0], coords[3], coords[1], coords[2]};
+  return {coords[0], coords[1], coords[2], coords[3]};
+}
+inline SmallVector<Value> joinNCHW(Value n, Value c, Value h, Value w,
+                                   Layout layout) {
+  if (layout == Layout::NHWC)
+    return {n, h, w, c};
+  return {n, c, h, w};
+}
+
+class KernelBuilder {
+public:
+  KernelBuilder(KernelOp kernel, gpu::GPUModuleOp module,
+                const TargetDescription &target)
+      : kernel(kernel), module(module), target(target),
+        b(kernel.getLoc(), kernel.getContext()) {}
+  virtual ~KernelBuilder() = default;
+
+  /// Appends to the module a gpu.func named after the kernel that computes
+  /// its results, taking one memref per kernel input, then one per result.
+  /// Fails with an error at the kernel.
+  FailureOr<LaunchConfig> build();
+
+protected:
+  /// Emits the function body (the entry block is the insertion point; the
+  /// terminator comes after) and says how to launch it.
+  virtual FailureOr<LaunchConfig> emitBody() = 0;
+
+  //===--------------------------------------------------------------------===//
+  // Small builders
+  //===--------------------------------------------------------------------===//
+
+  Value idx(int64_t v) { return arith::ConstantIndexOp::create(b, v); }
+  Value f32(double v) {
+    return arith::ConstantOp::create(b, b.getF32FloatAttr(v));
+  }
+  Value addi(Value x, Value y) { return arith::AddIOp::create(b, x, y); }
+  Value subi(Value x, Value y) { return arith::SubIOp::create(b, x, y); }
+  Value muli(Value x, Value y) { return arith::MulIOp::create(b, x, y); }
+  Value divi(Value x, int64_t y) {
+    return y == 1 ? x : arith::DivUIOp::create(b, x, idx(y)).getResult();
+  }
+  Value remi(Value x, int64_t y) {
+    return y == 1 ? idx(0) : arith::RemUIOp::create(b, x, idx(y)).getResult();
+  }
+  Value mini(Value x, Value y) { return arith::MinSIOp::create(b, x, y); }
+  Value maxi(Value x, Value y) { return arith::MaxSIOp::create(b, x, y); }
+  Value cmpi(arith::CmpIPredicate p, Value x, Value y) {
+    return arith::CmpIOp::create(b, p, x, y);
+  }
+  Value lt(Value x, Value y) { return cmpi(arith::CmpIPredicate::slt, x, y); }
+  Value ltc(Value x, int64_t y) { return lt(x, idx(y)); }
+  Value andi(Value x, Value y) { return arith::AndIOp::create(b, x, y); }
+  /// 0 <= x < n for a signed index.
+  Value inRange(Value x, int64_t n) {
+    return andi(cmpi(arith::CmpIPredicate::sge, x, idx(0)), ltc(x, n));
+  }
+  Value addf(Value x, Value y) { return arith::AddFOp::create(b, x, y); }
+  Value subf(Value x, Value y) { return arith::SubFOp::create(b, x, y); }
+  Value mulf(Value x, Value y) { return arith::MulFOp::create(b, x, y); }
+  Value divf(Value x, Value y) { return arith::DivFOp::create(b, x, y); }
+  Value fma(Value x, Value y, Value z) {
+    return math::FmaOp::create(b, x, y, z);
+  }
+  Value maxf(Value x, Value y) { return arith::MaximumFOp::create(b, x, y); }
+  Value minf(Value x, Value y) { return arith::MinimumFOp::create(b, x, y); }
+  Value exp(Value x) { return math::ExpOp::create(b, x); }
+  Value select(Value c, Value x, Value y) {
+    return arith::SelectOp::create(b, c, x, y);
+  }
+  Value threadId() { return gpu::ThreadIdOp::create(b, gpu::Dimension::x); }
+  Value blockId(gpu::Dimension d) { return gpu::BlockIdOp::create(b, d); }
+
+  Value toF32(Value v) {
+    if (v.getType().isF32())
+      return v;
+    return arith::ExtFOp::create(b, b.getF32Type(), v);
+  }
+  Value load(Value memref, ValueRange indices) {
+    return toF32(memref::LoadOp::create(b, memref, indices));
+  }
+  void store(Value value, Value memref, ValueRange indices) {
+    Type type = cast<MemRefType>(memref.getType()).getElementType();
+    if (type != value.getType())
+      value = arith::TruncFOp::create(b, type, value);
+    memref::StoreOp::create(b, value, memref, indices);
+  }
+  /// The `width` elements at memref[indices...] (consecutive in the
+  /// innermost dimension) as f32 values where `inBounds`, zeros elsewhere.
+  SmallVector<Value>
+  loadVectorOrZero(Value inBounds, Value memref,
+                   std::function<SmallVector<Value>()> indices,
+                   int64_t width);
+  /// Loads memref[indices] where `inBounds`, 0 elsewhere.
+  Value loadOrZero(Value inBounds, Value memref,
+                   std::function<SmallVector<Value>()> indices) {
+    return ifElse(
+        inBounds, [&] { return load(memref, indices()); },
+        [&] { return f32(0.0); });
+  }
+  /// Row-major coordinates of `linear` in `shape`.
+  SmallVector<Value> delinearize(Value linear, ArrayRef<int64_t> shape);
+
+  //===--------------------------------------------------------------------===//
+  // Structured control flow
+  //===--------------------------------------------------------------------===//
+
+  SmallVector<Value>
+  loop(Value lb, Value ub, Value step, ValueRange init,
+       function_ref<SmallVector<Value>(Value, ValueRange)> body);
+  void loop(int64_t lb, int64_t ub, function_ref<void(Value)> body) {
+    (void)loop(idx(lb), idx(ub), idx(1), {}, [&](Value iv, ValueRange) {
+      body(iv);
+      return SmallVector<Value>();
+    });
+  }
+  void ifThen(Value cond, function_ref<void()> body);
+  Value ifElse(Value cond, function_ref<Value()> thenFn,
+               function_ref<Value()> elseFn, Type type = Type());
+
+  //===--------------------------------------------------------------------===//
+  // Shared memory
+  //===--------------------------------------------------------------------===//
+
+  /// A shared-memory buffer of `type` (its memory space is set here).
+  Value allocShared(ArrayRef<int64_t> shape, Type elementType);
+
+  //===--------------------------------------------------------------------===//
+  // The epilogue: the kernel's yielded values at one element
+  //===--------------------------------------------------------------------===//
+
+  /// Coordinates of an operand of shape `shape` broadcast to `coords`.
+  SmallVector<Value> broadcastCoords(ArrayRef<Value> coords,
+                                     ArrayRef<int64_t> shape);
+  Value evalUnary(Operation *op, Value x);
+  Value evalAt(Value v, ArrayRef<Value> coords);
+  /// Every kernel result at `coords` (f32), given the anchor's value there.
+  SmallVector<Value> evalResults(ArrayRef<Value> coords, Value anchorValue);
+  /// Stores every kernel result at `coords`, given the anchor's value there.
+  void storeResults(ArrayRef<Value> coords, Value anchorValue);
+
+  YieldOp yield() {
+    return cast<YieldOp>(kernel.getBody().front().getTerminator());
+  }
+
+  //===--------------------------------------------------------------------===//
+  // Element and vector parallelism
+  //===--------------------------------------------------------------------===//
+
+  /// Threads per block of the one-thread-per-output families.
+  static constexpr int64_t kBlock = 256;
+
+  /// Runs `body(linear)` for every linear index below `total`, one per
+  /// thread of a 1-D grid of kBlock-thread blocks.
+  LaunchConfig perElement(int64_t total, function_ref<void(Value)> body);
+
+  /// How many elements of the innermost axis one thread moves as a 16-byte
+  /// vector, or 0 when `shape` does not allow it.
+  int64_t vectorWidth(ArrayRef<int64_t> shape);
+  VectorType vectorOf(Value memref, int64_t width);
+  llvm::MaybeAlign alignOf(Value memref, int64_t width);
+  Value loadVector(Value memref, ArrayRef<Value> coords, int64_t width);
+  /// Computes and stores `width` consecutive elements along the innermost
+  /// axis from `coords` as aligned vectors, reading full-size kernel inputs
+  /// as vectors too; `anchorValues` holds the anchor's value per element.
+  void storeVectorResults(ArrayRef<Value> coords, int64_t width,
+                          ArrayRef<Value> anchorValues);
+  /// The kernel inputs of the iteration shape, as vectors at `coords`.
+  SmallVector<std::pair<BlockArgument, Value>>
+  loadFullInputs(ArrayRef<Value> coords, int64_t width);
+  /// Makes evalAt read lane `lane` of those vectors.
+  void selectLane(ArrayRef<std::pair<BlockArgument, Value>> full,
+                  int64_t lane);
+
+  KernelOp kernel;
+  gpu::GPUModuleOp module;
+  const TargetDescription &target;
+  ImplicitLocOpBuilder b;
+  gpu::GPUFuncOp func;
+  /// The anchor, or null for a chain of elementwise ops.
+  Operation *anchor = nullptr;
+  IRMapping argOf; // kernel body argument -> gpu.func memref argument
+  SmallVector<Value> outputs;
+  Value anchorResult, anchorScalar;
+  llvm::DenseMap<Value, Value> cache;
+  /// Kernel inputs already read (as f32) for the element being computed.
+  llvm::DenseMap<Value, Value> preloaded;
+};
+
+} // namespace fusec::tiling
+
+#endif // FUSEC_LIB_CONVERSION_FUSETOGPU_KERNELBUILDER_H

@@ -1,0 +1,109 @@
+//===- Strategy.cpp - Which family tiles each kernel, and how -------------===//
+
+#include "Strategy.h"
+
+#include "Families.h"
+
+using namespace fusec::tiling;
+
+llvm::StringRef fusec::tiling::familyName(KernelFamily family) {
+  switch (family) {
+  case KernelFamily::Elementwise:
+    return "elementwise";
+  case KernelFamily::DirectConv:
+    return "direct_conv";
+  case KernelFamily::RowReduction:
+    return "row_reduction";
+  case KernelFamily::PoolResample:
+    return "pool_resample";
+  case KernelFamily::Gather:
+    return "gather";
+  case KernelFamily::AttentionDirect:
+    return "attention_direct";
+  case KernelFamily::GemmSimt:
+    return "gemm_simt";
+  }
+  llvm_unreachable("unknown kernel family");
+}
+
+static Operation *findAnchor(KernelOp kernel) {
+  for (Operation &op : kernel.getBody().front().without_terminator())
+    if (isAnchor(&op))
+      return &op;
+  return nullptr;
+}
+
+/// The GEMM family for `shape` and its tile.
+static FailureOr<KernelStrategy>
+selectGemm(KernelOp kernel, const GemmShape &shape,
+           const TargetDescription &target, const TilingOptions &options) {
+  KernelStrategy strategy;
+  strategy.family = KernelFamily::GemmSimt;
+  if (TileAttr attr = kernel.getTileAttr()) {
+    strategy.tile = GemmTile::fromAttr(attr);
+    if (failed(verifySimtTile(kernel, strategy.tile, target)))
+      return failure();
+  } else {
+    strategy.tile = chooseSimtTile(shape, target);
+  }
+  return strategy;
+}
+
+FailureOr<KernelStrategy>
+fusec::tiling::selectStrategy(KernelOp kernel, const TargetDescription &target,
+                              const TilingOptions &options) {
+  Operation *anchor = findAnchor(kernel);
+  if (anchor && isGemmAnchor(anchor))
+    return selectGemm(kernel, getGemmShape(anchor), target, options);
+  if (kernel.getTileAttr())
+    return kernel.emitOpError("has a tile, but only convolutions, linear "
+                              "layers and matrix products run as GEMMs");
+  KernelStrategy strategy;
+  if (!anchor)
+    strategy.family = KernelFamily::Elementwise;
+  else if (isa<Conv2dOp>(anchor))
+    strategy.family = KernelFamily::DirectConv;
+  else if (isRowReduction(anchor))
+    strategy.family = KernelFamily::RowReduction;
+  else if (isa<MaxPool2dOp, AvgPool2dOp, GlobalAvgPoolOp, UpsampleOp>(anchor))
+    strategy.family = KernelFamily::PoolResample;
+  else if (isa<TransposeOp, RopeOp>(anchor))
+    strategy.family = KernelFamily::Gather;
+  else if (isa<AttentionOp>(anchor))
+    strategy.family = KernelFamily::AttentionDirect;
+  else
+    return kernel.emitOpError("has anchor ")
+           << anchor->getName() << ", which no kernel family generates";
+  return strategy;
+}
+
+FailureOr<LaunchConfig>
+fusec::tiling::emitKernel(KernelOp kernel, gpu::GPUModuleOp module,
+                          const KernelStrategy &strategy,
+                          const TargetDescription &target) {
+  std::unique_ptr<KernelBuilder> builder;
+  switch (strategy.family) {
+  case KernelFamily::Elementwise:
+    builder = makeElementwiseKernel(kernel, module, target);
+    break;
+  case KernelFamily::DirectConv:
+    builder = makeDirectConvKernel(kernel, module, target);
+    break;
+  case KernelFamily::RowReduction:
+    builder = makeRowReductionKernel(kernel, module, target);
+    break;
+  case KernelFamily::PoolResample:
+    builder = makePoolResampleKernel(kernel, module, target);
+    break;
+  case KernelFamily::Gather:
+    builder = makeGatherKernel(kernel, module, target);
+    break;
+  case KernelFamily::AttentionDirect:
+    builder = makeAttentionDirectKernel(kernel, module, target);
+    break;
+  case KernelFamily::GemmSimt:
+    builder = makeGemmSimtKernel(kernel, module, target, strategy.tile);
+    break;
+  }
+  return builder->build();
+}

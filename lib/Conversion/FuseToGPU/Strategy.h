@@ -1,0 +1,62 @@
+//===- Strategy.h - Which family tiles each kernel, and how -----*- C++ -*-===//
+//
+// The strategy selection: from a fuse.kernel and the target description, the
+// kernel family that generates it and that family's configuration (for the
+// GEMM families, the tile: the kernel's own #fuse.tile, or the family's
+// heuristic). docs/Tiling.md describes the rules.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FUSEC_LIB_CONVERSION_FUSETOGPU_STRATEGY_H
+#define FUSEC_LIB_CONVERSION_FUSETOGPU_STRATEGY_H
+
+#include "Gemm.h"
+
+namespace fusec::tiling {
+
+/// How f32 convolutions and matrix products compute.
+enum class Fp32Math {
+  /// f32 FMAs on CUDA cores.
+  IEEE,
+  /// TF32 tensor-core products (10-bit mantissa inputs), f32 accumulation.
+  TF32,
+};
+
+struct TilingOptions {
+  Fp32Math fp32Math = Fp32Math::IEEE;
+};
+
+enum class KernelFamily {
+  Elementwise,
+  DirectConv,
+  RowReduction,
+  PoolResample,
+  Gather,
+  AttentionDirect,
+  GemmSimt,
+};
+
+/// The family's name as recorded on the gpu.func (`fusec.family`).
+llvm::StringRef familyName(KernelFamily family);
+
+struct KernelStrategy {
+  KernelFamily family = KernelFamily::Elementwise;
+  /// GEMM families: the tile.
+  GemmTile tile;
+};
+
+/// Picks the family and configuration of `kernel`; fails with an error at
+/// the kernel when none fits (a tile that does not suit, an anchor no family
+/// handles).
+FailureOr<KernelStrategy> selectStrategy(KernelOp kernel,
+                                         const TargetDescription &target,
+                                         const TilingOptions &options);
+
+/// Generates `kernel` into `module` as `strategy` says.
+FailureOr<LaunchConfig> emitKernel(KernelOp kernel, gpu::GPUModuleOp module,
+                                   const KernelStrategy &strategy,
+                                   const TargetDescription &target);
+
+} // namespace fusec::tiling
+
+#endif // FUSEC_LIB_CONVERSION_FUSETOGPU_STRATEGY_H
