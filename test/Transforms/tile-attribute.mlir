@@ -4,7 +4,9 @@
 // RUN: fusec-opt %s --fusec-tile-kernels -split-input-file -verify-diagnostics | FileCheck %s
 
 // CHECK: gpu.launch_func @linear_kernels::@k0_linear blocks in (%{{.+}}, %{{.+}}, %{{.+}}) threads in (%[[T:.+]], %{{.+}}, %{{.+}})
-// CHECK: gpu.func @k0_linear({{.+}}) workgroup(%{{.+}} : memref<2x8x32xf32, #gpu.address_space<workgroup>>, %{{.+}} : memref<2x8x16xf32, #gpu.address_space<workgroup>>) kernel attributes {fusec.family = "gemm_simt", fusec.tile = #fuse.tile<bm = 32, bn = 16, bk = 8, tm = 2, tn = 4>, known_block_size = array<i32: 64, 1, 1>}
+// CHECK: gpu.func @k0_linear({{.+}}) kernel attributes {fusec.family = "gemm_simt", fusec.tile = #fuse.tile<bm = 32, bn = 16, bk = 8, tm = 2, tn = 4>, known_block_size = array<i32: 64, 1, 1>}
+// CHECK-DAG: memref.view {{.+}} to memref<2x8x32xf32, #gpu.address_space<workgroup>>
+// CHECK-DAG: memref.view {{.+}} to memref<2x8x16xf32, #gpu.address_space<workgroup>>
 func.func @linear(%x: tensor<40x24xf32>, %w: tensor<30x24xf32>) -> tensor<40x30xf32> {
   %0 = fuse.kernel "k0_linear"(%x, %w) {tile = #fuse.tile<bm = 32, bn = 16, bk = 8, tm = 2, tn = 4>}
       : (tensor<40x24xf32>, tensor<30x24xf32>) -> tensor<40x30xf32> {

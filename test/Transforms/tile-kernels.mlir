@@ -7,10 +7,14 @@
 // CHECK-LABEL: func.func @conv(
 // CHECK-SAME: %[[X:[a-z0-9]+]]: memref<1x9x9x3xf16>, %[[W:[a-z0-9]+]]: memref<32x3x3x3xf16>, %[[M:[a-z0-9]+]]: memref<32xf16>, %[[OUT0:[a-z0-9]+]]: memref<1x7x7x32xf16>, %[[OUT1:[a-z0-9]+]]: memref<1x9x9x3xf16>)
 // CHECK-SAME: attributes {fusec.num_inputs = 3 : i64}
-// CHECK: gpu.launch_func @conv_kernels::@k0_conv2d blocks in (%[[C1:.+]], %[[C1]], %[[C1]]) threads in (%[[C256:.+]], %[[C1]], %[[C1]]) args(%[[X]] : {{.+}}, %[[W]] : {{.+}}, %[[M]] : {{.+}}, %[[OUT0]] : memref<1x7x7x32xf16>)
+// CHECK: %[[SMEM:.+]] = arith.constant 16384 : i32
+// CHECK: gpu.launch_func @conv_kernels::@k0_conv2d blocks in (%[[C1:.+]], %[[C1]], %[[C1]]) threads in (%[[C256:.+]], %[[C1]], %[[C1]]) dynamic_shared_memory_size %[[SMEM]] args(%[[X]] : {{.+}}, %[[W]] : {{.+}}, %[[M]] : {{.+}}, %[[OUT0]] : memref<1x7x7x32xf16>)
 // CHECK: memref.copy %[[X]], %[[OUT1]]
 // CHECK: gpu.module @conv_kernels
-// CHECK: gpu.func @k0_conv2d({{.+}}) workgroup(%[[A:.+]] : memref<2x16x64xf32, #gpu.address_space<workgroup>>, %[[B:.+]] : memref<2x16x64xf32, #gpu.address_space<workgroup>>) kernel attributes {fusec.family = "gemm_simt", fusec.tile = #fuse.tile<bm = 64, bn = 64, bk = 16, tm = 4, tn = 4>, known_block_size = array<i32: 256, 1, 1>}
+// CHECK: gpu.func @k0_conv2d({{.+}}) kernel attributes {fusec.family = "gemm_simt", fusec.tile = #fuse.tile<bm = 64, bn = 64, bk = 16, tm = 4, tn = 4>, known_block_size = array<i32: 256, 1, 1>}
+// CHECK: %[[SHARED:.+]] = gpu.dynamic_shared_memory : memref<?xi8, #gpu.address_space<workgroup>>
+// CHECK: memref.view %[[SHARED]][%{{.+}}][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<2x16x64xf32, #gpu.address_space<workgroup>>
+// CHECK: memref.view %[[SHARED]][%{{.+}}][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<2x16x64xf32, #gpu.address_space<workgroup>>
 // CHECK: gpu.barrier
 // CHECK: scf.for {{.+}} iter_args(
 // CHECK-COUNT-16: math.fma
@@ -40,9 +44,11 @@ func.func @conv(%x: tensor<1x9x9x3xf16>, %w: tensor<32x3x3x3xf16>, %m: tensor<32
 // CHECK: %[[V:.+]] = memref.reinterpret_cast %[[T]] to offset: [0], sizes: [1, 200], strides: [200, 1]
 // CHECK: gpu.launch_func @depthwise_kernels::@k1_softmax {{.+}} args(%[[V]] : memref<1x200xf32>, %{{.+}} : memref<1x200xf32>)
 // CHECK: gpu.func @k0_conv2d
-// CHECK-NOT: workgroup
+// CHECK-NOT: gpu.dynamic_shared_memory
 // CHECK-COUNT-9: math.fma
-// CHECK: gpu.func @k1_softmax({{.+}}) workgroup(%{{.+}} : memref<256xf32, #gpu.address_space<workgroup>>)
+// CHECK: gpu.func @k1_softmax(
+// CHECK: gpu.dynamic_shared_memory
+// CHECK: memref.view {{.+}} to memref<256xf32, #gpu.address_space<workgroup>>
 // CHECK: math.exp
 func.func @depthwise(%x: tensor<1x5x5x8xf32>, %w: tensor<8x3x3x1xf32>) -> tensor<1x200xf32> {
   %0 = fuse.conv2d %x, %w {padding = array<i64: 1, 1>, groups = 8} : tensor<1x5x5x8xf32>, tensor<8x3x3x1xf32>
@@ -57,7 +63,7 @@ func.func @depthwise(%x: tensor<1x5x5x8xf32>, %w: tensor<8x3x3x1xf32>) -> tensor
 // from shared memory as aligned 16-byte vectors.
 // CHECK-LABEL: func.func @big(
 // CHECK: gpu.launch_func @big_kernels::@k0_conv2d blocks in (%{{.+}}, %{{.+}}, %{{.+}}) threads in (%[[C256:.+]], %{{.+}}, %{{.+}})
-// CHECK: gpu.func @k0_conv2d({{.+}}) workgroup(%{{.+}} : memref<2x16x128xf32, #gpu.address_space<workgroup>>, %{{.+}} : memref<2x16x64xf32, #gpu.address_space<workgroup>>) kernel attributes {fusec.family = "gemm_simt", fusec.tile = #fuse.tile<bm = 128, bn = 64, bk = 16, tm = 8, tn = 4>, known_block_size = array<i32: 256, 1, 1>}
+// CHECK: gpu.func @k0_conv2d({{.+}}) kernel attributes {fusec.family = "gemm_simt", fusec.tile = #fuse.tile<bm = 128, bn = 64, bk = 16, tm = 8, tn = 4>, known_block_size = array<i32: 256, 1, 1>}
 // CHECK: vector.load %{{.+}} {alignment = 16 : i64} : memref<2x16x128xf32, #gpu.address_space<workgroup>>, vector<4xf32>
 func.func @big(%x: tensor<32x28x28x64xbf16>, %w: tensor<64x3x3x64xbf16>) -> tensor<32x28x28x64xbf16> {
   %0 = fuse.conv2d %x, %w {padding = array<i64: 1, 1>} : tensor<32x28x28x64xbf16>, tensor<64x3x3x64xbf16>
@@ -83,7 +89,7 @@ func.func @bn_relu(%x: tensor<2x5x4x16xbf16>, %m: tensor<16xbf16>) -> tensor<2x5
 // NHWC depthwise with channels in vectors: one thread per 8 bf16 channels.
 // CHECK-LABEL: func.func @dw_vector(
 // CHECK: gpu.func @k0_conv2d
-// CHECK-NOT: workgroup
+// CHECK-NOT: gpu.dynamic_shared_memory
 // CHECK: vector.load %{{.+}} {alignment = 16 : i64} : memref<1x9x9x32xbf16>, vector<8xbf16>
 // CHECK: vector.store %{{.+}} {alignment = 16 : i64} : memref<1x9x9x32xbf16>, vector<8xbf16>
 func.func @dw_vector(%x: tensor<1x9x9x32xbf16>, %w: tensor<32x3x3x1xbf16>) -> tensor<1x9x9x32xbf16> {

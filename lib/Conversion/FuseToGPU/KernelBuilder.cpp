@@ -60,6 +60,11 @@ FailureOr<LaunchConfig> KernelBuilder::build() {
   FailureOr<LaunchConfig> config = emitBody();
   if (failed(config))
     return failure();
+  config->sharedBytes = sharedBytes;
+  if (sharedBytes > target.sharedBytesPerBlockOptIn)
+    return kernel.emitOpError("needs ")
+           << sharedBytes << " bytes of shared memory, but " << target.chip
+           << " gives a block at most " << target.sharedBytesPerBlockOptIn;
   gpu::ReturnOp::create(b);
   func.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr(
       {static_cast<int32_t>(config->block[0]),
@@ -156,11 +161,24 @@ Value KernelBuilder::ifElse(Value cond, function_ref<Value()> thenFn,
   return ifOp.getResult(0);
 }
 
-Value KernelBuilder::allocShared(ArrayRef<int64_t> shape, Type elementType) {
+Value KernelBuilder::allocShared(ArrayRef<int64_t> shape, Type elementType,
+                                 int64_t align) {
   auto wg = gpu::AddressSpaceAttr::get(b.getContext(),
                                        gpu::AddressSpace::Workgroup);
-  return func.addWorkgroupAttribution(
-      MemRefType::get(shape, elementType, AffineMap(), wg), b.getLoc());
+  OpBuilder::InsertionGuard guard(b);
+  Block &entry = func.getBody().front();
+  if (!dynamicShared) {
+    b.setInsertionPointToStart(&entry);
+    dynamicShared = gpu::DynamicSharedMemoryOp::create(
+        b, MemRefType::get({ShapedType::kDynamic}, b.getI8Type(),
+                           AffineMap(), wg));
+  }
+  b.setInsertionPointAfter(dynamicShared.getDefiningOp());
+  int64_t offset = llvm::alignTo(sharedBytes, align);
+  auto type = MemRefType::get(shape, elementType, AffineMap(), wg);
+  sharedBytes = offset + product(shape) * elementType.getIntOrFloatBitWidth() / 8;
+  return memref::ViewOp::create(b, type, dynamicShared, idx(offset),
+                                ValueRange());
 }
 
 LaunchConfig KernelBuilder::perElement(int64_t total,

@@ -191,8 +191,14 @@ protected:
   // Shared memory
   //===--------------------------------------------------------------------===//
 
-  /// A shared-memory buffer of `type` (its memory space is set here).
-  Value allocShared(ArrayRef<int64_t> shape, Type elementType);
+  /// A shared-memory buffer of `shape`, aligned to `align` bytes. Every
+  /// buffer is a view into the kernel's one dynamic shared memory
+  /// allocation (gpu.dynamic_shared_memory next to static attributions would
+  /// overlap them), whose size the launch records.
+  Value allocShared(ArrayRef<int64_t> shape, Type elementType,
+                    int64_t align = 128);
+  /// Bytes of shared memory allocated so far.
+  int64_t sharedBytes = 0;
 
   //===--------------------------------------------------------------------===//
   // The epilogue: the kernel's yielded values at one element
@@ -254,6 +260,9 @@ protected:
   llvm::DenseMap<Value, Value> cache;
   /// Kernel inputs already read (as f32) for the element being computed.
   llvm::DenseMap<Value, Value> preloaded;
+
+private:
+  Value dynamicShared;
 };
 
 } // namespace fusec::tiling

@@ -9,6 +9,8 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/GPU/Transforms/Passes.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Transforms/Passes.h"
 #include "llvm/Support/Error.h"
@@ -55,6 +57,28 @@ llvm::Expected<PTXTarget> PTXTarget::parse(StringRef arch) {
   return target;
 }
 
+namespace {
+/// gpu.dynamic_shared_memory lowers to an internal zero-size global, which
+/// ptxas allocates as one byte of static shared memory. Made external, it is
+/// the block's dynamic shared memory proper (`.extern .shared ... x[]`),
+/// aligned for swizzled tiles. Internal to the backend, so not registered.
+struct ExternDynamicSharedMemory
+    : PassWrapper<ExternDynamicSharedMemory,
+                  OperationPass<gpu::GPUModuleOp>> {
+  void runOnOperation() override {
+    getOperation().walk([](LLVM::GlobalOp global) {
+      auto array = dyn_cast<LLVM::LLVMArrayType>(global.getGlobalType());
+      if (global.getAddrSpace() ==
+                        static_cast<unsigned>(NVVM::NVVMMemorySpace::Shared) && array &&
+          array.getNumElements() == 0) {
+        global.setLinkage(LLVM::Linkage::External);
+        global.setAlignment(1024);
+      }
+    });
+  }
+};
+} // namespace
+
 void fusec::buildPTXPipeline(OpPassManager &pm, const PTXTarget &target,
                              bool toBinary) {
   GpuNVVMAttachTargetOptions attach;
@@ -70,6 +94,7 @@ void fusec::buildPTXPipeline(OpPassManager &pm, const PTXTarget &target,
   nvvm.useBarePtrCallConv = true;
   nvvm.indexBitwidth = 32;
   gpuPm.addPass(createConvertGpuOpsToNVVMOps(nvvm));
+  gpuPm.addPass(std::make_unique<ExternDynamicSharedMemory>());
   gpuPm.addPass(createCanonicalizerPass());
   gpuPm.addPass(createCSEPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
@@ -129,6 +154,12 @@ private:
 };
 } // namespace
 
+/// The launch's dynamic shared memory in bytes (0 when it has none).
+static int64_t sharedBytes(gpu::LaunchFuncOp launch) {
+  Value size = launch.getDynamicSharedMemorySize();
+  return size ? *getConstantIntValue(size) : 0;
+}
+
 static llvm::json::Array dims(gpu::KernelDim3 d) {
   llvm::json::Array result;
   for (Value v : {d.x, d.y, d.z})
@@ -158,7 +189,7 @@ LogicalResult PlanWriter::run(func::FuncOp plan) {
           {"kernel", launch.getKernelName().getValue()},
           {"grid", dims(launch.getGridSizeOperandValues())},
           {"block", dims(launch.getBlockSizeOperandValues())},
-          {"shared_bytes", 0},
+          {"shared_bytes", sharedBytes(launch)},
           {"args", std::move(args)}});
     } else if (auto copy = dyn_cast<memref::CopyOp>(op)) {
       steps.push_back(llvm::json::Object{
