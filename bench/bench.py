@@ -1,18 +1,28 @@
 """fusec against what a user would otherwise call, timed in one process.
 
-  bench.py prepare --fusec FUSEC --out DIR
+  bench.py prepare --fusec FUSEC --out DIR [-k SUBSTR]
       On any machine: writes the workload graphs of ../shared/bench/WORKLOADS.md
-      that fusec covers (conv + batch norm + ReLU on ResNet-50/MobileNetV2
-      shapes, batch norm + ReLU) and compiles each to DIR/<name>.ptx.
-  bench.py run --runtime LIBFUSEC_RUNTIME --dir DIR [--json OUT]
-      On a CUDA machine with PyTorch: for each workload, random inputs (never
-      zeros), fusec's artifact launched through libfusec_runtime.so on
-      PyTorch's stream, and the alternatives (eager conv -> bn -> relu, BN
-      folded into conv + bias -> relu, cuDNN's fused conv+bias+ReLU; eager and
-      torch.compile for batch norm + ReLU), each timed with CUDA events:
-      warm-up, then the median of many runs. Prints each result as a ratio
-      (best alternative time / fusec time: above 1 means fusec is faster) and
-      checks fusec's output against a float64 PyTorch reference.
+      that fusec covers and compiles each to DIR/<tag>.ptx:
+        - conv + batch norm + ReLU on the ResNet-50 and MobileNetV2 layers of
+          section 1, in f16, bf16, f32 as TF32 (--fp32-math=tf32) and f32;
+        - a ResNet-50 bottleneck block (projection shortcut, and identity),
+          f16, batch 32;
+        - section 4's FFN (linear + GeLU, linear), bf16, whole and per linear;
+        - the memory-bound rows of section 3.
+  bench.py run --runtime LIBFUSEC_RUNTIME --dir DIR [--json OUT] [-k SUBSTR]
+      On a CUDA machine with PyTorch: measures the ceilings (device-to-device
+      copy; 8192^3 GEMMs), then for each workload runs fusec's artifact
+      through libfusec_runtime.so on PyTorch's stream and the alternatives
+      (eager; BN folded by hand; cuDNN's fused conv+bias+ReLU; torch.compile),
+      on random inputs (never zeros), with fusec's output checked against a
+      float64 PyTorch reference. Prints a ratio per row (best alternative time
+      / fusec time: above 1 means fusec is faster) and the fraction of the
+      measured ceiling fusec reaches.
+
+Timing: CUDA events around `inner` back-to-back calls (so that host launch
+overhead hides behind the GPU, for every contender alike), median of `reps`
+such measurements after a warm-up. When a workload's tensors fit in L2 several
+copies of them rotate, so that no contender runs out of the cache.
 """
 import argparse
 import ctypes
@@ -31,19 +41,34 @@ CONVS = [
     ("r50_c5_3x3", 32, 512, 7, 7, 512, 3, 1, 1, 1),
     ("mbv2_dw_3x3", 32, 96, 112, 112, 96, 3, 1, 1, 96),
 ]
-CONV_DTYPES = ("f16", "f32")
+# "tf32": an f32 graph compiled with --fp32-math=tf32, against PyTorch with
+# TF32 allowed; "f32": IEEE f32 on both sides.
+CONV_DTYPES = ("f16", "bf16", "tf32", "f32")
 BN_RELU = ("bn_relu_infer", 64, 256, 56, 56)  # WORKLOADS.md section 3
 BN_DTYPES = ("bf16", "f32")
 # Residual add + norm (out and sum written) and bias + GeLU on [T, H].
 ROWS = (16384, 4096)
 ROW_WORKLOADS = [("add_layernorm", "bf16"), ("add_rmsnorm", "bf16"), ("bias_gelu", "bf16"), ("bias_gelu", "f32")]
+# ResNet-50's first bottleneck (conv2_x, block 1): 64 -> 64 -> 64 -> 256 with
+# a 1x1 projection of the input; and a later block, 256 -> 64 -> 256, whose
+# shortcut is the input itself. NHWC, batch 32, 56x56 (WORKLOADS.md section 5).
+BOTTLENECKS = [("bottleneck_proj", 64), ("bottleneck_identity", 256)]
+BLOCK_N, BLOCK_HW, BLOCK_MID = 32, 56, 64
+# WORKLOADS.md section 4: 8192 tokens, 4096 -> 16384 -> 4096, bf16.
+FFN = (8192, 4096, 16384)
+FFN_PARTS = ("ffn", "ffn_up", "ffn_down")
 
 
 def t(shape, dt):
     return "tensor<" + "x".join(map(str, shape)) + "x" + dt + ">"
 
 
+def graph_dtype(dt):
+    return "f32" if dt == "tf32" else dt
+
+
 def conv_graph(name, n, ci, h, w, co, k, s, p, g, dt):
+    dt = graph_dtype(dt)
     ho, wo = (h + 2 * p - k) // s + 1, (w + 2 * p - k) // s + 1
     x, f, c, o = t([n, h, w, ci], dt), t([co, k, k, ci // g], dt), t([co], dt), t([n, ho, wo, co], dt)
     return (f"func.func @{name}(%x: {x}, %w: {f}, %m: {c}, %v: {c}, %g: {c}, %b: {c}) -> {o} {{\n"
@@ -77,22 +102,85 @@ def row_graph(name, dt):
             f"  return %0, %h : {tt}, {tt}\n}}\n")
 
 
-def prepare(args):
-    os.makedirs(args.out, exist_ok=True)
+def bottleneck_graph(name, cin):
+    """x -> 1x1 (cin->64) BN ReLU -> 3x3 (64) BN ReLU -> 1x1 (64->256) BN,
+    plus the shortcut (a 1x1 cin->256 + BN projection, or x), then ReLU.
+    Arguments: x, then per conv its filter and BN mean, var, gamma, beta."""
+    n, hw, mid, dt = BLOCK_N, BLOCK_HW, BLOCK_MID, "f16"
+    args = [f"%x: {t([n, hw, hw, cin], dt)}"]
+    body = []
+    convs = [("c1", cin, mid, 1), ("c2", mid, mid, 3), ("c3", mid, 4 * mid, 1)]
+    if cin != 4 * mid:
+        convs.append(("sc", cin, 4 * mid, 1))
+    for tag, ci, co, k in convs:
+        args.append(f"%{tag}_w: {t([co, k, k, ci], dt)}")
+        args += [f"%{tag}_{p}: {t([co], dt)}" for p in ("m", "v", "g", "b")]
+
+    def conv(tag, src, ci, co, k, relu):
+        x, o, c = t([n, hw, hw, ci], dt), t([n, hw, hw, co], dt), t([co], dt)
+        body.append(f"  %{tag}_0 = fuse.conv2d %{src}, %{tag}_w {{padding = array<i64: {k // 2}, {k // 2}>}} : "
+                    f"{x}, {t([co, k, k, ci], dt)}")
+        body.append(f"  %{tag}_1 = fuse.batch_norm %{tag}_0, %{tag}_m, %{tag}_v, %{tag}_g, %{tag}_b : {o}, {c}")
+        if relu:
+            body.append(f"  %{tag}_2 = fuse.relu %{tag}_1 : {o}")
+            return f"{tag}_2"
+        return f"{tag}_1"
+    a = conv("c1", "x", cin, mid, 1, True)
+    b = conv("c2", a, mid, mid, 3, True)
+    c = conv("c3", b, mid, 4 * mid, 1, False)
+    short = conv("sc", "x", cin, 4 * mid, 1, False) if cin != 4 * mid else "x"
+    o = t([n, hw, hw, 4 * mid], dt)
+    body.append(f"  %sum = fuse.add %{c}, %{short} : {o}, {o}")
+    body.append(f"  %y = fuse.relu %sum : {o}")
+    return f"func.func @{name}({', '.join(args)}) -> {o} {{\n" + "\n".join(body) + f"\n  return %y : {o}\n}}\n"
+
+
+def ffn_graph(part):
+    tokens, d, hidden = FFN
+    dt = "bf16"
+    x, h, y = t([tokens, d], dt), t([tokens, hidden], dt), t([tokens, d], dt)
+    w1, b1, w2, b2 = t([hidden, d], dt), t([hidden], dt), t([d, hidden], dt), t([d], dt)
+    if part == "ffn_up":
+        return (f"func.func @ffn_up(%x: {x}, %w1: {w1}, %b1: {b1}) -> {h} {{\n"
+                f"  %0 = fuse.linear %x, %w1, %b1 : {x}, {w1}, {b1}\n"
+                f"  %1 = fuse.gelu %0 {{approximate = #fuse.gelu_approx<tanh>}} : {h}\n  return %1 : {h}\n}}\n")
+    if part == "ffn_down":
+        return (f"func.func @ffn_down(%h: {h}, %w2: {w2}, %b2: {b2}) -> {y} {{\n"
+                f"  %0 = fuse.linear %h, %w2, %b2 : {h}, {w2}, {b2}\n  return %0 : {y}\n}}\n")
+    return (f"func.func @ffn(%x: {x}, %w1: {w1}, %b1: {b1}, %w2: {w2}, %b2: {b2}) -> {y} {{\n"
+            f"  %0 = fuse.linear %x, %w1, %b1 : {x}, {w1}, {b1}\n"
+            f"  %1 = fuse.gelu %0 {{approximate = #fuse.gelu_approx<tanh>}} : {h}\n"
+            f"  %2 = fuse.linear %1, %w2, %b2 : {h}, {w2}, {b2}\n  return %2 : {y}\n}}\n")
+
+
+def workloads():
+    """(tag, graph text, fusec flags) of every workload, in run order."""
     jobs = []
     for dt in CONV_DTYPES:
         for (name, n, ci, h, w, co, k, s, p, g) in CONVS:
-            jobs.append((f"{name}_{dt}", conv_graph(name, n, ci, h, w, co, k, s, p, g, dt)))
+            flags = ["--fp32-math=tf32"] if dt == "tf32" else []
+            jobs.append((f"{name}_{dt}", conv_graph(name, n, ci, h, w, co, k, s, p, g, dt), flags))
+    for name, cin in BOTTLENECKS:
+        jobs.append((f"{name}_f16", bottleneck_graph(name, cin), []))
+    for part in FFN_PARTS:
+        jobs.append((f"{part}_bf16", ffn_graph(part), []))
     for dt in BN_DTYPES:
         name, n, c, h, w = BN_RELU
-        jobs.append((f"{name}_{dt}", bn_graph(name, n, c, h, w, dt)))
+        jobs.append((f"{name}_{dt}", bn_graph(name, n, c, h, w, dt), []))
     for name, dt in ROW_WORKLOADS:
-        jobs.append((f"{name}_{dt}", row_graph(name, dt)))
-    for tag, text in jobs:
+        jobs.append((f"{name}_{dt}", row_graph(name, dt), []))
+    return jobs
+
+
+def prepare(args):
+    os.makedirs(args.out, exist_ok=True)
+    for tag, text, flags in workloads():
+        if args.k and args.k not in tag:
+            continue
         graph = os.path.join(args.out, tag + ".mlir")
         with open(graph, "w") as f:
             f.write(text)
-        subprocess.run([args.fusec, graph, "-o", os.path.join(args.out, tag + ".ptx")], check=True)
+        subprocess.run([args.fusec, graph, "-o", os.path.join(args.out, tag + ".ptx")] + flags, check=True)
         print("compiled", tag, flush=True)
 
 
@@ -117,10 +205,17 @@ class Runtime:
         self.check(self.lib.fusec_module_load_file(self.device, path.encode(), ctypes.byref(module)))
         return module
 
-    def run(self, module, stream, inputs, outputs):
+    def runner(self, module, stream, inputs, outputs):
+        """A closure that runs `module` on these tensors (buffers marshalled once)."""
         ins = (self.Buffer * len(inputs))(*[self.Buffer(x.data_ptr(), x.numel() * x.element_size()) for x in inputs])
-        outs = (self.Buffer * len(outputs))(*[self.Buffer(x.data_ptr(), x.numel() * x.element_size()) for x in outputs])
-        self.check(self.lib.fusec_module_run(module, ctypes.c_void_p(stream), ins, len(inputs), outs, len(outputs)))
+        outs = (self.Buffer * len(outputs))(*[self.Buffer(x.data_ptr(), x.numel() * x.element_size())
+                                              for x in outputs])
+        run, lib = self.lib.fusec_module_run, self
+        s = ctypes.c_void_p(stream)
+
+        def go():
+            lib.check(run(module, s, ins, len(inputs), outs, len(outputs)))
+        return go
 
 
 def run_bench(args):
@@ -128,36 +223,37 @@ def run_bench(args):
     import torch.nn.functional as F
 
     torch.backends.cudnn.benchmark = True
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.allow_tf32 = False
     dev = "cuda"
     rt = Runtime(args.runtime)
-    tdt = {"f16": torch.float16, "f32": torch.float32, "bf16": torch.bfloat16}
+    tdt = {"f16": torch.float16, "f32": torch.float32, "tf32": torch.float32, "bf16": torch.bfloat16}
+    props = torch.cuda.get_device_properties(0)
+    l2 = props.L2_cache_size
 
-    def bench(fn, iters=50, warm=10):
-        for _ in range(warm):
-            fn()
+    def allow_tf32(on):
+        torch.backends.cuda.matmul.allow_tf32 = on
+        torch.backends.cudnn.allow_tf32 = on
+
+    def bench(fns, reps=15, inner=10, warm=5):
+        """Median ms per call of fns[i % len(fns)] called back to back."""
+        for i in range(warm):
+            fns[i % len(fns)]()
         torch.cuda.synchronize()
         ts = []
-        for _ in range(iters):
+        for _ in range(reps):
             s = torch.cuda.Event(enable_timing=True)
             e = torch.cuda.Event(enable_timing=True)
             s.record()
-            fn()
+            for i in range(inner):
+                fns[i % len(fns)]()
             e.record()
             torch.cuda.synchronize()
-            ts.append(s.elapsed_time(e))
+            ts.append(s.elapsed_time(e) / inner)
         ts.sort()
         return ts[len(ts) // 2]
 
-    def time_eager_and_compiled(eager):
-        """Eager and (unless --no-compile) torch.compile times of `eager`."""
-        ms_e, ms_c = bench(eager), None
-        if not args.no_compile:
-            compiled = torch.compile(eager)
-            compiled()
-            ms_c = bench(compiled)
-        return ms_e, ms_c
+    def copies(nbytes):
+        """How many copies of a working set of `nbytes` rotate past L2."""
+        return max(1, min(8, -(-3 * l2 // max(nbytes, 1))))
 
     def relerr(out, ref):
         out, ref = out.double(), ref.double()
@@ -165,15 +261,73 @@ def run_bench(args):
             return float("nan")
         return ((out - ref).norm() / ref.norm()).item()
 
-    p = torch.cuda.get_device_properties(0)
+    def load(tag):
+        return rt.load(os.path.join(args.dir, tag + ".ptx"))
+
+    stream = lambda: torch.cuda.current_stream().cuda_stream  # noqa: E731
     rows = []
-    print(f"device {p.name}, torch {torch.__version__}, cudnn {torch.backends.cudnn.version()}", flush=True)
+
+    def emit(row):
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+
+    def wanted(tag):
+        return not args.k or args.k in tag
+
+    print(f"device {props.name}, {props.multi_processor_count} SMs, L2 {l2 >> 20} MiB, torch {torch.__version__}, "
+          f"cudnn {torch.backends.cudnn.version()}", flush=True)
+
+    # Ceilings, measured in this process: device-to-device copy (bytes read +
+    # written) and 8192^3 GEMMs through cuBLAS.
+    ceil = {}
+    x = torch.empty(2 << 30, device=dev, dtype=torch.uint8)
+    y = torch.empty_like(x)
+    ceil["copy_TBps"] = 2 * x.numel() / bench([lambda: y.copy_(x)], reps=7, inner=3) / 1e9
+    del x, y
+    for name, d in (("bf16", torch.bfloat16), ("f16", torch.float16), ("tf32", torch.float32)):
+        allow_tf32(name == "tf32")
+        a = torch.randn(8192, 8192, device=dev, dtype=d)
+        b = torch.randn(8192, 8192, device=dev, dtype=d)
+        ceil[f"gemm_{name}_TFLOPs"] = 2 * 8192 ** 3 / bench([lambda: a @ b], reps=7, inner=3) / 1e9
+        del a, b
+    allow_tf32(False)
+    ceil["gemm_f32_TFLOPs"] = None
+    emit(dict(workload="ceilings", **ceil))
+
+    def compute_row(workload, dt, fusec_ms, alts, flops, err, **extra):
+        best = min(v for v in alts.values() if v)
+        peak = ceil.get(f"gemm_{'bf16' if dt == 'bf16' else 'f16' if dt == 'f16' else 'tf32'}_TFLOPs")
+        tf = flops / fusec_ms / 1e9
+        row = dict(workload=workload, dtype=dt, fusec_ms=fusec_ms, **{k + "_ms": v for k, v in alts.items()},
+                   best_alt_ms=best, ratio=best / fusec_ms, fusec_TFLOPs=tf,
+                   ceiling_fraction=tf / peak if peak and dt != "f32" else None, relerr=err, **extra)
+        emit(row)
+
+    def memory_row(workload, dt, fusec_ms, alts, nbytes, err):
+        best = min(v for v in alts.values() if v)
+        tb = nbytes / fusec_ms / 1e9
+        emit(dict(workload=workload, dtype=dt, fusec_ms=fusec_ms, **{k + "_ms": v for k, v in alts.items()},
+                  best_alt_ms=best, ratio=best / fusec_ms, fusec_TBps=tb, ceiling_fraction=tb / ceil["copy_TBps"],
+                  relerr=err))
+
+    def eager_and_compiled(fns_of):
+        """ms of eager and torch.compile for fns_of(f) -> list of closures."""
+        ms_e = bench(fns_of(lambda f: f))
+        ms_c = None
+        if not args.no_compile:
+            ms_c = bench(fns_of(torch.compile))
+        return ms_e, ms_c
+
+    # --- Conv + BN + ReLU (section 1).
     for dt in CONV_DTYPES:
+        allow_tf32(dt == "tf32")
         for (name, n, ci, h, w, co, k, s, pd, g) in CONVS:
             tag = f"{name}_{dt}"
-            module = rt.load(os.path.join(args.dir, tag + ".ptx"))
+            if not wanted(tag):
+                continue
+            module = load(tag)
             d = tdt[dt]
-            x = torch.randn(n, ci, h, w, device=dev, dtype=d).to(memory_format=torch.channels_last)
+            ho, wo = (h + 2 * pd - k) // s + 1, (w + 2 * pd - k) // s + 1
             conv = torch.nn.Conv2d(ci, co, k, s, pd, groups=g, bias=False).to(dev, d).to(
                 memory_format=torch.channels_last).eval()
             bn = torch.nn.BatchNorm2d(co).to(dev, d).eval()
@@ -182,45 +336,180 @@ def run_bench(args):
                 bn.running_var.uniform_(0.5, 2)
                 bn.weight.uniform_(0.5, 1.5)
                 bn.bias.uniform_(-0.5, 0.5)
-            ho, wo = (h + 2 * pd - k) // s + 1, (w + 2 * pd - k) // s + 1
-            out = torch.full((n, ho, wo, co), float("nan"), device=dev, dtype=d)
+            esize = torch.tensor([], dtype=d).element_size()
+            nsets = copies((n * ci * h * w + n * co * ho * wo) * esize)
+            xs = [torch.randn(n, ci, h, w, device=dev, dtype=d).to(memory_format=torch.channels_last)
+                  for _ in range(nsets)]
+            outs = [torch.full((n, ho, wo, co), float("nan"), device=dev, dtype=d) for _ in range(nsets)]
             # NHWC activations and OHWI filters are PyTorch's channels-last memory.
             wt = conv.weight.detach().permute(0, 2, 3, 1).contiguous()
-            xin = x.permute(0, 2, 3, 1)
-            assert xin.is_contiguous()
-            ins = [xin, wt, bn.running_mean, bn.running_var, bn.weight.detach(), bn.bias.detach()]
-            stream = torch.cuda.current_stream().cuda_stream
-            fusec = lambda: rt.run(module, stream, ins, [out])  # noqa: E731
+            params = [bn.running_mean, bn.running_var, bn.weight.detach(), bn.bias.detach()]
+            fusec = [rt.runner(module, stream(), [x.permute(0, 2, 3, 1), wt] + params, [o])
+                     for x, o in zip(xs, outs)]
             with torch.no_grad():
-                fusec()
+                fusec[0]()
                 torch.cuda.synchronize()
-                ref = F.relu(F.batch_norm(F.conv2d(x.double(), conv.weight.double(), None, s, pd, 1, g),
+                ref = F.relu(F.batch_norm(F.conv2d(xs[0].double(), conv.weight.double(), None, s, pd, 1, g),
                                           bn.running_mean.double(), bn.running_var.double(), bn.weight.double(),
                                           bn.bias.double(), False, 0.0, bn.eps))
-                err = relerr(out.permute(0, 3, 1, 2), ref)
+                err = relerr(outs[0].permute(0, 3, 1, 2), ref)
+                del ref
                 ms_f = bench(fusec)
-                ms_e = bench(lambda: F.relu(bn(conv(x))))
+                ms_e = bench([lambda x=x: F.relu(bn(conv(x))) for x in xs])
                 scale = bn.weight / torch.sqrt(bn.running_var + bn.eps)
                 wf = (conv.weight * scale.view(-1, 1, 1, 1)).contiguous(memory_format=torch.channels_last)
                 bf = bn.bias - bn.running_mean * scale
-                ms_fold = bench(lambda: F.relu(F.conv2d(x, wf, bf, s, pd, 1, g)))
+                ms_fold = bench([lambda x=x: F.relu(F.conv2d(x, wf, bf, s, pd, 1, g)) for x in xs])
                 try:
-                    ms_cr = bench(lambda: torch.cudnn_convolution_relu(x, wf, bf, (s, s), (pd, pd), (1, 1), g))
+                    ms_cr = bench([lambda x=x: torch.cudnn_convolution_relu(x, wf, bf, (s, s), (pd, pd), (1, 1), g)
+                                   for x in xs])
                 except Exception:  # noqa: BLE001
                     ms_cr = None
-            best = min(v for v in (ms_e, ms_fold, ms_cr) if v)
             flops = 2 * n * ho * wo * co * (ci // g) * k * k
-            row = dict(workload=f"conv_bn_relu {name}", dtype=dt, fusec_ms=ms_f, eager_ms=ms_e, folded_ms=ms_fold,
-                       cudnn_conv_relu_ms=ms_cr, best_alt_ms=best, ratio=best / ms_f,
-                       fusec_tflops=flops / ms_f / 1e9, relerr=err)
-            rows.append(row)
-            print(json.dumps(row), flush=True)
+            compute_row(f"conv_bn_relu {name}", dt, ms_f, dict(eager=ms_e, folded=ms_fold, cudnn_conv_relu=ms_cr),
+                        flops, err)
             rt.lib.fusec_module_release(module)
-            del x, conv, bn, out, wt, ins
+            del xs, outs, conv, bn, fusec
+        allow_tf32(False)
+
+    # --- ResNet-50 bottleneck blocks, f16 (section 5).
+    for name, cin in BOTTLENECKS:
+        tag = f"{name}_f16"
+        if not wanted(tag):
+            continue
+        module = load(tag)
+        d, n, hw, mid = torch.float16, BLOCK_N, BLOCK_HW, BLOCK_MID
+        specs = [("c1", cin, mid, 1), ("c2", mid, mid, 3), ("c3", mid, 4 * mid, 1)]
+        if cin != 4 * mid:
+            specs.append(("sc", cin, 4 * mid, 1))
+        convs, bns = {}, {}
+        for tg, ci, co, k in specs:
+            convs[tg] = torch.nn.Conv2d(ci, co, k, 1, k // 2, bias=False).to(dev, d).to(
+                memory_format=torch.channels_last).eval()
+            bns[tg] = torch.nn.BatchNorm2d(co).to(dev, d).eval()
+            with torch.no_grad():
+                bns[tg].running_mean.uniform_(-0.5, 0.5)
+                bns[tg].running_var.uniform_(0.5, 2)
+                bns[tg].weight.uniform_(0.5, 1.5)
+                bns[tg].bias.uniform_(-0.5, 0.5)
+                # Keep activations O(1) through the block.
+                convs[tg].weight.mul_(1.0 / (ci * k * k) ** 0.5 / convs[tg].weight.std())
+
+        def block(x, cv=convs, bn=bns):
+            a = F.relu(bn["c1"](cv["c1"](x)))
+            b = F.relu(bn["c2"](cv["c2"](a)))
+            c = bn["c3"](cv["c3"](b))
+            sc = bn["sc"](cv["sc"](x)) if "sc" in cv else x
+            return F.relu(c + sc)
+
+        folded = {}
+        for tg in convs:
+            scale = bns[tg].weight / torch.sqrt(bns[tg].running_var + bns[tg].eps)
+            folded[tg] = ((convs[tg].weight * scale.view(-1, 1, 1, 1)).contiguous(memory_format=torch.channels_last),
+                          bns[tg].bias - bns[tg].running_mean * scale)
+
+        def block_folded(x, fw=folded):
+            def c(tg, v, act):
+                w, b = fw[tg]
+                p = w.shape[-1] // 2
+                if act:
+                    return torch.cudnn_convolution_relu(v, w, b, (1, 1), (p, p), (1, 1), 1)
+                return F.conv2d(v, w, b, 1, p)
+            a = c("c1", x, True)
+            b2 = c("c2", a, True)
+            y = c("c3", b2, False)
+            sc = c("sc", x, False) if "sc" in fw else x
+            return F.relu(y + sc)
+
+        nsets = copies(n * hw * hw * (cin + 4 * mid) * 2)
+        xs = [torch.randn(n, cin, hw, hw, device=dev, dtype=d).to(memory_format=torch.channels_last)
+              for _ in range(nsets)]
+        outs = [torch.full((n, hw, hw, 4 * mid), float("nan"), device=dev, dtype=d) for _ in range(nsets)]
+        params = []
+        for tg, ci, co, k in specs:
+            params.append(convs[tg].weight.detach().permute(0, 2, 3, 1).contiguous())
+            params += [bns[tg].running_mean, bns[tg].running_var, bns[tg].weight.detach(), bns[tg].bias.detach()]
+        fusec = [rt.runner(module, stream(), [x.permute(0, 2, 3, 1)] + params, [o]) for x, o in zip(xs, outs)]
+        with torch.no_grad():
+            fusec[0]()
+            torch.cuda.synchronize()
+            cv64 = {tg: torch.nn.Conv2d(ci, co, k, 1, k // 2, bias=False).to(dev, torch.float64)
+                    for tg, ci, co, k in specs}
+            bn64 = {tg: torch.nn.BatchNorm2d(co).to(dev, torch.float64).eval() for tg, ci, co, k in specs}
+            for tg in cv64:
+                cv64[tg].load_state_dict({k_: v.double() for k_, v in convs[tg].state_dict().items()})
+                bn64[tg].load_state_dict({k_: v.double() if v.is_floating_point() else v
+                                          for k_, v in bns[tg].state_dict().items()})
+            ref = block(xs[0].double().contiguous(), cv64, bn64)
+            err = relerr(outs[0].permute(0, 3, 1, 2), ref)
+            del ref, cv64, bn64
+            ms_f = bench(fusec)
+            ms_e, ms_c = eager_and_compiled(lambda wrap: [lambda x=x, f=wrap(block): f(x) for x in xs])
+            ms_fold = bench([lambda x=x: block_folded(x) for x in xs])
+            ms_foldc = None if args.no_compile else bench(
+                [lambda x=x, f=torch.compile(block_folded): f(x) for x in xs])
+        flops = sum(2 * n * hw * hw * co * ci * k * k for _, ci, co, k in specs)
+        compute_row(name, "f16", ms_f, dict(eager=ms_e, compile=ms_c, folded=ms_fold, folded_compile=ms_foldc),
+                    flops, err)
+        rt.lib.fusec_module_release(module)
+        del xs, outs, fusec, params
+
+    # --- FFN, bf16 (section 4): the whole block and each linear.
+    tokens, dm, hidden = FFN
+    d = torch.bfloat16
+    if any(wanted(f"{p}_bf16") for p in FFN_PARTS):
+        x = torch.randn(tokens, dm, device=dev, dtype=d)
+        w1 = torch.randn(hidden, dm, device=dev, dtype=d) / dm ** 0.5
+        b1 = torch.randn(hidden, device=dev, dtype=d) * 0.1
+        w2 = torch.randn(dm, hidden, device=dev, dtype=d) / hidden ** 0.5
+        b2 = torch.randn(dm, device=dev, dtype=d) * 0.1
+        hmid = F.gelu(F.linear(x, w1, b1), approximate="tanh")
+        for part in FFN_PARTS:
+            tag = f"{part}_bf16"
+            if not wanted(tag):
+                continue
+            module = load(tag)
+            if part == "ffn_up":
+                ins, out = [x, w1, b1], torch.full((tokens, hidden), float("nan"), device=dev, dtype=d)
+                eager = lambda: F.gelu(F.linear(x, w1, b1), approximate="tanh")  # noqa: E731
+                refd = lambda: F.gelu(F.linear(x.double(), w1.double(), b1.double()), approximate="tanh")  # noqa
+                flops = 2 * tokens * dm * hidden
+                cublas = lambda: F.linear(x, w1, b1)  # noqa: E731
+            elif part == "ffn_down":
+                ins, out = [hmid, w2, b2], torch.full((tokens, dm), float("nan"), device=dev, dtype=d)
+                eager = lambda: F.linear(hmid, w2, b2)  # noqa: E731
+                refd = lambda: F.linear(hmid.double(), w2.double(), b2.double())  # noqa: E731
+                flops = 2 * tokens * dm * hidden
+                cublas = eager
+            else:
+                ins, out = [x, w1, b1, w2, b2], torch.full((tokens, dm), float("nan"), device=dev, dtype=d)
+                eager = lambda: F.linear(F.gelu(F.linear(x, w1, b1), approximate="tanh"), w2, b2)  # noqa: E731
+                refd = lambda: F.linear(F.gelu(F.linear(x.double(), w1.double(), b1.double()), approximate="tanh"),  # noqa
+                                        w2.double(), b2.double())
+                flops = 4 * tokens * dm * hidden
+                cublas = None
+            fusec = [rt.runner(module, stream(), ins, [out])]
+            with torch.no_grad():
+                fusec[0]()
+                torch.cuda.synchronize()
+                err = relerr(out, refd())
+                ms_f = bench(fusec, reps=9, inner=3)
+                ms_e = bench([eager], reps=9, inner=3)
+                ms_c = None if args.no_compile else bench([torch.compile(eager)], reps=9, inner=3)
+                ms_cb = bench([cublas], reps=9, inner=3) if cublas else None
+            alts = dict(eager=ms_e, compile=ms_c)
+            compute_row(part, "bf16", ms_f, alts, flops, err, cublas_linear_ms=ms_cb,
+                        ratio_vs_cublas_linear=ms_cb / ms_f if ms_cb else None)
+            rt.lib.fusec_module_release(module)
+        del x, w1, b1, w2, b2, hmid
+
+    # --- Memory-bound rows (section 3).
     name, n, c, h, w = BN_RELU
     for dt in BN_DTYPES:
         tag = f"{name}_{dt}"
-        module = rt.load(os.path.join(args.dir, tag + ".ptx"))
+        if not wanted(tag):
+            continue
+        module = load(tag)
         d = tdt[dt]
         x = torch.randn(n, c, h, w, device=dev, dtype=d).to(memory_format=torch.channels_last)
         bn = torch.nn.BatchNorm2d(c).to(dev, d).eval()
@@ -229,26 +518,23 @@ def run_bench(args):
             bn.running_var.uniform_(0.5, 2)
         out = torch.full((n, h, w, c), float("nan"), device=dev, dtype=d)
         ins = [x.permute(0, 2, 3, 1), bn.running_mean, bn.running_var, bn.weight.detach(), bn.bias.detach()]
-        stream = torch.cuda.current_stream().cuda_stream
-        fusec = lambda: rt.run(module, stream, ins, [out])  # noqa: E731
+        fusec = [rt.runner(module, stream(), ins, [out])]
         with torch.no_grad():
-            fusec()
+            fusec[0]()
             torch.cuda.synchronize()
             ref = F.relu(F.batch_norm(x.double(), bn.running_mean.double(), bn.running_var.double(),
                                       bn.weight.double(), bn.bias.double(), False, 0.0, bn.eps))
             err = relerr(out.permute(0, 3, 1, 2), ref)
             ms_f = bench(fusec)
-            ms_e, ms_c = time_eager_and_compiled(lambda: F.relu(bn(x)))
-        nbytes = 2 * x.numel() * x.element_size()
-        best = min(v for v in (ms_e, ms_c) if v)
-        row = dict(workload=name, dtype=dt, fusec_ms=ms_f, eager_ms=ms_e, compile_ms=ms_c, best_alt_ms=best,
-                   ratio=best / ms_f, fusec_TBps=nbytes / ms_f / 1e9, relerr=err)
-        rows.append(row)
-        print(json.dumps(row), flush=True)
+            ms_e, ms_c = eager_and_compiled(lambda wrap: [wrap(lambda: F.relu(bn(x)))])
+        memory_row(name, dt, ms_f, dict(eager=ms_e, compile=ms_c), 2 * x.numel() * x.element_size(), err)
         rt.lib.fusec_module_release(module)
     T, H = ROWS
     for name, dt in ROW_WORKLOADS:
-        module = rt.load(os.path.join(args.dir, f"{name}_{dt}.ptx"))
+        tag = f"{name}_{dt}"
+        if not wanted(tag):
+            continue
+        module = load(tag)
         d = tdt[dt]
         x = torch.randn(T, H, device=dev, dtype=d)
         r = torch.randn_like(x)
@@ -258,47 +544,49 @@ def run_bench(args):
         outs = [torch.full_like(x, float("nan")) for _ in range(1 if name == "bias_gelu" else 2)]
         ins = {"bias_gelu": [x, b], "add_layernorm": [x, r, w, b], "add_rmsnorm": [x, r, w]}[name]
         if name == "bias_gelu":
-            eager = lambda: F.gelu(x + b)  # noqa: E731
+            def eager():
+                return F.gelu(x + b)
             ref = [F.gelu(x.double() + b.double())]
             nbytes = 2 * T * H * eb
         elif name == "add_layernorm":
             def eager():
-                h = x + r
-                return F.layer_norm(h, (H,), w, b), h
+                hh = x + r
+                return F.layer_norm(hh, (H,), w, b), hh
             hd = x.double() + r.double()
             ref = [F.layer_norm(hd, (H,), w.double(), b.double()), hd]
             nbytes = 4 * T * H * eb
         else:
             def eager():
-                h = x + r
-                return h * torch.rsqrt(h.float().pow(2).mean(-1, keepdim=True) + 1e-6).to(d) * w, h
+                hh = x + r
+                return hh * torch.rsqrt(hh.float().pow(2).mean(-1, keepdim=True) + 1e-6).to(d) * w, hh
             hd = x.double() + r.double()
             ref = [hd * torch.rsqrt(hd.pow(2).mean(-1, keepdim=True) + 1e-6) * w.double(), hd]
             nbytes = 4 * T * H * eb
-        stream = torch.cuda.current_stream().cuda_stream
-        fusec = lambda: rt.run(module, stream, ins, outs)  # noqa: E731
+        fusec = [rt.runner(module, stream(), ins, outs)]
         with torch.no_grad():
-            fusec()
+            fusec[0]()
             torch.cuda.synchronize()
             err = max(relerr(o, rf) for o, rf in zip(outs, ref))
             ms_f = bench(fusec)
-            ms_e, ms_c = time_eager_and_compiled(eager)
-        best = min(v for v in (ms_e, ms_c) if v)
-        row = dict(workload=name, dtype=dt, fusec_ms=ms_f, eager_ms=ms_e, compile_ms=ms_c, best_alt_ms=best,
-                   ratio=best / ms_f, fusec_TBps=nbytes / ms_f / 1e9, relerr=err)
-        rows.append(row)
-        print(json.dumps(row), flush=True)
+            ms_e, ms_c = eager_and_compiled(lambda wrap: [wrap(eager)])
+        memory_row(name, dt, ms_f, dict(eager=ms_e, compile=ms_c), nbytes, err)
         rt.lib.fusec_module_release(module)
         del x, r, outs, ins, ref
+
     print()
-    print(f"{'workload':<26} {'dtype':<5} {'fusec ms':>9} {'best alt ms':>11} {'ratio':>7} {'relerr':>9}")
-    for r in rows:
-        print(f"{r['workload']:<26} {r['dtype']:<5} {r['fusec_ms']:>9.3f} {r['best_alt_ms']:>11.3f} "
-              f"{r['ratio']:>7.3f} {r['relerr']:>9.1e}")
+    print(f"ceilings: copy {ceil['copy_TBps']:.2f} TB/s; GEMM 8192^3 bf16 {ceil['gemm_bf16_TFLOPs']:.0f}, "
+          f"f16 {ceil['gemm_f16_TFLOPs']:.0f}, tf32 {ceil['gemm_tf32_TFLOPs']:.0f} TFLOP/s")
+    print(f"{'workload':<28} {'dtype':<5} {'fusec ms':>9} {'best alt ms':>11} {'ratio':>6} {'fusec':>12} "
+          f"{'of ceil':>7} {'relerr':>8}")
+    for r in rows[1:]:
+        rate = f"{r['fusec_TFLOPs']:.0f} TFLOP/s" if "fusec_TFLOPs" in r else f"{r['fusec_TBps']:.2f} TB/s"
+        frac = f"{r['ceiling_fraction']:.2f}" if r.get("ceiling_fraction") else "-"
+        print(f"{r['workload']:<28} {r['dtype']:<5} {r['fusec_ms']:>9.3f} {r['best_alt_ms']:>11.3f} "
+              f"{r['ratio']:>6.2f} {rate:>12} {frac:>7} {r['relerr']:>8.1e}")
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"device": p.name, "torch": torch.__version__, "cudnn": torch.backends.cudnn.version(),
-                       "rows": rows}, f, indent=1)
+            json.dump({"device": props.name, "torch": torch.__version__, "cudnn": torch.backends.cudnn.version(),
+                       "ceilings": ceil, "rows": rows[1:]}, f, indent=1)
 
 
 def main():
@@ -307,11 +595,13 @@ def main():
     p = sub.add_parser("prepare")
     p.add_argument("--fusec", required=True)
     p.add_argument("--out", required=True)
+    p.add_argument("-k")
     r = sub.add_parser("run")
     r.add_argument("--runtime", required=True)
     r.add_argument("--dir", required=True)
     r.add_argument("--json")
     r.add_argument("--no-compile", action="store_true")
+    r.add_argument("-k")
     args = ap.parse_args()
     if args.cmd == "prepare":
         prepare(args)

@@ -7,10 +7,15 @@
 #       and the benchmark workloads (bench/bench.py) to artifacts with CPU
 #       reference results, and gathers what the GPU machine needs in .gpu/
 #       (ignored by git; carry it).
-#   bench/gpu-session.sh run       (there: CUDA driver, PyTorch, no LLVM)
-#       runs the numeric suite, `fusec run` on the examples, then the
-#       benchmarks; writes suite.json, bench.json and logs to $OUT (or
-#       .gpu/out) and prints a short table.
+#   bench/gpu-session.sh run [suite|bench|all] [-k SUBSTR]
+#       (there: CUDA driver, PyTorch, no LLVM) runs the numeric suite and
+#       `fusec run` on the examples (suite), the benchmarks (bench), or both
+#       (all, the default); writes suite.json, bench.json and logs to $OUT (or
+#       .gpu/out) and prints a short table last. -k limits the benchmark rows.
+#   bench/gpu-session.sh profile KERNEL_REGEX ARTIFACT...
+#       (there) compute-sanitizer's memcheck on each artifact, then Nsight
+#       Compute (clocks left alone) on the kernels matching KERNEL_REGEX:
+#       speed of light, occupancy, warp stall reasons; into $OUT/profile.txt.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 STAGE=.gpu
@@ -30,32 +35,57 @@ prepare)
   du -sh "$STAGE"
   ;;
 run)
+  what=${2:-all}
+  shift $(($# >= 2 ? 2 : 1))
   out=${OUT:-$STAGE/out}
   mkdir -p "$out"
   export PYTHONUNBUFFERED=1
   nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$out/gpu.txt"
   echo "commit $(cat "$STAGE/commit" | tr '\n' ' ')" | tee -a "$out/gpu.txt"
   suite=0
-  python3 test/gpu/cases.py run --runner "$STAGE/fusec-runner" --cases "$STAGE/cases" \
-    --json "$out/suite.json" 2>&1 | tee "$out/suite.log" || suite=$?
-  # The user's command on a GPU: compile, run, compare with the reference.
-  python3 -c "import lzma, sys; open('/tmp/fusec', 'wb').write(lzma.open(sys.argv[1]).read())" \
-    "$STAGE/fusec.xz" && chmod +x /tmp/fusec
   fusec_run=0
-  for e in resnet_block mobilenet_block transformer_block; do
-    /tmp/fusec run "examples/$e.mlir" --device=gpu 2>&1 | tee -a "$out/fusec-run.log" || fusec_run=1
-  done
-  python3 bench/bench.py run --runtime "$STAGE/libfusec_runtime.so" --dir "$STAGE/bench" \
-    --json "$out/bench.json" 2>&1 | tee "$out/bench.log"
+  if [ "$what" != bench ]; then
+    python3 test/gpu/cases.py run --runner "$STAGE/fusec-runner" --cases "$STAGE/cases" \
+      --json "$out/suite.json" 2>&1 | tee "$out/suite.log" || suite=$?
+    # The user's command on a GPU: compile, run, compare with the reference.
+    python3 -c "import lzma, sys; open('/tmp/fusec', 'wb').write(lzma.open(sys.argv[1]).read())" \
+      "$STAGE/fusec.xz" && chmod +x /tmp/fusec
+    for e in resnet_block mobilenet_block transformer_block; do
+      /tmp/fusec run "examples/$e.mlir" --device=gpu 2>&1 | tee -a "$out/fusec-run.log" || fusec_run=1
+    done
+  fi
+  if [ "$what" != suite ]; then
+    python3 bench/bench.py run --runtime "$STAGE/libfusec_runtime.so" --dir "$STAGE/bench" \
+      --json "$out/bench.json" "$@" 2>&1 | tee "$out/bench.log"
+  fi
   echo
-  grep -E "^worst relative error|passed, " "$out/suite.log"
-  grep -E "^@|vs reference" "$out/fusec-run.log"
-  sed -n '/^workload /,$p' "$out/bench.log"
-  [ "$fusec_run" -eq 0 ] || echo "fusec run on the GPU failed (fusec-run.log)"
+  if [ "$what" != bench ]; then
+    grep -E "^FAIL" "$out/suite.log" || true
+    grep -E "^worst relative error|passed, " "$out/suite.log"
+    grep -E "^@|vs reference" "$out/fusec-run.log"
+    [ "$fusec_run" -eq 0 ] || echo "fusec run on the GPU failed (fusec-run.log)"
+  fi
+  [ "$what" = suite ] || sed -n '/^ceilings: /,$p' "$out/bench.log"
   exit $((suite | fusec_run))
   ;;
+profile)
+  regex=$2
+  shift 2
+  out=${OUT:-$STAGE/out}
+  mkdir -p "$out"
+  for artifact in "$@"; do
+    echo "== memcheck $artifact" | tee -a "$out/profile.txt"
+    timeout 120 compute-sanitizer --tool memcheck "$STAGE/fusec-runner" "$artifact" 2>&1 |
+      tail -n 5 | tee -a "$out/profile.txt" || true
+    echo "== ncu $artifact" | tee -a "$out/profile.txt"
+    timeout 240 ncu --clock-control none -k "regex:$regex" -c 1 \
+      --section SpeedOfLight --section Occupancy --section LaunchStats \
+      --section WarpStateStats --section MemoryWorkloadAnalysis \
+      "$STAGE/fusec-runner" "$artifact" 2>&1 | tee -a "$out/profile.txt" | tail -n 80 || true
+  done
+  ;;
 *)
-  echo "usage: $0 prepare|run" >&2
+  echo "usage: $0 prepare|run [suite|bench|all] [-k SUBSTR]|profile KERNEL_REGEX ARTIFACT..." >&2
   exit 2
   ;;
 esac

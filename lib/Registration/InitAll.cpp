@@ -3,6 +3,7 @@
 #include "fusec/InitAll.h"
 
 #include "fusec/Pipelines/Pipelines.h"
+#include "fusec/Target/PTX.h"
 #include "fusec/Transforms/Passes.h"
 
 #include "Fuse/FuseDialect.h"
@@ -60,6 +61,7 @@ void fusec::registerAll(mlir::DialectRegistry &registry) {
   registerGPUDialectTranslation(registry);
   registerLLVMDialectTranslation(registry);
   registerNVVMDialectTranslation(registry);
+  fusec::registerPTXBackendExtensions(registry);
   fusec::registerFusecTransformsPasses();
   fusec::registerPipelines();
   mlir::registerCanonicalizerPass();

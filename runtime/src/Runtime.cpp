@@ -116,6 +116,10 @@ Status Device::openWithDriver(const DriverApi &api, int ordinal,
                  (&d->maxThreadsPerBlock_,
                   CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, cuDevice),
                  doing);
+  FUSEC_CU_CHECK(api, cuDeviceGetAttribute,
+                 (&d->multiprocessorCount_,
+                  CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, cuDevice),
+                 doing);
   CUcontext context = nullptr;
   FUSEC_CU_CHECK(api, cuDevicePrimaryCtxRetain, (&context, cuDevice), doing);
   d->context_ = context;

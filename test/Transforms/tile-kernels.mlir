@@ -1,14 +1,15 @@
 // RUN: fusec-opt %s --fusec-pipeline-tiled -split-input-file 2>/dev/null | FileCheck %s --enable-var-scope
 
-// A wide convolution becomes a shared-memory GEMM: two buffers per operand
-// tile, a barrier per reduction step, the fused batch norm and relu applied
-// before the store. The plan writes the result straight into the output and
+// A wide f32 convolution becomes a shared-memory GEMM on CUDA cores: two
+// buffers per operand tile, a barrier per reduction step, the fused batch
+// norm and relu applied before the store (tile-kernels-mma.mlir has the
+// tensor-core family). The plan writes the result straight into the output and
 // copies the input that is also returned.
 // CHECK-LABEL: func.func @conv(
-// CHECK-SAME: %[[X:[a-z0-9]+]]: memref<1x9x9x3xf16>, %[[W:[a-z0-9]+]]: memref<32x3x3x3xf16>, %[[M:[a-z0-9]+]]: memref<32xf16>, %[[OUT0:[a-z0-9]+]]: memref<1x7x7x32xf16>, %[[OUT1:[a-z0-9]+]]: memref<1x9x9x3xf16>)
+// CHECK-SAME: %[[X:[a-z0-9]+]]: memref<1x9x9x3xf32>, %[[W:[a-z0-9]+]]: memref<32x3x3x3xf32>, %[[M:[a-z0-9]+]]: memref<32xf32>, %[[OUT0:[a-z0-9]+]]: memref<1x7x7x32xf32>, %[[OUT1:[a-z0-9]+]]: memref<1x9x9x3xf32>)
 // CHECK-SAME: attributes {fusec.num_inputs = 3 : i64}
 // CHECK: %[[SMEM:.+]] = arith.constant 16384 : i32
-// CHECK: gpu.launch_func @conv_kernels::@k0_conv2d blocks in (%[[C1:.+]], %[[C1]], %[[C1]]) threads in (%[[C256:.+]], %[[C1]], %[[C1]]) dynamic_shared_memory_size %[[SMEM]] args(%[[X]] : {{.+}}, %[[W]] : {{.+}}, %[[M]] : {{.+}}, %[[OUT0]] : memref<1x7x7x32xf16>)
+// CHECK: gpu.launch_func @conv_kernels::@k0_conv2d blocks in (%[[C1:.+]], %[[C1]], %[[C1]]) threads in (%[[C256:.+]], %[[C1]], %[[C1]]) dynamic_shared_memory_size %[[SMEM]] args(%[[X]] : {{.+}}, %[[W]] : {{.+}}, %[[M]] : {{.+}}, %[[OUT0]] : memref<1x7x7x32xf32>)
 // CHECK: memref.copy %[[X]], %[[OUT1]]
 // CHECK: gpu.module @conv_kernels
 // CHECK: gpu.func @k0_conv2d({{.+}}) kernel attributes {fusec.family = "gemm_simt", fusec.tile = #fuse.tile<bm = 64, bn = 64, bk = 16, tm = 4, tn = 4>, known_block_size = array<i32: 256, 1, 1>}
@@ -23,14 +24,13 @@
 // CHECK: math.rsqrt
 // CHECK: math.fma
 // CHECK: arith.maximumf
-// CHECK: arith.truncf {{.+}} : f32 to f16
-// CHECK: memref.store {{.+}} : memref<1x7x7x32xf16>
-func.func @conv(%x: tensor<1x9x9x3xf16>, %w: tensor<32x3x3x3xf16>, %m: tensor<32xf16>)
-    -> (tensor<1x7x7x32xf16>, tensor<1x9x9x3xf16>) {
-  %0 = fuse.conv2d %x, %w : tensor<1x9x9x3xf16>, tensor<32x3x3x3xf16>
-  %1 = fuse.batch_norm %0, %m, %m, %m, %m : tensor<1x7x7x32xf16>, tensor<32xf16>
-  %2 = fuse.relu %1 : tensor<1x7x7x32xf16>
-  return %2, %x : tensor<1x7x7x32xf16>, tensor<1x9x9x3xf16>
+// CHECK: memref.store {{.+}} : memref<1x7x7x32xf32>
+func.func @conv(%x: tensor<1x9x9x3xf32>, %w: tensor<32x3x3x3xf32>, %m: tensor<32xf32>)
+    -> (tensor<1x7x7x32xf32>, tensor<1x9x9x3xf32>) {
+  %0 = fuse.conv2d %x, %w : tensor<1x9x9x3xf32>, tensor<32x3x3x3xf32>
+  %1 = fuse.batch_norm %0, %m, %m, %m, %m : tensor<1x7x7x32xf32>, tensor<32xf32>
+  %2 = fuse.relu %1 : tensor<1x7x7x32xf32>
+  return %2, %x : tensor<1x7x7x32xf32>, tensor<1x9x9x3xf32>
 }
 
 // -----
@@ -65,9 +65,9 @@ func.func @depthwise(%x: tensor<1x5x5x8xf32>, %w: tensor<8x3x3x1xf32>) -> tensor
 // CHECK: gpu.launch_func @big_kernels::@k0_conv2d blocks in (%{{.+}}, %{{.+}}, %{{.+}}) threads in (%[[C256:.+]], %{{.+}}, %{{.+}})
 // CHECK: gpu.func @k0_conv2d({{.+}}) kernel attributes {fusec.family = "gemm_simt", fusec.tile = #fuse.tile<bm = 128, bn = 64, bk = 16, tm = 8, tn = 4>, known_block_size = array<i32: 256, 1, 1>}
 // CHECK: vector.load %{{.+}} {alignment = 16 : i64} : memref<2x16x128xf32, #gpu.address_space<workgroup>>, vector<4xf32>
-func.func @big(%x: tensor<32x28x28x64xbf16>, %w: tensor<64x3x3x64xbf16>) -> tensor<32x28x28x64xbf16> {
-  %0 = fuse.conv2d %x, %w {padding = array<i64: 1, 1>} : tensor<32x28x28x64xbf16>, tensor<64x3x3x64xbf16>
-  return %0 : tensor<32x28x28x64xbf16>
+func.func @big(%x: tensor<32x28x28x64xf32>, %w: tensor<64x3x3x64xf32>) -> tensor<32x28x28x64xf32> {
+  %0 = fuse.conv2d %x, %w {padding = array<i64: 1, 1>} : tensor<32x28x28x64xf32>, tensor<64x3x3x64xf32>
+  return %0 : tensor<32x28x28x64xf32>
 }
 
 // -----

@@ -550,6 +550,9 @@ DriverApi makeApi() {
     case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK:
       *value = 1024;
       return CUDA_SUCCESS;
+    case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT:
+      *value = 132;
+      return CUDA_SUCCESS;
     default:
       return CUDA_ERROR_INVALID_VALUE;
     }

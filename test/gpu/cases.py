@@ -22,7 +22,9 @@ import time
 # Relative-error bounds per output dtype against the float64 reference.
 # Intermediates between kernels are stored in the graph dtype, so f16/bf16
 # graphs round once per kernel.
-TOLERANCE = {"f32": 1e-4, "f16": 5e-3, "bf16": 3e-2}
+# "tf32" marks f32 graphs compiled with --fp32-math=tf32: TF32 products
+# (10-bit mantissas), f32 accumulation.
+TOLERANCE = {"f32": 1e-4, "f16": 5e-3, "bf16": 3e-2, "tf32": 5e-3}
 
 
 def t(shape, dtype):
@@ -113,11 +115,100 @@ def pool_case(name, dt, layout, kind, n, c, h, w, k, s, p, extra=""):
     return gr.text([(v, t(os_, dt))])
 
 
+def matmul_case(dt, batch_l, batch_r, m, n, k, ta, tb, act=None):
+    g = Graph("g")
+    ls = batch_l + ([k, m] if ta else [m, k])
+    rs = batch_r + ([n, k] if tb else [k, n])
+    a, b = g.arg(ls, dt), g.arg(rs, dt)
+    attrs = [x for x, on in (("transpose_lhs", ta), ("transpose_rhs", tb)) if on]
+    batch = [max(x, y) for x, y in zip([1] * (len(batch_r) - len(batch_l)) + batch_l,
+                                       [1] * (len(batch_l) - len(batch_r)) + batch_r)]
+    os_ = batch + [m, n]
+    v = g.op(f"fuse.matmul {a}, {b} {{{', '.join(attrs)}}} : {t(ls, dt)}, {t(rs, dt)}")
+    if act:
+        v = g.op(f"fuse.{act} {v} : {t(os_, dt)}")
+    return g.text([(v, t(os_, dt))])
+
+
+def linear_case(dt, lead, k, n, bias=True, act="gelu", residual=False):
+    g = Graph("g")
+    x = g.arg(lead + [k], dt)
+    w = g.arg([n, k], dt)
+    operands, types = [x, w], [t(lead + [k], dt), t([n, k], dt)]
+    if bias:
+        operands.append(g.arg([n], dt))
+        types.append(t([n], dt))
+    os_ = lead + [n]
+    v = g.op(f"fuse.linear {', '.join(operands)} : {', '.join(types)}")
+    if act:
+        v = g.op(f"fuse.{act} {v} : {t(os_, dt)}")
+    if residual:
+        r = g.arg(os_, dt)
+        v = g.op(f"fuse.add {v}, {r} : {t(os_, dt)}, {t(os_, dt)}")
+    return g.text([(v, t(os_, dt))])
+
+
+def tiled_linear_case(dt, m, k, n, tile):
+    """A linear layer (+ bias, relu) as a hand-written fuse.kernel with its
+    own #fuse.tile, to reach tile configurations the heuristic leaves out."""
+    xs, ws, os_ = t([m, k], dt), t([n, k], dt), t([m, n], dt)
+    return (f"func.func @g(%x: {xs}, %w: {ws}, %b: {t([n], dt)}) -> {os_} {{\n"
+            f"  %0 = fuse.kernel \"k0_linear\"(%x, %w, %b) {{tile = #fuse.tile<{tile}>}}\n"
+            f"      : ({xs}, {ws}, {t([n], dt)}) -> {os_} {{\n"
+            f"  ^bb0(%a: {xs}, %c: {ws}, %d: {t([n], dt)}):\n"
+            f"    %1 = fuse.linear %a, %c, %d : {xs}, {ws}, {t([n], dt)}\n"
+            f"    %2 = fuse.relu %1 : {os_}\n"
+            f"    fuse.yield %2 : {os_}\n  }}\n  return %0 : {os_}\n}}\n")
+
+
+def gemm_cases():
+    """Convolutions, linear layers and matrix products that run as GEMMs, on
+    odd shapes: M, N, K off multiples of 16, channels 3, 5, 33, 70, both
+    layouts, every transpose; for f32 with --fp32-math=tf32 as well (dtype
+    "tf32"). Each (name, text, dtype, compile flags)."""
+    out = []
+    for dt in ("f16", "bf16", "tf32"):
+        gd = "f32" if dt == "tf32" else dt
+        flags = ["--fp32-math=tf32"] if dt == "tf32" else []
+
+        def add(name, text):
+            out.append((f"{name}_{dt}", text, dt, flags))
+        for L in ("nhwc", "nchw"):
+            # Input channels 3, 5, 33, 70 (element by element), 16 and 64
+            # (16-byte copies in NHWC); odd spatial sizes, batch 1 and 3.
+            add(f"mma_conv_c3_{L}", conv_case("g", gd, L, 1, 3, 17, 23, 33, 3, p=1, bias=True))
+            add(f"mma_conv_c5_stride_{L}", conv_case("g", gd, L, 3, 5, 19, 13, 40, 5, s=2, p=2))
+            add(f"mma_conv_c33_{L}", conv_case("g", gd, L, 2, 33, 11, 9, 70, 3, p=1, act="silu"))
+            add(f"mma_conv_c70_1x1_{L}", conv_case("g", gd, L, 1, 70, 7, 9, 33, 1, act="relu6"))
+            add(f"mma_conv_c16_dilated_{L}", conv_case("g", gd, L, 1, 16, 15, 14, 24, 3, p=2, d=2, act="gelu"))
+            add(f"mma_conv_c64_residual_{L}", conv_case("g", gd, L, 2, 64, 13, 11, 72, 3, p=1, residual=True))
+            add(f"mma_conv_grouped_{L}", conv_case("g", gd, L, 2, 64, 9, 10, 96, 3, p=1, g=2, act="silu"))
+        # Big enough for 128x128 tiles, several k-tiles and every stage.
+        add("mma_conv_c64_big", conv_case("g", gd, "nhwc", 4, 64, 23, 21, 136, 3, p=1, bias=True))
+        add("mma_conv_stem", conv_case("g", gd, "nhwc", 2, 3, 45, 39, 64, 7, s=2, p=3))
+        add("mma_linear_k70", linear_case(gd, [3, 37], 70, 129))
+        add("mma_linear_k264", linear_case(gd, [2, 155], 264, 200, act="silu", residual=True))
+        add("mma_linear_m1", linear_case(gd, [1], 40, 24, bias=False, act=None))
+        # Tiles the heuristic picks for larger problems, an odd number of n8
+        # fragments per warp, 8 warps, 2 and 3 stages.
+        bk = 16 if dt == "tf32" else 32
+        for tag, tile in (("128x128", f"bm = 128, bn = 128, bk = {bk}, warps_m = 2, warps_n = 2, stages = 4"),
+                          ("128x64_w8", f"bm = 128, bn = 64, bk = {bk}, warps_m = 4, warps_n = 2, stages = 3"),
+                          ("64x32_odd", f"bm = 64, bn = 32, bk = {2 * bk}, warps_m = 1, warps_n = 4, stages = 2")):
+            add(f"mma_tile{tag}", tiled_linear_case(gd, 300, 136, 264, tile))
+        for ta in (False, True):
+            for tb in (False, True):
+                tag = ("t" if ta else "n") + ("t" if tb else "n")
+                add(f"mma_matmul_{tag}_odd", matmul_case(gd, [2, 1], [3], 37, 45, 29, ta, tb))
+                add(f"mma_matmul_{tag}_x8", matmul_case(gd, [3], [3], 72, 136, 88, ta, tb, act="relu"))
+    return out
+
+
 def build_cases():
     cases = []
 
-    def add(name, text, dtype):
-        cases.append({"name": name, "mlir": text, "dtype": dtype})
+    def add(name, text, dtype, flags=()):
+        cases.append({"name": name, "mlir": text, "dtype": dtype, "flags": list(flags)})
 
     for dt in ("f32", "f16", "bf16"):
         for layout in ("nhwc", "nchw"):
@@ -210,6 +301,8 @@ def build_cases():
     x = g.arg([4, 6], "f32")
     v = g.op(f"fuse.relu {x} : {t([4, 6], 'f32')}")
     add("plan_copies_f32", g.text([(x, t([4, 6], "f32")), (v, t([4, 6], "f32")), (v, t([4, 6], "f32"))]), "f32")
+    for name, text, dtype, flags in gemm_cases():
+        add(name, text, dtype, flags)
     here = os.path.dirname(os.path.abspath(__file__))
     examples = os.path.join(here, "..", "..", "examples")
     for name, dt in (("resnet_block", "f32"), ("mobilenet_block", "f16"), ("transformer_block", "bf16")):
@@ -238,7 +331,7 @@ def prepare(args):
         with open(graph, "w") as f:
             f.write(case["mlir"])
         ptx = os.path.join(d, "kernel.ptx")
-        run([args.fusec, graph, "-o", ptx, "--arch=sm_90"])
+        run([args.fusec, graph, "-o", ptx, "--arch=sm_90"] + case["flags"])
         if args.ptxas:
             run([args.ptxas, "-arch=sm_90", ptx, "-o", os.path.join(d, "kernel.cubin")])
             os.remove(os.path.join(d, "kernel.cubin"))

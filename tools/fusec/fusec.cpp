@@ -93,6 +93,14 @@ static cl::opt<std::string>
          cl::init("sm_90"), cl::cat(fusecCat),
          cl::sub(cl::SubCommand::getTopLevel()), cl::sub(runCmd));
 
+static cl::opt<std::string> fp32Math(
+    "fp32-math",
+    cl::desc("How f32 convolutions and matrix products compute: ieee (f32 "
+             "FMAs on CUDA cores, the default) or tf32 (TF32 tensor cores "
+             "with f32 accumulation: faster, about 1e-3 relative error)"),
+    cl::init("ieee"), cl::cat(fusecCat),
+    cl::sub(cl::SubCommand::getTopLevel()), cl::sub(runCmd));
+
 static cl::opt<bool> showRemarks(
     "remarks", cl::desc("Print the compiler's remarks (fusion decisions)"),
     cl::init(false), cl::cat(fusecCat));
@@ -281,7 +289,8 @@ static void keepOnly(ModuleOp module, func::FuncOp entry) {
 /// Runs the pipeline up to the stage `kind` emits; for PTX, returns the
 /// artifact text in `artifact`.
 static LogicalResult lower(ModuleOp module, EmitKind kind,
-                           const PTXTarget &target, std::string *artifact) {
+                           const PTXTarget &target, std::string *artifact,
+                           int64_t smCount = 0) {
   if (kind == EmitKind::MLIR)
     return success();
   static const Stage stages[] = {Stage::Graph, Stage::Kernels, Stage::Tiled,
@@ -291,6 +300,8 @@ static LogicalResult lower(ModuleOp module, EmitKind kind,
     return failure();
   PipelineOptions options;
   options.arch = target.chip;
+  options.smCount = smCount;
+  options.fp32Math = fp32Math;
   buildPipeline(pm, stages[static_cast<int>(kind)], options);
   if (failed(pm.run(module)))
     return failure();
@@ -354,7 +365,9 @@ runOnGPU(func::FuncOp func, const std::vector<ref::Tensor> &inputs,
   OwningOpRef<ModuleOp> module = cast<ModuleOp>(func->getParentOp()->clone());
   keepOnly(*module, module->lookupSymbol<func::FuncOp>(func.getSymName()));
   std::string artifact;
-  if (failed(lower(*module, EmitKind::PTX, *target, &artifact)))
+  // Tiles sized for this GPU's SMs.
+  if (failed(lower(*module, EmitKind::PTX, *target, &artifact,
+                   gpu->multiprocessorCount())))
     return failure();
   auto check = [](const rt::Status &status) -> LogicalResult {
     if (status.isOk())
@@ -410,9 +423,14 @@ runOnGPU(func::FuncOp func, const std::vector<ref::Tensor> &inputs,
 }
 
 /// The largest ||gpu - ref|| / ||ref|| accepted per output dtype: float32
-/// arithmetic, or rounding to f16/bf16 between kernels.
+/// arithmetic (TF32 products with --fp32-math=tf32), or rounding to
+/// f16/bf16 between kernels.
 static double tolerance(Type elementType) {
-  return elementType.isF16() ? 5e-3 : elementType.isBF16() ? 3e-2 : 1e-4;
+  if (elementType.isF16())
+    return 5e-3;
+  if (elementType.isBF16())
+    return 3e-2;
+  return fp32Math == "tf32" ? 5e-3 : 1e-4;
 }
 
 static LogicalResult runGraph(ModuleOp module) {
@@ -505,10 +523,16 @@ int main(int argc, char **argv) {
       argc, argv,
       "fusec: compiles graphs of deep-learning operators into fused GPU "
       "kernels\n\n"
-      "  fusec graph.mlir -o kernel.ptx [--arch=sm_90] [--remarks]\n"
+      "  fusec graph.mlir -o kernel.ptx [--arch=sm_90] [--fp32-math=ieee|tf32] "
+      "[--remarks]\n"
       "  fusec graph.mlir [--emit=mlir|kernels|tiled|gpu|ptx] [-o out]\n"
       "  fusec run graph.mlir [--device=auto|cpu|gpu] [--seed=N] "
       "[--input=a.npy ...] [--output-dir=DIR]\n");
+
+  if (fp32Math != "ieee" && fp32Math != "tf32") {
+    (void)fail("--fp32-math must be ieee or tf32, found '" + fp32Math + "'");
+    return 1;
+  }
 
   DialectRegistry registry;
   registerAll(registry);

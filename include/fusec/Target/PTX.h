@@ -24,6 +24,11 @@ struct PTXTarget {
   static llvm::Expected<PTXTarget> parse(llvm::StringRef arch);
 };
 
+/// Registers what the PTX backend's lowering needs beyond upstream's
+/// registrations: the conversion of nvgpu ops (ldmatrix, cp.async) inside
+/// convert-gpu-to-nvvm, with its 32-bit indices.
+void registerPTXBackendExtensions(mlir::DialectRegistry &registry);
+
 /// Lowers every gpu.module to NVVM and then to PTX text held in a
 /// gpu.binary, in process (no CUDA toolkit needed). `toBinary` false stops
 /// at the NVVM dialect (fusec --emit=gpu).

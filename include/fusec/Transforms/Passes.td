@@ -81,10 +81,13 @@ def TileKernels : Pass<"fusec-tile-kernels", "mlir::ModuleOp"> {
            "cores) or tf32 (TF32 tensor cores, f32 accumulation)">,
   ];
   let dependentDialects = [
+    "mlir::LLVM::LLVMDialect",
+    "mlir::NVVM::NVVMDialect",
     "mlir::arith::ArithDialect",
     "mlir::gpu::GPUDialect",
     "mlir::math::MathDialect",
     "mlir::memref::MemRefDialect",
+    "mlir::nvgpu::NVGPUDialect",
     "mlir::scf::SCFDialect",
     "mlir::vector::VectorDialect",
   ];

@@ -58,6 +58,21 @@ GemmTile chooseSimtTile(const GemmShape &shape,
 LogicalResult verifySimtTile(KernelOp kernel, const GemmTile &tile,
                              const TargetDescription &target);
 
+/// The GEMM on tensor cores, mma.sync (GemmMmaSync.cpp): f16, bf16, and f32
+/// as TF32.
+bool isMmaSyncGemm(const GemmShape &shape, const TilingOptions &options);
+std::unique_ptr<KernelBuilder>
+makeGemmMmaSyncKernel(KernelOp kernel, gpu::GPUModuleOp module,
+                      const TargetDescription &target, const GemmTile &tile,
+                      const GemmShape &shape, const TilingOptions &options);
+GemmTile chooseMmaSyncTile(const GemmShape &shape,
+                           const TargetDescription &target,
+                           const TilingOptions &options);
+LogicalResult verifyMmaSyncTile(KernelOp kernel, const GemmShape &shape,
+                                const GemmTile &tile,
+                                const TargetDescription &target,
+                                const TilingOptions &options);
+
 } // namespace fusec::tiling
 
 #endif // FUSEC_LIB_CONVERSION_FUSETOGPU_FAMILIES_H

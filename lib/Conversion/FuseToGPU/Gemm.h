@@ -16,6 +16,18 @@
 
 namespace fusec::tiling {
 
+/// How f32 convolutions and matrix products compute.
+enum class Fp32Math {
+  /// f32 FMAs on CUDA cores.
+  IEEE,
+  /// TF32 tensor-core products (10-bit mantissa inputs), f32 accumulation.
+  TF32,
+};
+
+struct TilingOptions {
+  Fp32Math fp32Math = Fp32Math::IEEE;
+};
+
 /// Sizes of the GEMM an anchor computes (no IR needed).
 struct GemmShape {
   int64_t batch = 1, m = 0, n = 0, k = 0;
@@ -72,6 +84,11 @@ struct GemmOperand {
   std::function<GemmAddress(Value batch, Value i, Value k)> address;
 };
 
+/// Stores the kernel's results at (m, n...n+size-1) of one row from the
+/// accumulators there: size 1, or GemmProblem::outVector with all of them
+/// inside the result.
+using GemmRowStore = std::function<void(Value n, ArrayRef<Value> acc)>;
+
 struct GemmProblem {
   GemmShape shape;
   GemmOperand a, b;
@@ -79,11 +96,10 @@ struct GemmProblem {
   /// contiguous and aligned in every output, so the epilogue may store
   /// them as one vector.
   int64_t outVector = 1;
-  /// Computes and stores the kernel's results at (batch, m, n...n+size-1)
-  /// from the accumulators `acc` there: size 1, or outVector with all of
-  /// them inside the result.
-  std::function<void(Value batch, Value m, Value n, ArrayRef<Value> acc)>
-      epilogue;
+  /// The epilogue of row m of `batch`: what depends on the row alone is
+  /// built where this is called (once per row), the rest by the returned
+  /// store, once per element or vector.
+  std::function<GemmRowStore(Value batch, Value m)> epilogue;
 };
 
 /// The base of the GEMM families: describes the anchor as a GemmProblem and

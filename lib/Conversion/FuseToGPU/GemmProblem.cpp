@@ -143,19 +143,20 @@ GemmProblem GemmKernel::convProblem(Conv2dOp op) {
         problem.outVector = v;
         break;
       }
-  problem.epilogue = [=, this](Value g, Value m, Value nn,
-                               ArrayRef<Value> acc) {
+  problem.epilogue = [=, this](Value g, Value m) -> GemmRowStore {
     SmallVector<Value> p = delinearize(m, {n, ho, wo});
-    Value o = addi(muli(g, idx(cog)), nn);
-    SmallVector<Value> values(acc);
-    if (bias)
-      for (auto [i, value] : llvm::enumerate(values))
-        value = addf(value, load(bias, {i ? addi(o, idx(i)) : o}));
-    SmallVector<Value> coords = joinNCHW(p[0], o, p[1], p[2], layout);
-    if (values.size() == 1)
-      storeResults(coords, values[0]);
-    else
-      storeVectorResults(coords, values.size(), values);
+    return [=, this](Value nn, ArrayRef<Value> acc) {
+      Value o = addi(muli(g, idx(cog)), nn);
+      SmallVector<Value> values(acc);
+      if (bias)
+        for (auto [i, value] : llvm::enumerate(values))
+          value = addf(value, load(bias, {i ? addi(o, idx(i)) : o}));
+      SmallVector<Value> coords = joinNCHW(p[0], o, p[1], p[2], layout);
+      if (values.size() == 1)
+        storeResults(coords, values[0]);
+      else
+        storeVectorResults(coords, values.size(), values);
+    };
   };
   return problem;
 }
@@ -191,18 +192,20 @@ GemmProblem GemmKernel::linearProblem(LinearOp op) {
       problem.outVector = v;
       break;
     }
-  problem.epilogue = [=, this](Value, Value mi, Value ni,
-                               ArrayRef<Value> acc) {
-    SmallVector<Value> values(acc);
-    if (bias)
-      for (auto [i, value] : llvm::enumerate(values))
-        value = addf(value, load(bias, {i ? addi(ni, idx(i)) : ni}));
-    SmallVector<Value> c = delinearize(mi, lead);
-    c.push_back(ni);
-    if (values.size() == 1)
-      storeResults(c, values[0]);
-    else
-      storeVectorResults(c, values.size(), values);
+  problem.epilogue = [=, this](Value, Value mi) -> GemmRowStore {
+    SmallVector<Value> row = delinearize(mi, lead);
+    return [=, this](Value ni, ArrayRef<Value> acc) {
+      SmallVector<Value> values(acc);
+      if (bias)
+        for (auto [i, value] : llvm::enumerate(values))
+          value = addf(value, load(bias, {i ? addi(ni, idx(i)) : ni}));
+      SmallVector<Value> c(row);
+      c.push_back(ni);
+      if (values.size() == 1)
+        storeResults(c, values[0]);
+      else
+        storeVectorResults(c, values.size(), values);
+    };
   };
   return problem;
 }
@@ -254,15 +257,17 @@ GemmProblem GemmKernel::matmulProblem(MatmulOp op) {
       problem.outVector = v;
       break;
     }
-  problem.epilogue = [=, this](Value bi, Value mi, Value ni,
-                               ArrayRef<Value> acc) {
-    SmallVector<Value> c = delinearize(bi, batchShape);
-    c.push_back(mi);
-    c.push_back(ni);
-    if (acc.size() == 1)
-      storeResults(c, acc[0]);
-    else
-      storeVectorResults(c, acc.size(), acc);
+  problem.epilogue = [=, this](Value bi, Value mi) -> GemmRowStore {
+    SmallVector<Value> row = delinearize(bi, batchShape);
+    row.push_back(mi);
+    return [=, this](Value ni, ArrayRef<Value> acc) {
+      SmallVector<Value> c(row);
+      c.push_back(ni);
+      if (acc.size() == 1)
+        storeResults(c, acc[0]);
+      else
+        storeVectorResults(c, acc.size(), acc);
+    };
   };
   return problem;
 }

@@ -215,7 +215,7 @@ GemmSimtKernel::emitGemm(const GemmProblem &problem) {
       Value m = addi(tileM, regIndex(ty, i, t.tm, threadsM));
       Value n = addi(tileN, regIndex(tx, j, t.tn, threadsN));
       ifThen(andi(ltc(m, shape.m), ltc(n, shape.n)), [&] {
-        problem.epilogue(batch, m, n, {acc[i * t.tn + j]});
+        problem.epilogue(batch, m)(n, {acc[i * t.tn + j]});
       });
     }
   }

@@ -22,6 +22,8 @@ llvm::StringRef fusec::tiling::familyName(KernelFamily family) {
     return "attention_direct";
   case KernelFamily::GemmSimt:
     return "gemm_simt";
+  case KernelFamily::GemmMmaSync:
+    return "gemm_mma_sync";
   }
   llvm_unreachable("unknown kernel family");
 }
@@ -33,18 +35,25 @@ static Operation *findAnchor(KernelOp kernel) {
   return nullptr;
 }
 
-/// The GEMM family for `shape` and its tile.
+/// The GEMM family for `shape` and its tile: tensor cores for 16-bit types
+/// (and f32 as TF32 when asked), CUDA cores for IEEE f32.
 static FailureOr<KernelStrategy>
 selectGemm(KernelOp kernel, const GemmShape &shape,
            const TargetDescription &target, const TilingOptions &options) {
   KernelStrategy strategy;
-  strategy.family = KernelFamily::GemmSimt;
+  bool mma = isMmaSyncGemm(shape, options);
+  strategy.family = mma ? KernelFamily::GemmMmaSync : KernelFamily::GemmSimt;
+  strategy.shape = shape;
+  strategy.options = options;
   if (TileAttr attr = kernel.getTileAttr()) {
     strategy.tile = GemmTile::fromAttr(attr);
-    if (failed(verifySimtTile(kernel, strategy.tile, target)))
+    if (failed(mma ? verifyMmaSyncTile(kernel, shape, strategy.tile, target,
+                                       options)
+                   : verifySimtTile(kernel, strategy.tile, target)))
       return failure();
   } else {
-    strategy.tile = chooseSimtTile(shape, target);
+    strategy.tile = mma ? chooseMmaSyncTile(shape, target, options)
+                        : chooseSimtTile(shape, target);
   }
   return strategy;
 }
@@ -103,6 +112,10 @@ fusec::tiling::emitKernel(KernelOp kernel, gpu::GPUModuleOp module,
     break;
   case KernelFamily::GemmSimt:
     builder = makeGemmSimtKernel(kernel, module, target, strategy.tile);
+    break;
+  case KernelFamily::GemmMmaSync:
+    builder = makeGemmMmaSyncKernel(kernel, module, target, strategy.tile,
+                                    strategy.shape, strategy.options);
     break;
   }
   return builder->build();

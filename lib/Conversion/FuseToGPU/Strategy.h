@@ -14,18 +14,6 @@
 
 namespace fusec::tiling {
 
-/// How f32 convolutions and matrix products compute.
-enum class Fp32Math {
-  /// f32 FMAs on CUDA cores.
-  IEEE,
-  /// TF32 tensor-core products (10-bit mantissa inputs), f32 accumulation.
-  TF32,
-};
-
-struct TilingOptions {
-  Fp32Math fp32Math = Fp32Math::IEEE;
-};
-
 enum class KernelFamily {
   Elementwise,
   DirectConv,
@@ -34,6 +22,7 @@ enum class KernelFamily {
   Gather,
   AttentionDirect,
   GemmSimt,
+  GemmMmaSync,
 };
 
 /// The family's name as recorded on the gpu.func (`fusec.family`).
@@ -41,8 +30,10 @@ llvm::StringRef familyName(KernelFamily family);
 
 struct KernelStrategy {
   KernelFamily family = KernelFamily::Elementwise;
-  /// GEMM families: the tile.
+  /// GEMM families: the problem's sizes, the tile, the options.
+  GemmShape shape;
   GemmTile tile;
+  TilingOptions options;
 };
 
 /// Picks the family and configuration of `kernel`; fails with an error at

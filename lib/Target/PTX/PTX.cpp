@@ -3,7 +3,10 @@
 #include "fusec/Target/PTX.h"
 #include "fusec/Target/TargetDescription.h"
 
+#include "mlir/Conversion/ConvertToLLVM/ToLLVMInterface.h"
 #include "mlir/Conversion/GPUToNVVM/GPUToNVVMPass.h"
+#include "mlir/Conversion/LLVMCommon/TypeConverter.h"
+#include "mlir/Conversion/NVGPUToNVVM/NVGPUToNVVM.h"
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -12,6 +15,7 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Transforms/Passes.h"
 #include "llvm/Support/Error.h"
 #include "llvm/Support/FileSystem.h"
@@ -58,6 +62,21 @@ llvm::Expected<PTXTarget> PTXTarget::parse(StringRef arch) {
 }
 
 namespace {
+/// Lets convert-gpu-to-nvvm lower nvgpu ops with its own type converter, so
+/// that they share its 32-bit indices (convert-nvgpu-to-nvvm, a pass of its
+/// own, converts indices to 64 bits and leaves casts that do not fold).
+struct NVGPUToNVVMInterface : ConvertToLLVMPatternInterface {
+  using ConvertToLLVMPatternInterface::ConvertToLLVMPatternInterface;
+  void populateConvertToLLVMConversionPatterns(
+      ConversionTarget &target, LLVMTypeConverter &converter,
+      RewritePatternSet &patterns) const final {
+    converter.addConversion([&converter](nvgpu::DeviceAsyncTokenType type) {
+      return converter.convertType(IntegerType::get(type.getContext(), 32));
+    });
+    populateNVGPUToNVVMConversionPatterns(converter, patterns);
+  }
+};
+
 /// gpu.dynamic_shared_memory lowers to an internal zero-size global, which
 /// ptxas allocates as one byte of static shared memory. Made external, it is
 /// the block's dynamic shared memory proper (`.extern .shared ... x[]`),
@@ -78,6 +97,13 @@ struct ExternDynamicSharedMemory
   }
 };
 } // namespace
+
+void fusec::registerPTXBackendExtensions(DialectRegistry &registry) {
+  registry.insert<nvgpu::NVGPUDialect>();
+  registry.addExtension(+[](MLIRContext *, nvgpu::NVGPUDialect *dialect) {
+    dialect->addInterfaces<NVGPUToNVVMInterface>();
+  });
+}
 
 void fusec::buildPTXPipeline(OpPassManager &pm, const PTXTarget &target,
                              bool toBinary) {

@@ -127,6 +127,8 @@ public:
   /// Most dynamic shared memory one block may opt in to, in bytes.
   uint64_t maxSharedBytesPerBlock() const { return maxSharedBytesPerBlock_; }
   int maxThreadsPerBlock() const { return maxThreadsPerBlock_; }
+  /// Streaming multiprocessors (132 on an H100 SXM or H200).
+  int multiprocessorCount() const { return multiprocessorCount_; }
   /// The driver's CUDA version, e.g. 13000 for 13.0.
   int driverVersion() const { return driverVersion_; }
   /// "device 0 (NVIDIA H100 80GB HBM3, sm_90)": how messages name it.
@@ -170,6 +172,7 @@ private:
   int ccMinor_ = 0;
   uint64_t maxSharedBytesPerBlock_ = 0;
   int maxThreadsPerBlock_ = 0;
+  int multiprocessorCount_ = 0;
   int driverVersion_ = 0;
 };
 

@@ -1,0 +1,547 @@
+//===- GemmMmaSync.cpp - The GEMM family on tensor cores (sm_80+) ---------===//
+//
+// f16 and bf16 convolutions, linear layers and matrix products, and f32 ones
+// as TF32, on mma.sync with f32 accumulators:
+//
+//  - a block of warpsM x warpsN warps computes a bm x bn tile of C, each
+//    warp a (bm/warpsM) x (bn/warpsN) part of m16n8 accumulator fragments;
+//  - A and B tiles, bk deep, flow through `stages` shared-memory buffers:
+//    cp.async copies 16 bytes per thread (zero-filled outside the operand)
+//    where the operand has aligned 16-byte runs, otherwise the tile goes
+//    element by element through registers, loaded while the tensor cores
+//    work on an earlier stage;
+//  - the 16-byte chunks of every shared-memory row are XOR-swizzled, so
+//    that neither the copies nor ldmatrix, which feeds the fragments, meet
+//    bank conflicts;
+//  - the fused epilogue runs on the accumulator fragments in registers and
+//    stores neighbouring columns as one vector.
+//
+// Fragment layouts are those of TENSOR-CORES.md section 3 (lane = 4g + t).
+//
+//===----------------------------------------------------------------------===//
+
+#include "Families.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+
+using namespace fusec::tiling;
+
+namespace {
+
+/// What the element type asks of the instructions.
+struct MmaType {
+  NVVM::MMATypes ptx;
+  /// Bytes per element.
+  int64_t bytes;
+  /// The k of one mma.sync: 32 bytes of k either way.
+  int64_t instK() const { return 32 / bytes; }
+  /// Elements in a 16-byte chunk (one cp.async, one ldmatrix row).
+  int64_t chunk() const { return 16 / bytes; }
+};
+
+std::optional<MmaType> mmaTypeOf(Type elementType, Fp32Math fp32Math) {
+  if (elementType.isF16())
+    return MmaType{NVVM::MMATypes::f16, 2};
+  if (elementType.isBF16())
+    return MmaType{NVVM::MMATypes::bf16, 2};
+  if (elementType.isF32() && fp32Math == Fp32Math::TF32)
+    return MmaType{NVVM::MMATypes::tf32, 4};
+  return std::nullopt;
+}
+
+class GemmMmaSyncKernel : public GemmKernel {
+public:
+  GemmMmaSyncKernel(KernelOp kernel, gpu::GPUModuleOp module,
+                    const TargetDescription &target, GemmTile tile,
+                    MmaType type)
+      : GemmKernel(kernel, module, target, tile), type(type) {}
+
+private:
+  /// One operand's tiles in shared memory: `stages` buffers of rows x cols,
+  /// k along cols (kMajor) or along rows.
+  struct SmemTile {
+    const GemmOperand *operand;
+    Value buffer;
+    /// The operand's extent in the block tile (bm for A, bn for B).
+    int64_t extent;
+    int64_t rows, cols;
+    bool kMajor;
+    /// Filled by cp.async of 16-byte chunks; else element by element
+    /// through registers.
+    bool async;
+  };
+
+  FailureOr<LaunchConfig> emitGemm(const GemmProblem &problem) override;
+
+  SmemTile makeTile(const GemmOperand &operand, int64_t extent);
+  /// The swizzled column of element `col` of row `row` of `tile`.
+  Value swizzle(const SmemTile &tile, Value row, Value col);
+  /// Issues the cp.async copies of k-tile `kTile` into `stage`.
+  void copyAsync(const SmemTile &tile, Value tile0, Value kTile, Value stage);
+  /// Loads k-tile `kTile` element by element into registers, and stores
+  /// such registers into `stage`.
+  SmallVector<Value> loadElements(const SmemTile &tile, Value tile0,
+                                  Value kTile);
+  void storeElements(const SmemTile &tile, ArrayRef<Value> values,
+                     Value stage);
+  /// The (row, col) of the r-th element a thread moves in storeElements /
+  /// loadElements: consecutive threads take consecutive elements along the
+  /// operand's contiguous axis in memory.
+  std::pair<Value, Value> elementPos(const SmemTile &tile, int64_t r);
+  int64_t elementsPerThread(const SmemTile &tile) {
+    return ceilDiv(tile.rows * tile.cols, threads);
+  }
+  /// The operand element (i, k) of this block's batch, i being m or n.
+  GemmAddress addressOf(const SmemTile &tile, Value tile0, Value kTile,
+                        Value row, Value col);
+
+  /// Fragments of A for m16 tile `fm` and k-step `ks`: 4 registers.
+  SmallVector<Value> loadFragmentA(const SmemTile &tile, Value stage,
+                                   int64_t fm, int64_t ks);
+  /// Fragments of B for n8 tiles `fn` and, with `pair`, `fn + 1`: 2
+  /// registers per tile.
+  SmallVector<Value> loadFragmentB(const SmemTile &tile, Value stage,
+                                   int64_t fn, int64_t ks, bool pair);
+  /// ldmatrix of `tiles` 8x8 matrices whose rows lane l addresses at
+  /// (row(l), col(l)) of `stage`, as 32-bit registers.
+  SmallVector<Value> ldmatrix(const SmemTile &tile, Value stage, Value row,
+                              Value col, int64_t tiles, bool transpose);
+  /// acc += A x B on one m16n8 fragment.
+  SmallVector<Value> mma(ArrayRef<Value> a, ArrayRef<Value> b,
+                         ArrayRef<Value> acc);
+
+  MmaType type;
+  Type elementType;
+  int64_t threads = 0;
+  Value tid, lane, warpM, warpN, batch;
+};
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Configuration
+//===----------------------------------------------------------------------===//
+
+bool fusec::tiling::isMmaSyncGemm(const GemmShape &shape,
+                                  const TilingOptions &options) {
+  return mmaTypeOf(shape.elementType, options.fp32Math).has_value();
+}
+
+/// Shared memory of `tile`'s pipeline, in bytes.
+static int64_t pipelineBytes(const GemmTile &tile, int64_t bytes) {
+  return tile.stages * (tile.bm + tile.bn) * tile.bk * bytes;
+}
+
+GemmTile fusec::tiling::chooseMmaSyncTile(const GemmShape &shape,
+                                          const TargetDescription &target,
+                                          const TilingOptions &options) {
+  int64_t bytes = mmaTypeOf(shape.elementType, options.fp32Math)->bytes;
+  // k steps of 64 bytes (two mma.sync k-steps per stage); 2 x 2 warps of
+  // 64 x 64, 64 x 32 or 32 x 32 accumulators.
+  int64_t bk = 64 / bytes;
+  GemmTile candidates[] = {{128, 128, bk, 0, 0, 2, 2, 4},
+                           {128, 64, bk, 0, 0, 2, 2, 4},
+                           {64, 64, bk, 0, 0, 2, 2, 4}};
+  for (GemmTile &t : candidates) {
+    // Fewer stages where shared memory is short.
+    while (t.stages > 2 &&
+           pipelineBytes(t, bytes) > target.sharedBytesPerBlockOptIn / 2)
+      --t.stages;
+    // A tile wider than the problem computes mostly padding.
+    if ((t.bn > 64 && t.bn > shape.n) || (t.bm > 64 && t.bm > shape.m))
+      continue;
+    // One block per SM at least.
+    if (ceilDiv(shape.m, t.bm) * ceilDiv(shape.n, t.bn) * shape.batch >=
+        target.smCount)
+      return t;
+  }
+  return candidates[2];
+}
+
+LogicalResult fusec::tiling::verifyMmaSyncTile(KernelOp kernel,
+                                               const GemmShape &shape,
+                                               const GemmTile &tile,
+                                               const TargetDescription &target,
+                                               const TilingOptions &options) {
+  int64_t bytes = mmaTypeOf(shape.elementType, options.fp32Math)->bytes;
+  int64_t warps = tile.warpsM * tile.warpsN;
+  int64_t rowBytes = tile.bk * bytes;
+  bool ok = warps && tile.stages >= 2 && warps <= 32 &&
+            tile.bm % (16 * std::max<int64_t>(tile.warpsM, 1)) == 0 &&
+            tile.bn % (8 * std::max<int64_t>(tile.warpsN, 1)) == 0 &&
+            rowBytes % 32 == 0 && (rowBytes <= 128 || rowBytes % 128 == 0) &&
+            llvm::isPowerOf2_64(tile.bm) && llvm::isPowerOf2_64(tile.bn);
+  int64_t shared = pipelineBytes(tile, bytes);
+  if (ok && shared <= target.sharedBytesPerBlockOptIn)
+    return success();
+  return kernel.emitOpError("tile ")
+         << tile.toAttr(kernel.getContext())
+         << " does not suit the tensor-core GEMM: it needs warps_m, warps_n "
+            "(at most 32 warps) and stages >= 2, bm and bn powers of two "
+            "that are multiples of 16 * warps_m and 8 * warps_n, and bk a "
+            "multiple of "
+         << 32 / bytes << " (" << 128 / bytes
+         << " beyond that); its pipeline needs " << shared
+         << " bytes of shared memory, and " << target.chip
+         << " gives a block at most " << target.sharedBytesPerBlockOptIn;
+}
+
+std::unique_ptr<KernelBuilder> fusec::tiling::makeGemmMmaSyncKernel(
+    KernelOp kernel, gpu::GPUModuleOp module, const TargetDescription &target,
+    const GemmTile &tile, const GemmShape &shape,
+    const TilingOptions &options) {
+  return std::make_unique<GemmMmaSyncKernel>(
+      kernel, module, target, tile,
+      *mmaTypeOf(shape.elementType, options.fp32Math));
+}
+
+//===----------------------------------------------------------------------===//
+// Shared-memory tiles
+//===----------------------------------------------------------------------===//
+
+GemmMmaSyncKernel::SmemTile
+GemmMmaSyncKernel::makeTile(const GemmOperand &operand, int64_t extent) {
+  SmemTile tile;
+  tile.operand = &operand;
+  tile.extent = extent;
+  // cp.async needs aligned 16-byte runs. Along m or n, ldmatrix can
+  // transpose 16-bit elements only; other operands are transposed on their
+  // way through registers.
+  tile.async = operand.vector == type.chunk() &&
+               (operand.kContiguous || type.bytes == 2);
+  tile.kMajor = operand.kContiguous || !tile.async;
+  tile.rows = tile.kMajor ? extent : this->tile.bk;
+  tile.cols = tile.kMajor ? this->tile.bk : extent;
+  tile.buffer = allocShared({this->tile.stages, tile.rows, tile.cols},
+                            elementType, /*align=*/1024);
+  return tile;
+}
+
+Value GemmMmaSyncKernel::swizzle(const SmemTile &tile, Value row, Value col) {
+  // Chunk c of row r moves to c ^ f(r), f cycling through every chunk of a
+  // 128-byte line over the rows that share it: the 8 rows one ldmatrix
+  // matrix (or 8 lanes of cp.async) reads then cover all 32 banks.
+  int64_t v = type.chunk(), chunks = tile.cols / v;
+  int64_t rowsPerLine = std::max<int64_t>(1, 8 / chunks);
+  int64_t period = std::min<int64_t>(chunks, 8);
+  if (period == 1)
+    return col;
+  Value mask = remi(divi(row, rowsPerLine), period);
+  Value chunk = arith::XOrIOp::create(b, divi(col, v), mask);
+  return addi(muli(chunk, idx(v)), remi(col, v));
+}
+
+GemmAddress GemmMmaSyncKernel::addressOf(const SmemTile &tile, Value tile0,
+                                         Value kTile, Value row, Value col) {
+  Value k0 = muli(kTile, idx(this->tile.bk));
+  Value i = tile.kMajor ? row : col, k = tile.kMajor ? col : row;
+  return tile.operand->address(batch, addi(tile0, i), addi(k0, k));
+}
+
+void GemmMmaSyncKernel::copyAsync(const SmemTile &tile, Value tile0,
+                                  Value kTile, Value stage) {
+  int64_t v = type.chunk(), chunks = tile.cols / v;
+  int64_t items = tile.rows * chunks;
+  for (int64_t r = 0; r < ceilDiv(items, threads); ++r) {
+    Value e = addi(tid, idx(r * threads));
+    auto copy = [&] {
+      Value row = divi(e, chunks), col = muli(remi(e, chunks), idx(v));
+      GemmAddress address = addressOf(tile, tile0, kTile, row, col);
+      // Outside the operand nothing is read and the chunk is zero-filled;
+      // the source address stays valid anyway.
+      SmallVector<Value> src = address.indices();
+      for (Value &index : src)
+        index = select(address.inBounds, index, idx(0));
+      Value srcElements = select(address.inBounds, idx(v), idx(0));
+      nvgpu::DeviceAsyncCopyOp::create(
+          b, nvgpu::DeviceAsyncTokenType::get(b.getContext()), tile.buffer,
+          ValueRange{stage, row, swizzle(tile, row, col)},
+          tile.operand->memref, src, b.getIndexAttr(v), srcElements,
+          b.getUnitAttr());
+    };
+    if ((r + 1) * threads <= items)
+      copy();
+    else
+      ifThen(ltc(e, items), copy);
+  }
+}
+
+std::pair<Value, Value> GemmMmaSyncKernel::elementPos(const SmemTile &tile,
+                                                      int64_t r) {
+  Value e = addi(tid, idx(r * threads));
+  // Along k when k is contiguous in memory, else along m or n; the tile is
+  // k-major here.
+  if (tile.operand->kContiguous)
+    return {divi(e, tile.cols), remi(e, tile.cols)};
+  return {remi(e, tile.rows), divi(e, tile.rows)};
+}
+
+SmallVector<Value> GemmMmaSyncKernel::loadElements(const SmemTile &tile,
+                                                   Value tile0, Value kTile) {
+  SmallVector<Value> values;
+  int64_t items = tile.rows * tile.cols;
+  for (int64_t r = 0; r < elementsPerThread(tile); ++r) {
+    auto [row, col] = elementPos(tile, r);
+    GemmAddress address = addressOf(tile, tile0, kTile, row, col);
+    Value inBounds = address.inBounds;
+    if ((r + 1) * threads > items)
+      inBounds = andi(inBounds, ltc(addi(tid, idx(r * threads)), items));
+    Value memref = tile.operand->memref;
+    values.push_back(ifElse(
+        inBounds,
+        [&] { return memref::LoadOp::create(b, memref, address.indices()); },
+        [&] {
+          return arith::ConstantOp::create(b, b.getZeroAttr(elementType));
+        },
+        elementType));
+  }
+  return values;
+}
+
+void GemmMmaSyncKernel::storeElements(const SmemTile &tile,
+                                      ArrayRef<Value> values, Value stage) {
+  int64_t items = tile.rows * tile.cols;
+  for (int64_t r = 0; r < elementsPerThread(tile); ++r) {
+    auto store = [&] {
+      auto [row, col] = elementPos(tile, r);
+      memref::StoreOp::create(b, values[r], tile.buffer,
+                              ValueRange{stage, row, swizzle(tile, row, col)});
+    };
+    if ((r + 1) * threads <= items)
+      store();
+    else
+      ifThen(ltc(addi(tid, idx(r * threads)), items), store);
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Fragments
+//===----------------------------------------------------------------------===//
+
+SmallVector<Value> GemmMmaSyncKernel::ldmatrix(const SmemTile &tile,
+                                               Value stage, Value row,
+                                               Value col, int64_t tiles,
+                                               bool transpose) {
+  // Each lane's 32-bit register of each matrix: two 16-bit elements, or one
+  // 32-bit one.
+  int64_t perRegister = 4 / type.bytes;
+  auto resultType = VectorType::get({tiles, perRegister}, elementType);
+  Value v = nvgpu::LdMatrixOp::create(
+      b, resultType, tile.buffer,
+      ValueRange{stage, row, swizzle(tile, row, col)},
+      b.getBoolAttr(transpose), b.getI32IntegerAttr(tiles));
+  SmallVector<Value> regs;
+  for (int64_t i = 0; i < tiles; ++i) {
+    Value r = vector::ExtractOp::create(b, v, i);
+    // mma.sync takes f16 pairs as vector<2xf16>, bf16 and tf32 as i32.
+    if (type.ptx != NVVM::MMATypes::f16) {
+      auto i32 = VectorType::get({1}, b.getI32Type());
+      r = vector::ExtractOp::create(b, vector::BitCastOp::create(b, i32, r),
+                                    0);
+    }
+    regs.push_back(r);
+  }
+  return regs;
+}
+
+SmallVector<Value> GemmMmaSyncKernel::loadFragmentA(const SmemTile &tile,
+                                                    Value stage, int64_t fm,
+                                                    int64_t ks) {
+  int64_t v = type.chunk();
+  Value mBase = addi(muli(warpM, idx(this->tile.bm / this->tile.warpsM)),
+                     idx(fm * 16));
+  if (tile.kMajor) {
+    // Lanes 0-15 address rows 0-15 at k 0-7 (a0, a1), lanes 16-31 the same
+    // rows at k 8-15 (a2, a3); 4 x 32-bit elements of k for tf32.
+    Value row = addi(mBase, remi(lane, 16));
+    Value col = addi(idx(ks * type.instK()), muli(divi(lane, 16), idx(v)));
+    return ldmatrix(tile, stage, row, col, 4, /*transpose=*/false);
+  }
+  // Stored k x m: matrix i = lane / 8 holds m 8(i % 2).. and k 8(i / 2)..,
+  // transposed on the way.
+  Value matrix = divi(lane, 8);
+  Value row = addi(idx(ks * 16), addi(muli(divi(matrix, 2), idx(8)),
+                                      remi(lane, 8)));
+  Value col = addi(mBase, muli(remi(matrix, 2), idx(8)));
+  return ldmatrix(tile, stage, row, col, 4, /*transpose=*/true);
+}
+
+SmallVector<Value> GemmMmaSyncKernel::loadFragmentB(const SmemTile &tile,
+                                                    Value stage, int64_t fn,
+                                                    int64_t ks, bool pair) {
+  int64_t v = type.chunk();
+  Value nBase = addi(muli(warpN, idx(this->tile.bn / this->tile.warpsN)),
+                     idx(fn * 8));
+  // With one tile, lanes 16-31 supply no address; keep theirs in range.
+  Value l = pair ? lane : remi(lane, 16);
+  int64_t tiles = pair ? 4 : 2;
+  if (tile.kMajor) {
+    // Stored n x k: matrix i holds n tile i / 2 at k half i % 2.
+    Value row = addi(nBase, addi(muli(divi(l, 16), idx(8)), remi(l, 8)));
+    Value col = addi(idx(ks * type.instK()),
+                     muli(remi(divi(l, 8), 2), idx(v)));
+    return ldmatrix(tile, stage, row, col, tiles, /*transpose=*/false);
+  }
+  // Stored k x n: lanes address k rows 0-15 of n tile l / 16, transposed.
+  Value row = addi(idx(ks * 16), remi(l, 16));
+  Value col = addi(nBase, muli(divi(l, 16), idx(8)));
+  return ldmatrix(tile, stage, row, col, tiles, /*transpose=*/true);
+}
+
+SmallVector<Value> GemmMmaSyncKernel::mma(ArrayRef<Value> a,
+                                          ArrayRef<Value> bRegs,
+                                          ArrayRef<Value> acc) {
+  Type f32 = b.getF32Type();
+  auto result = LLVM::LLVMStructType::getLiteral(b.getContext(),
+                                                 {f32, f32, f32, f32});
+  Value d = NVVM::MmaOp::create(
+      b, result, a, bRegs, acc, {16, 8, type.instK()},
+      /*b1Op=*/std::nullopt, /*intOverflow=*/std::nullopt,
+      std::array<NVVM::MMATypes, 2>{type.ptx, type.ptx},
+      std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
+                                     NVVM::MMALayout::col});
+  SmallVector<Value> out;
+  for (int64_t i = 0; i < 4; ++i)
+    out.push_back(LLVM::ExtractValueOp::create(b, d, i));
+  return out;
+}
+
+//===----------------------------------------------------------------------===//
+// The kernel
+//===----------------------------------------------------------------------===//
+
+FailureOr<LaunchConfig>
+GemmMmaSyncKernel::emitGemm(const GemmProblem &problem) {
+  const GemmTile &t = tile;
+  const GemmShape &shape = problem.shape;
+  elementType = shape.elementType;
+  threads = 32 * t.warpsM * t.warpsN;
+  int64_t fragsM = t.bm / t.warpsM / 16, fragsN = t.bn / t.warpsN / 8;
+  int64_t kSteps = t.bk / type.instK();
+
+  SmemTile aTile = makeTile(problem.a, t.bm);
+  SmemTile bTile = makeTile(problem.b, t.bn);
+
+  tid = threadId();
+  lane = remi(tid, 32);
+  Value warp = divi(tid, 32);
+  warpM = divi(warp, t.warpsN);
+  warpN = remi(warp, t.warpsN);
+  Value tileM = muli(blockId(gpu::Dimension::x), idx(t.bm));
+  Value tileN = muli(blockId(gpu::Dimension::y), idx(t.bn));
+  batch = blockId(gpu::Dimension::z);
+  int64_t numK = ceilDiv(shape.k, t.bk);
+
+  // Issues (or, element by element, loads and returns) k-tile `kTile` of
+  // both operands for `stage`.
+  auto fetch = [&](Value kTile, Value stage) {
+    SmallVector<Value> pending;
+    for (auto [smem, tile0] : {std::pair{&aTile, tileM}, {&bTile, tileN}}) {
+      if (smem->async)
+        copyAsync(*smem, tile0, kTile, stage);
+      else
+        llvm::append_range(pending, loadElements(*smem, tile0, kTile));
+    }
+    return pending;
+  };
+  auto storePending = [&](ArrayRef<Value> pending, Value stage) {
+    for (SmemTile *smem : {&aTile, &bTile}) {
+      if (smem->async)
+        continue;
+      int64_t count = elementsPerThread(*smem);
+      storeElements(*smem, pending.take_front(count), stage);
+      pending = pending.drop_front(count);
+    }
+  };
+
+  // Prologue: k-tiles 0 .. stages-2 in flight, one commit group each.
+  for (int64_t s = 0; s + 1 < t.stages; ++s) {
+    storePending(fetch(idx(s), idx(s)), idx(s));
+    NVVM::CpAsyncCommitGroupOp::create(b);
+  }
+
+  SmallVector<Value> zeros(fragsM * fragsN * 4, f32(0));
+  SmallVector<Value> acc = loop(
+      idx(0), idx(numK), idx(1), zeros,
+      [&](Value kt, ValueRange accIn) -> SmallVector<Value> {
+        // k-tile kt has landed (at most stages-2 newer groups pending), and
+        // every warp is done with the stage the next copies overwrite.
+        NVVM::CpAsyncWaitGroupOp::create(b, t.stages - 2);
+        gpu::BarrierOp::create(b);
+        Value next = addi(kt, idx(t.stages - 1));
+        Value writeStage = remi(next, t.stages);
+        SmallVector<Value> pending;
+        // Past the last k-tile the copies would only fill zeros.
+        ifThen(ltc(next, numK), [&] {
+          for (auto [smem, tile0] :
+               {std::pair{&aTile, tileM}, {&bTile, tileN}})
+            if (smem->async)
+              copyAsync(*smem, tile0, next, writeStage);
+        });
+        for (auto [smem, tile0] : {std::pair{&aTile, tileM}, {&bTile, tileN}})
+          if (!smem->async)
+            llvm::append_range(pending, loadElements(*smem, tile0, next));
+        NVVM::CpAsyncCommitGroupOp::create(b);
+
+        Value readStage = remi(kt, t.stages);
+        SmallVector<Value> accOut(accIn.begin(), accIn.end());
+        for (int64_t ks = 0; ks < kSteps; ++ks) {
+          SmallVector<SmallVector<Value>> aFrags, bFrags;
+          for (int64_t fm = 0; fm < fragsM; ++fm)
+            aFrags.push_back(loadFragmentA(aTile, readStage, fm, ks));
+          for (int64_t fn = 0; fn < fragsN; fn += 2) {
+            bool pair = fn + 1 < fragsN;
+            SmallVector<Value> regs =
+                loadFragmentB(bTile, readStage, fn, ks, pair);
+            bFrags.push_back({regs[0], regs[1]});
+            if (pair)
+              bFrags.push_back({regs[2], regs[3]});
+          }
+          for (int64_t fm = 0; fm < fragsM; ++fm) {
+            for (int64_t fn = 0; fn < fragsN; ++fn) {
+              MutableArrayRef<Value> c(&accOut[(fm * fragsN + fn) * 4], 4);
+              SmallVector<Value> d = mma(aFrags[fm], bFrags[fn], c);
+              llvm::copy(d, c.begin());
+            }
+          }
+        }
+        // Element-by-element tiles, loaded while the tensor cores worked.
+        storePending(pending, writeStage);
+        return accOut;
+      });
+  // No copies may be in flight when the kernel exits.
+  NVVM::CpAsyncWaitGroupOp::create(b, 0);
+
+  // Epilogue. Accumulator r of fragment (fm, fn) is C[m][n] with m = 16 fm
+  // + g + 8 (r / 2) and n = 8 fn + 2 t + r % 2 within the warp's tile.
+  Value g = divi(lane, 4), tq = remi(lane, 4);
+  Value mWarp = addi(tileM, muli(warpM, idx(t.bm / t.warpsM)));
+  Value nWarp = addi(tileN, muli(warpN, idx(t.bn / t.warpsN)));
+  bool pairs = problem.outVector >= 2;
+  for (int64_t fm = 0; fm < fragsM; ++fm) {
+    for (int64_t half = 0; half < 2; ++half) {
+      Value m = addi(mWarp, addi(g, idx(fm * 16 + half * 8)));
+      ifThen(ltc(m, shape.m), [&] {
+        auto storeRow = problem.epilogue(batch, m);
+        for (int64_t fn = 0; fn < fragsN; ++fn) {
+          Value n = addi(nWarp, addi(muli(tq, idx(2)), idx(fn * 8)));
+          Value c0 = acc[(fm * fragsN + fn) * 4 + half * 2];
+          Value c1 = acc[(fm * fragsN + fn) * 4 + half * 2 + 1];
+          if (pairs) {
+            // n is even and N a multiple of 2: both or neither inside.
+            ifThen(ltc(n, shape.n), [&] { storeRow(n, {c0, c1}); });
+            continue;
+          }
+          ifThen(ltc(n, shape.n), [&] { storeRow(n, {c0}); });
+          Value n1 = addi(n, idx(1));
+          ifThen(ltc(n1, shape.n), [&] { storeRow(n1, {c1}); });
+        }
+      });
+    }
+  }
+  return LaunchConfig{{ceilDiv(shape.m, t.bm), ceilDiv(shape.n, t.bn),
+                       shape.batch},
+                      {threads, 1, 1}};
+}

@@ -1,0 +1,103 @@
+// The GEMM family on tensor cores: f16/bf16 convolutions, linear layers and
+// matrix products (and f32 ones with fp32-math=tf32) become a multi-stage
+// cp.async pipeline into swizzled shared memory, ldmatrix, mma.sync and the
+// fused epilogue on the accumulator fragments.
+// RUN: fusec-opt %s --fusec-pipeline-tiled -split-input-file 2>/dev/null | FileCheck %s --enable-var-scope
+// RUN: fusec-opt %s --fusec-pipeline-tiled="fp32-math=tf32" -split-input-file 2>/dev/null | FileCheck %s --check-prefix=TF32 --enable-var-scope
+
+// NHWC with channels in 16-byte runs: every tile load is one cp.async of 8
+// halves, zero-filled outside the input (padding, edges). Three k-tiles are
+// in flight before the loop (4 stages); each step waits for the oldest,
+// synchronises, issues the next, and feeds ldmatrix x4 fragments (chunks
+// XOR-swizzled) to m16n8k16 mma.sync. The residual add and ReLU run on the
+// accumulators; neighbouring channels are stored, and the residual read, as
+// vectors of 2.
+// CHECK-LABEL: func.func @conv(
+// CHECK: %[[SMEM:.+]] = arith.constant 32768 : i32
+// CHECK: gpu.launch_func @conv_kernels::@k0_conv2d blocks in (%{{.+}}, %{{.+}}, %{{.+}}) threads in (%[[T:.+]], %{{.+}}, %{{.+}}) dynamic_shared_memory_size %[[SMEM]]
+// CHECK: gpu.func @k0_conv2d({{.+}}) kernel attributes {fusec.family = "gemm_mma_sync", fusec.tile = #fuse.tile<bm = 64, bn = 64, bk = 32, warps_m = 2, warps_n = 2, stages = 4>, known_block_size = array<i32: 128, 1, 1>}
+// CHECK: %[[SH:.+]] = gpu.dynamic_shared_memory
+// CHECK-DAG: %[[B:.+]] = memref.view %[[SH]][%{{.+}}][] : {{.+}} to memref<4x64x32xf16, #gpu.address_space<workgroup>>
+// CHECK-DAG: %[[A:.+]] = memref.view %[[SH]][%{{.+}}][] : {{.+}} to memref<4x64x32xf16, #gpu.address_space<workgroup>>
+// CHECK: arith.xori
+// CHECK: nvgpu.device_async_copy %{{.+}}, %[[A]][%{{.+}}], 8, %{{.+}} {bypassL1} : memref<2x9x9x32xf16> to memref<4x64x32xf16, #gpu.address_space<workgroup>>
+// CHECK: nvgpu.device_async_copy %{{.+}}, %[[B]][%{{.+}}], 8, %{{.+}} {bypassL1} : memref<64x3x3x32xf16> to memref<4x64x32xf16, #gpu.address_space<workgroup>>
+// CHECK-COUNT-3: nvvm.cp.async.commit.group
+// CHECK: scf.for {{.+}} iter_args(
+// CHECK-NEXT: nvvm.cp.async.wait.group 2
+// CHECK-NEXT: gpu.barrier
+// CHECK: nvgpu.device_async_copy
+// CHECK: nvvm.cp.async.commit.group
+// CHECK: nvgpu.ldmatrix %[[A]][{{.+}}] {numTiles = 4 : i32, transpose = false} : memref<4x64x32xf16, #gpu.address_space<workgroup>> -> vector<4x2xf16>
+// CHECK: nvgpu.ldmatrix %[[B]][{{.+}}] {numTiles = 4 : i32, transpose = false}
+// CHECK: nvvm.mma.sync A[{{.+}}] B[{{.+}}] C[{{.+}}] {layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>, shape = #nvvm.shape<m = 16, n = 8, k = 16>} : (vector<2xf16>, vector<2xf16>, f32) -> !llvm.struct<(f32, f32, f32, f32)>
+// CHECK: scf.yield
+// CHECK: nvvm.cp.async.wait.group 0
+// CHECK: vector.load %{{.+}} {alignment = 4 : i64} : memref<2x9x9x64xf16>, vector<2xf16>
+// CHECK: arith.addf
+// CHECK: arith.maximumf
+// CHECK: vector.store %{{.+}} {alignment = 4 : i64} : memref<2x9x9x64xf16>, vector<2xf16>
+func.func @conv(%x: tensor<2x9x9x32xf16>, %w: tensor<64x3x3x32xf16>, %r: tensor<2x9x9x64xf16>) -> tensor<2x9x9x64xf16> {
+  %0 = fuse.conv2d %x, %w {padding = array<i64: 1, 1>} : tensor<2x9x9x32xf16>, tensor<64x3x3x32xf16>
+  %1 = fuse.add %0, %r : tensor<2x9x9x64xf16>, tensor<2x9x9x64xf16>
+  %2 = fuse.relu %1 : tensor<2x9x9x64xf16>
+  return %2 : tensor<2x9x9x64xf16>
+}
+
+// -----
+
+// K = 70 has no aligned 16-byte runs: the tiles go element by element,
+// loaded (guarded) into registers and stored to shared memory after the
+// step's mma.sync; bf16 fragments reach mma.sync as packed i32.
+// CHECK-LABEL: func.func @linear_odd(
+// CHECK: gpu.func @k0_linear({{.+}}) kernel attributes {fusec.family = "gemm_mma_sync"
+// CHECK-NOT: nvgpu.device_async_copy
+// CHECK: scf.if %{{.+}} -> (bf16)
+// CHECK: memref.load %{{.+}} : memref<37x70xbf16>
+// CHECK: memref.store %{{.+}} : memref<4x64x32xbf16, #gpu.address_space<workgroup>>
+// CHECK: scf.for
+// CHECK: memref.load %{{.+}} : memref<37x70xbf16>
+// CHECK: nvgpu.ldmatrix {{.+}} -> vector<4x2xbf16>
+// CHECK: vector.bitcast %{{.+}} : vector<2xbf16> to vector<1xi32>
+// CHECK: nvvm.mma.sync {{.+}} {layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>, multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>} : (i32, i32, f32)
+// CHECK: memref.store %{{.+}} : memref<4x64x32xbf16, #gpu.address_space<workgroup>>
+// CHECK: scf.yield
+func.func @linear_odd(%x: tensor<37x70xbf16>, %w: tensor<33x70xbf16>) -> tensor<37x33xbf16> {
+  %0 = fuse.linear %x, %w : tensor<37x70xbf16>, tensor<33x70xbf16>
+  return %0 : tensor<37x33xbf16>
+}
+
+// -----
+
+// B given k x n (n contiguous): its tile is stored k-major as copied and
+// ldmatrix transposes it on the way to the fragments.
+// CHECK-LABEL: func.func @matmul_nn(
+// CHECK: gpu.func @k0_matmul
+// CHECK: nvgpu.device_async_copy %{{.+}} : memref<2x64x48xf16> to memref<4x32x64xf16, #gpu.address_space<workgroup>>
+// CHECK: nvgpu.ldmatrix %{{.+}} {numTiles = 4 : i32, transpose = true} : memref<4x32x64xf16, #gpu.address_space<workgroup>> -> vector<4x2xf16>
+// TF32-LABEL: func.func @matmul_nn(
+// TF32: gpu.func @k0_matmul
+// TF32: nvvm.mma.sync {{.+}} shape = #nvvm.shape<m = 16, n = 8, k = 16>} : (vector<2xf16>, vector<2xf16>, f32)
+func.func @matmul_nn(%a: tensor<2x40x64xf16>, %b: tensor<2x64x48xf16>) -> tensor<2x40x48xf16> {
+  %0 = fuse.matmul %a, %b : tensor<2x40x64xf16>, tensor<2x64x48xf16>
+  return %0 : tensor<2x40x48xf16>
+}
+
+// -----
+
+// f32 runs on CUDA cores unless fp32-math=tf32 asks for TF32 tensor cores:
+// 4 x f32 per cp.async, ldmatrix of 32-bit elements, m16n8k8 mma.sync. TF32
+// cannot be transposed by ldmatrix, so B (n contiguous) goes through
+// registers into a k-contiguous tile.
+// CHECK-LABEL: func.func @matmul_f32(
+// CHECK: gpu.func @k0_matmul({{.+}}) kernel attributes {fusec.family = "gemm_simt"
+// TF32-LABEL: func.func @matmul_f32(
+// TF32: gpu.func @k0_matmul({{.+}}) kernel attributes {fusec.family = "gemm_mma_sync", fusec.tile = #fuse.tile<bm = 64, bn = 64, bk = 16, warps_m = 2, warps_n = 2, stages = 4>
+// TF32: nvgpu.device_async_copy %{{.+}}, 4, %{{.+}} {bypassL1} : memref<2x40x64xf32> to memref<4x64x16xf32, #gpu.address_space<workgroup>>
+// TF32: memref.store %{{.+}} : memref<4x64x16xf32, #gpu.address_space<workgroup>>
+// TF32: nvgpu.ldmatrix {{.+}} -> vector<4x1xf32>
+// TF32: nvvm.mma.sync {{.+}} multiplicandAPtxType = #nvvm.mma_type<tf32>, multiplicandBPtxType = #nvvm.mma_type<tf32>, shape = #nvvm.shape<m = 16, n = 8, k = 8>} : (i32, i32, f32)
+func.func @matmul_f32(%a: tensor<2x40x64xf32>, %b: tensor<2x64x48xf32>) -> tensor<2x40x48xf32> {
+  %0 = fuse.matmul %a, %b : tensor<2x40x64xf32>, tensor<2x64x48xf32>
+  return %0 : tensor<2x40x48xf32>
+}
