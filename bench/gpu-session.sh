@@ -6,7 +6,7 @@
 #       build-static/), compiles the on-GPU numeric suite (test/gpu/cases.py)
 #       and the benchmark workloads (bench/bench.py) to artifacts with CPU
 #       reference results, and gathers what the GPU machine needs in .gpu/
-#       (ignored by git; carry it).
+#       (ignored by git, under the 64 MiB carry limit; carry it).
 #   bench/gpu-session.sh run [suite|bench|all] [-k SUBSTR]
 #       (there: CUDA driver, PyTorch, no LLVM) runs the numeric suite and
 #       `fusec run` on the examples (suite), the benchmarks (bench), or both
@@ -26,6 +26,9 @@ prepare)
   rm -rf "$STAGE" && mkdir -p "$STAGE"
   python3 test/gpu/cases.py prepare --fusec build/bin/fusec --out "$STAGE/cases" \
     --ptxas "$(command -v ptxas)"
+  # The cases' reference data: compressed, it fits the carry limit.
+  tar -C "$STAGE" -cf - cases | xz -T2 -6 > "$STAGE/cases.tar.xz"
+  rm -rf "$STAGE/cases"
   python3 bench/bench.py prepare --fusec build/bin/fusec --out "$STAGE/bench"
   cp build/bin/fusec-runner "$(find build -name 'libfusec_runtime.so' | head -n1)" "$STAGE/"
   BUILD_DIR=build-static FUSEC_CMAKE_ARGS=-DFUSEC_LINK_MLIR_DYLIB=OFF ./setup.sh fusec-stripped
@@ -45,7 +48,9 @@ run)
   suite=0
   fusec_run=0
   if [ "$what" != bench ]; then
-    python3 test/gpu/cases.py run --runner "$STAGE/fusec-runner" --cases "$STAGE/cases" \
+    rm -rf /tmp/fusec-cases && mkdir -p /tmp/fusec-cases
+    xz -dc "$STAGE/cases.tar.xz" | tar -C /tmp/fusec-cases -xf -
+    python3 test/gpu/cases.py run --runner "$STAGE/fusec-runner" --cases /tmp/fusec-cases/cases \
       --json "$out/suite.json" 2>&1 | tee "$out/suite.log" || suite=$?
     # The user's command on a GPU: compile, run, compare with the reference.
     python3 -c "import lzma, sys; open('/tmp/fusec', 'wb').write(lzma.open(sys.argv[1]).read())" \

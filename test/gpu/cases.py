@@ -370,7 +370,10 @@ def run_suite(args):
         out = os.path.join(d, "gpu")
         cmd = [args.runner, os.path.join(d, "kernel.ptx"), "--output-dir=" + out]
         cmd += [f"--input={os.path.join(d, 'ref', f'input{i}.npy')}" for i in range(case["inputs"])]
-        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        try:
+            p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=60)
+        except subprocess.TimeoutExpired:
+            p = subprocess.CompletedProcess(cmd, 124, "timed out after 60 s (a hang?)")
         worst, why = 0.0, ""
         if p.returncode != 0:
             worst, why = float("nan"), p.stdout.strip().splitlines()[-1] if p.stdout.strip() else "runner failed"
