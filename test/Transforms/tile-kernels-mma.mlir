@@ -1,7 +1,8 @@
 // The GEMM family on tensor cores: f16/bf16 convolutions, linear layers and
 // matrix products (and f32 ones with fp32-math=tf32) become a multi-stage
 // cp.async pipeline into swizzled shared memory, ldmatrix, mma.sync and the
-// fused epilogue on the accumulator fragments.
+// fused epilogue on the accumulators. The kernels carry their tiles, so that
+// these checks do not depend on the heuristic (the last case checks it).
 // RUN: fusec-opt %s --fusec-pipeline-tiled -split-input-file 2>/dev/null | FileCheck %s --enable-var-scope
 // RUN: fusec-opt %s --fusec-pipeline-tiled="fp32-math=tf32" -split-input-file 2>/dev/null | FileCheck %s --check-prefix=TF32 --enable-var-scope
 
@@ -9,14 +10,15 @@
 // halves, zero-filled outside the input (padding, edges). Three k-tiles are
 // in flight before the loop (4 stages); each step waits for the oldest,
 // synchronises, issues the next, and feeds ldmatrix x4 fragments (chunks
-// XOR-swizzled) to m16n8k16 mma.sync. The residual add and ReLU run on the
-// accumulators; neighbouring channels are stored, and the residual read, as
-// vectors of 2.
+// XOR-swizzled) to m16n8k16 mma.sync. The accumulators then go through
+// shared memory (over the pipeline's buffers), and the residual add and ReLU
+// run on rows of 8 channels: loads and stores of 16 bytes.
 // CHECK-LABEL: func.func @conv(
 // CHECK: %[[SMEM:.+]] = arith.constant 32768 : i32
 // CHECK: gpu.launch_func @conv_kernels::@k0_conv2d blocks in (%{{.+}}, %{{.+}}, %{{.+}}) threads in (%[[T:.+]], %{{.+}}, %{{.+}}) dynamic_shared_memory_size %[[SMEM]]
 // CHECK: gpu.func @k0_conv2d({{.+}}) kernel attributes {fusec.family = "gemm_mma_sync", fusec.tile = #fuse.tile<bm = 64, bn = 64, bk = 32, warps_m = 2, warps_n = 2, stages = 4>, known_block_size = array<i32: 128, 1, 1>}
 // CHECK: %[[SH:.+]] = gpu.dynamic_shared_memory
+// CHECK-DAG: %[[STAGE:.+]] = memref.view %[[SH]][%{{.+}}][] : {{.+}} to memref<64x72xf32, #gpu.address_space<workgroup>>
 // CHECK-DAG: %[[B:.+]] = memref.view %[[SH]][%{{.+}}][] : {{.+}} to memref<4x64x32xf16, #gpu.address_space<workgroup>>
 // CHECK-DAG: %[[A:.+]] = memref.view %[[SH]][%{{.+}}][] : {{.+}} to memref<4x64x32xf16, #gpu.address_space<workgroup>>
 // CHECK: arith.xori
@@ -33,22 +35,32 @@
 // CHECK: nvvm.mma.sync A[{{.+}}] B[{{.+}}] C[{{.+}}] {layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>, shape = #nvvm.shape<m = 16, n = 8, k = 16>} : (vector<2xf16>, vector<2xf16>, f32) -> !llvm.struct<(f32, f32, f32, f32)>
 // CHECK: scf.yield
 // CHECK: nvvm.cp.async.wait.group 0
-// CHECK: vector.load %{{.+}} {alignment = 4 : i64} : memref<2x9x9x64xf16>, vector<2xf16>
+// CHECK: gpu.barrier
+// CHECK: vector.store %{{.+}}, %[[STAGE]][%{{.+}}] {alignment = 8 : i64} : memref<64x72xf32, #gpu.address_space<workgroup>>, vector<2xf32>
+// CHECK: gpu.barrier
+// CHECK: vector.load %[[STAGE]][%{{.+}}] {alignment = 16 : i64} : memref<64x72xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+// CHECK: vector.load %{{.+}} {alignment = 16 : i64} : memref<2x9x9x64xf16>, vector<8xf16>
 // CHECK: arith.addf
 // CHECK: arith.maximumf
-// CHECK: vector.store %{{.+}} {alignment = 4 : i64} : memref<2x9x9x64xf16>, vector<2xf16>
+// CHECK: vector.store %{{.+}} {alignment = 16 : i64} : memref<2x9x9x64xf16>, vector<8xf16>
 func.func @conv(%x: tensor<2x9x9x32xf16>, %w: tensor<64x3x3x32xf16>, %r: tensor<2x9x9x64xf16>) -> tensor<2x9x9x64xf16> {
-  %0 = fuse.conv2d %x, %w {padding = array<i64: 1, 1>} : tensor<2x9x9x32xf16>, tensor<64x3x3x32xf16>
-  %1 = fuse.add %0, %r : tensor<2x9x9x64xf16>, tensor<2x9x9x64xf16>
-  %2 = fuse.relu %1 : tensor<2x9x9x64xf16>
-  return %2 : tensor<2x9x9x64xf16>
+  %0 = fuse.kernel "k0_conv2d"(%x, %w, %r) {tile = #fuse.tile<bm = 64, bn = 64, bk = 32, warps_m = 2, warps_n = 2, stages = 4>}
+      : (tensor<2x9x9x32xf16>, tensor<64x3x3x32xf16>, tensor<2x9x9x64xf16>) -> tensor<2x9x9x64xf16> {
+  ^bb0(%a: tensor<2x9x9x32xf16>, %b: tensor<64x3x3x32xf16>, %c: tensor<2x9x9x64xf16>):
+    %1 = fuse.conv2d %a, %b {padding = array<i64: 1, 1>} : tensor<2x9x9x32xf16>, tensor<64x3x3x32xf16>
+    %2 = fuse.add %1, %c : tensor<2x9x9x64xf16>, tensor<2x9x9x64xf16>
+    %3 = fuse.relu %2 : tensor<2x9x9x64xf16>
+    fuse.yield %3 : tensor<2x9x9x64xf16>
+  }
+  return %0 : tensor<2x9x9x64xf16>
 }
 
 // -----
 
 // K = 70 has no aligned 16-byte runs: the tiles go element by element,
 // loaded (guarded) into registers and stored to shared memory after the
-// step's mma.sync; bf16 fragments reach mma.sync as packed i32.
+// step's mma.sync; bf16 fragments reach mma.sync as packed i32. N = 33 is
+// odd: the epilogue stores each accumulator where it is, guarded.
 // CHECK-LABEL: func.func @linear_odd(
 // CHECK: gpu.func @k0_linear({{.+}}) kernel attributes {fusec.family = "gemm_mma_sync"
 // CHECK-NOT: nvgpu.device_async_copy
@@ -62,8 +74,16 @@ func.func @conv(%x: tensor<2x9x9x32xf16>, %w: tensor<64x3x3x32xf16>, %r: tensor<
 // CHECK: nvvm.mma.sync {{.+}} {layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>, multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>} : (i32, i32, f32)
 // CHECK: memref.store %{{.+}} : memref<4x64x32xbf16, #gpu.address_space<workgroup>>
 // CHECK: scf.yield
+// CHECK-NOT: gpu.barrier
+// CHECK: arith.truncf %{{.+}} : f32 to bf16
+// CHECK: memref.store %{{.+}} : memref<37x33xbf16>
 func.func @linear_odd(%x: tensor<37x70xbf16>, %w: tensor<33x70xbf16>) -> tensor<37x33xbf16> {
-  %0 = fuse.linear %x, %w : tensor<37x70xbf16>, tensor<33x70xbf16>
+  %0 = fuse.kernel "k0_linear"(%x, %w) {tile = #fuse.tile<bm = 64, bn = 64, bk = 32, warps_m = 2, warps_n = 2, stages = 4>}
+      : (tensor<37x70xbf16>, tensor<33x70xbf16>) -> tensor<37x33xbf16> {
+  ^bb0(%a: tensor<37x70xbf16>, %b: tensor<33x70xbf16>):
+    %1 = fuse.linear %a, %b : tensor<37x70xbf16>, tensor<33x70xbf16>
+    fuse.yield %1 : tensor<37x33xbf16>
+  }
   return %0 : tensor<37x33xbf16>
 }
 
@@ -75,11 +95,13 @@ func.func @linear_odd(%x: tensor<37x70xbf16>, %w: tensor<33x70xbf16>) -> tensor<
 // CHECK: gpu.func @k0_matmul
 // CHECK: nvgpu.device_async_copy %{{.+}} : memref<2x64x48xf16> to memref<4x32x64xf16, #gpu.address_space<workgroup>>
 // CHECK: nvgpu.ldmatrix %{{.+}} {numTiles = 4 : i32, transpose = true} : memref<4x32x64xf16, #gpu.address_space<workgroup>> -> vector<4x2xf16>
-// TF32-LABEL: func.func @matmul_nn(
-// TF32: gpu.func @k0_matmul
-// TF32: nvvm.mma.sync {{.+}} shape = #nvvm.shape<m = 16, n = 8, k = 16>} : (vector<2xf16>, vector<2xf16>, f32)
 func.func @matmul_nn(%a: tensor<2x40x64xf16>, %b: tensor<2x64x48xf16>) -> tensor<2x40x48xf16> {
-  %0 = fuse.matmul %a, %b : tensor<2x40x64xf16>, tensor<2x64x48xf16>
+  %0 = fuse.kernel "k0_matmul"(%a, %b) {tile = #fuse.tile<bm = 64, bn = 64, bk = 32, warps_m = 2, warps_n = 2, stages = 4>}
+      : (tensor<2x40x64xf16>, tensor<2x64x48xf16>) -> tensor<2x40x48xf16> {
+  ^bb0(%l: tensor<2x40x64xf16>, %r: tensor<2x64x48xf16>):
+    %1 = fuse.matmul %l, %r : tensor<2x40x64xf16>, tensor<2x64x48xf16>
+    fuse.yield %1 : tensor<2x40x48xf16>
+  }
   return %0 : tensor<2x40x48xf16>
 }
 
@@ -92,12 +114,24 @@ func.func @matmul_nn(%a: tensor<2x40x64xf16>, %b: tensor<2x64x48xf16>) -> tensor
 // CHECK-LABEL: func.func @matmul_f32(
 // CHECK: gpu.func @k0_matmul({{.+}}) kernel attributes {fusec.family = "gemm_simt"
 // TF32-LABEL: func.func @matmul_f32(
-// TF32: gpu.func @k0_matmul({{.+}}) kernel attributes {fusec.family = "gemm_mma_sync", fusec.tile = #fuse.tile<bm = 64, bn = 64, bk = 16, warps_m = 2, warps_n = 2, stages = 4>
-// TF32: nvgpu.device_async_copy %{{.+}}, 4, %{{.+}} {bypassL1} : memref<2x40x64xf32> to memref<4x64x16xf32, #gpu.address_space<workgroup>>
-// TF32: memref.store %{{.+}} : memref<4x64x16xf32, #gpu.address_space<workgroup>>
+// TF32: gpu.func @k0_matmul({{.+}}) kernel attributes {fusec.family = "gemm_mma_sync", fusec.tile = #fuse.tile<bm = {{[0-9]+}}, bn = {{[0-9]+}}, bk = {{16|32}}, warps_m = 2, warps_n = 2, stages = 4>
+// TF32: nvgpu.device_async_copy %{{.+}}, 4, %{{.+}} {bypassL1} : memref<2x40x64xf32> to memref<4x{{[0-9]+}}x{{16|32}}xf32, #gpu.address_space<workgroup>>
+// TF32: memref.store %{{.+}} : memref<4x{{[0-9]+}}x{{16|32}}xf32, #gpu.address_space<workgroup>>
 // TF32: nvgpu.ldmatrix {{.+}} -> vector<4x1xf32>
 // TF32: nvvm.mma.sync {{.+}} multiplicandAPtxType = #nvvm.mma_type<tf32>, multiplicandBPtxType = #nvvm.mma_type<tf32>, shape = #nvvm.shape<m = 16, n = 8, k = 8>} : (i32, i32, f32)
 func.func @matmul_f32(%a: tensor<2x40x64xf32>, %b: tensor<2x64x48xf32>) -> tensor<2x40x48xf32> {
   %0 = fuse.matmul %a, %b : tensor<2x40x64xf32>, tensor<2x64x48xf32>
   return %0 : tensor<2x40x48xf32>
+}
+
+// -----
+
+// The heuristic (docs/Tiling.md) on ResNet-50's 28x28 layer at batch 32 on
+// 132 SMs: 128 x 128 tiles would give 196 blocks, one and a half rounds;
+// 128 x 64 tiles give 392, three per SM, with 12 warps to hide latency.
+// CHECK-LABEL: func.func @heuristic(
+// CHECK: gpu.func @k0_conv2d({{.+}}) kernel attributes {fusec.family = "gemm_mma_sync", fusec.tile = #fuse.tile<bm = 128, bn = 64, bk = 32, warps_m = 2, warps_n = 2, stages = 4>
+func.func @heuristic(%x: tensor<32x28x28x128xf16>, %w: tensor<128x3x3x128xf16>) -> tensor<32x28x28x128xf16> {
+  %0 = fuse.conv2d %x, %w {padding = array<i64: 1, 1>} : tensor<32x28x28x128xf16>, tensor<128x3x3x128xf16>
+  return %0 : tensor<32x28x28x128xf16>
 }

@@ -84,10 +84,23 @@ struct GemmOperand {
   std::function<GemmAddress(Value batch, Value i, Value k)> address;
 };
 
-/// Stores the kernel's results at (m, n...n+size-1) of one row from the
-/// accumulators there: size 1, or GemmProblem::outVector with all of them
-/// inside the result.
-using GemmRowStore = std::function<void(Value n, ArrayRef<Value> acc)>;
+/// What the epilogue reads of columns n...n+width-1 alone, computed once
+/// where a thread's columns stay fixed: per lane, the output channel and the
+/// per-channel values (bias, batch-norm coefficients, ...).
+struct GemmColumns {
+  Value n;
+  int64_t width = 1;
+  /// Output coordinate of lane 0 along the channel axis.
+  Value channel;
+  SmallVector<Value> bias;
+  SmallVector<llvm::DenseMap<Value, Value>> channelValues;
+};
+
+/// Stores the kernel's results at row m of `columns` from the accumulators
+/// there (`columns.width` of them, all inside the result when more than
+/// one).
+using GemmRowStore =
+    std::function<void(const GemmColumns &columns, ArrayRef<Value> acc)>;
 
 struct GemmProblem {
   GemmShape shape;
@@ -96,9 +109,12 @@ struct GemmProblem {
   /// contiguous and aligned in every output, so the epilogue may store
   /// them as one vector.
   int64_t outVector = 1;
-  /// The epilogue of row m of `batch`: what depends on the row alone is
-  /// built where this is called (once per row), the rest by the returned
-  /// store, once per element or vector.
+  /// The epilogue in three parts, each built where it is called: columns
+  /// n...n+width-1 of `batch` (once per column group; channels past the
+  /// result are clamped, so the group may start outside it), row m of
+  /// `batch` (once per row), and the store the latter returns (once per
+  /// element or vector).
+  std::function<GemmColumns(Value batch, Value n, int64_t width)> columns;
   std::function<GemmRowStore(Value batch, Value m)> epilogue;
 };
 
@@ -115,6 +131,11 @@ protected:
   virtual FailureOr<LaunchConfig> emitGemm(const GemmProblem &problem) = 0;
 
   GemmTile tile;
+
+  /// Stores the results at `coords` (channel coordinate of lane 0 along
+  /// `axis`) from accumulators `acc` of `columns`.
+  void storeGemmResults(ArrayRef<Value> coords, int64_t axis,
+                        const GemmColumns &columns, ArrayRef<Value> acc);
 
 private:
   GemmProblem convProblem(Conv2dOp op);

@@ -108,6 +108,14 @@ private:
   /// (row(l), col(l)) of `stage`, as 32-bit registers.
   SmallVector<Value> ldmatrix(const SmemTile &tile, Value stage, Value row,
                               Value col, int64_t tiles, bool transpose);
+  /// Applies the epilogue to the accumulators in their fragments, pairs of
+  /// columns at a time.
+  void emitFragmentEpilogue(const GemmProblem &problem, ArrayRef<Value> acc,
+                            Value tileM, Value tileN);
+  /// ... or after staging them through shared memory, outVector columns at
+  /// a time.
+  void emitStagedEpilogue(const GemmProblem &problem, ArrayRef<Value> acc,
+                          Value tileM, Value tileN);
   /// acc += A x B on one m16n8 fragment.
   SmallVector<Value> mma(ArrayRef<Value> a, ArrayRef<Value> b,
                          ArrayRef<Value> acc);
@@ -134,30 +142,83 @@ static int64_t pipelineBytes(const GemmTile &tile, int64_t bytes) {
   return tile.stages * (tile.bm + tile.bn) * tile.bk * bytes;
 }
 
+/// Passes of whole warp rows in which the staged epilogue moves the
+/// accumulators of `tile` through the pipeline's shared memory.
+static int64_t stagingPasses(const GemmTile &tile, int64_t bytes) {
+  int64_t passes = 1;
+  while (passes < tile.warpsM &&
+         tile.bm / passes * (tile.bn + 8) * 4 > pipelineBytes(tile, bytes))
+    passes *= 2;
+  return passes;
+}
+
+/// Shared memory of `tile`: its pipeline, or its epilogue's staging if more.
+static int64_t sharedBytesOf(const GemmTile &tile, int64_t bytes) {
+  return std::max(pipelineBytes(tile, bytes),
+                  tile.bm / stagingPasses(tile, bytes) * (tile.bn + 8) * 4);
+}
+
+/// Estimated registers per thread of `tile`: the accumulators, the A and B
+/// fragments of one k-step, addressing and the epilogue.
+static int64_t estimatedRegisters(const GemmTile &tile) {
+  int64_t fragsM = tile.bm / tile.warpsM / 16, fragsN = tile.bn / tile.warpsN / 8;
+  return 4 * fragsM * fragsN + 4 * fragsM + 2 * fragsN + 64;
+}
+
 GemmTile fusec::tiling::chooseMmaSyncTile(const GemmShape &shape,
                                           const TargetDescription &target,
                                           const TilingOptions &options) {
   int64_t bytes = mmaTypeOf(shape.elementType, options.fp32Math)->bytes;
-  // k steps of 64 bytes (two mma.sync k-steps per stage); 2 x 2 warps of
-  // 64 x 64, 64 x 32 or 32 x 32 accumulators.
-  int64_t bk = 64 / bytes;
-  GemmTile candidates[] = {{128, 128, bk, 0, 0, 2, 2, 4},
-                           {128, 64, bk, 0, 0, 2, 2, 4},
-                           {64, 64, bk, 0, 0, 2, 2, 4}};
-  for (GemmTile &t : candidates) {
-    // Fewer stages where shared memory is short.
+  // Warp tiles of 64 x 64, 64 x 32 or 32 x 32 accumulators; bk such that a
+  // warp issues at least 32 mma.sync between two barriers. Each candidate
+  // has an efficiency relative to the largest warp tile (fewer fragment
+  // loads and tile copies per mma.sync).
+  struct Candidate {
+    GemmTile tile;
+    double efficiency;
+  };
+  int64_t k64 = 64 / bytes, k128 = 128 / bytes;
+  Candidate candidates[] = {
+      {{128, 256, k64, 0, 0, 2, 4, 3}, 1.05}, {{256, 128, k64, 0, 0, 4, 2, 3}, 1.05},
+      {{128, 128, k64, 0, 0, 2, 2, 4}, 1.0},  {{128, 64, k64, 0, 0, 2, 2, 4}, 0.9},
+      {{64, 128, k64, 0, 0, 2, 2, 4}, 0.9},   {{64, 64, k128, 0, 0, 2, 2, 4}, 0.8},
+  };
+  // The estimated time of each: rounds of tiles over the SMs (the busiest
+  // SM's share), times a tile's work over its efficiency, slowed where the
+  // busiest SM holds too few warps to hide latency.
+  const GemmTile *best = nullptr;
+  double bestTime = 0;
+  for (Candidate &c : candidates) {
+    GemmTile &t = c.tile;
     while (t.stages > 2 &&
            pipelineBytes(t, bytes) > target.sharedBytesPerBlockOptIn / 2)
       --t.stages;
-    // A tile wider than the problem computes mostly padding.
-    if ((t.bn > 64 && t.bn > shape.n) || (t.bm > 64 && t.bm > shape.m))
+    // A tile far wider than the problem computes mostly padding.
+    if ((t.bn > 64 && t.bn >= 2 * shape.n) || (t.bm > 64 && t.bm >= 2 * shape.m))
       continue;
-    // One block per SM at least.
-    if (ceilDiv(shape.m, t.bm) * ceilDiv(shape.n, t.bn) * shape.batch >=
-        target.smCount)
-      return t;
+    int64_t threads = 32 * t.warpsM * t.warpsN;
+    int64_t shared = sharedBytesOf(t, bytes);
+    int64_t resident = std::min(
+        {target.sharedBytesPerSM / shared, target.maxThreadsPerSM / threads,
+         target.registersPerSM / (estimatedRegisters(t) * threads)});
+    if (resident < 1)
+      continue;
+    int64_t tiles =
+        ceilDiv(shape.m, t.bm) * ceilDiv(shape.n, t.bn) * shape.batch;
+    int64_t perSM = ceilDiv(tiles, target.smCount);
+    // A short reduction leaves little to overlap within a block: its copies
+    // and epilogue hide behind other blocks only.
+    int64_t warps = std::min(perSM, resident) * threads / 32;
+    int64_t wantWarps = ceilDiv(shape.k, t.bk) < 8 ? 16 : 8;
+    double latency = std::min(1.0, static_cast<double>(warps) / wantWarps);
+    double time = static_cast<double>(perSM) * t.bm * t.bn /
+                  (c.efficiency * latency);
+    if (!best || time < bestTime * 0.97) {
+      best = &t;
+      bestTime = time;
+    }
   }
-  return candidates[2];
+  return best ? *best : candidates[std::size(candidates) - 1].tile;
 }
 
 LogicalResult fusec::tiling::verifyMmaSyncTile(KernelOp kernel,
@@ -173,7 +234,7 @@ LogicalResult fusec::tiling::verifyMmaSyncTile(KernelOp kernel,
             tile.bn % (8 * std::max<int64_t>(tile.warpsN, 1)) == 0 &&
             rowBytes % 32 == 0 && (rowBytes <= 128 || rowBytes % 128 == 0) &&
             llvm::isPowerOf2_64(tile.bm) && llvm::isPowerOf2_64(tile.bn);
-  int64_t shared = pipelineBytes(tile, bytes);
+  int64_t shared = ok ? sharedBytesOf(tile, bytes) : 0;
   if (ok && shared <= target.sharedBytesPerBlockOptIn)
     return success();
   return kernel.emitOpError("tile ")
@@ -429,9 +490,20 @@ GemmMmaSyncKernel::emitGemm(const GemmProblem &problem) {
   Value warp = divi(tid, 32);
   warpM = divi(warp, t.warpsN);
   warpN = remi(warp, t.warpsN);
-  Value tileM = muli(blockId(gpu::Dimension::x), idx(t.bm));
-  Value tileN = muli(blockId(gpu::Dimension::y), idx(t.bn));
-  batch = blockId(gpu::Dimension::z);
+  // Blocks walk the tiles in groups of `group` rows of tiles, column by
+  // column within a group, so that the A rows and B columns that blocks
+  // running together read stay in L2.
+  int64_t tilesM = ceilDiv(shape.m, t.bm), tilesN = ceilDiv(shape.n, t.bn);
+  int64_t group = std::min<int64_t>(tilesM, 8);
+  Value pid = blockId(gpu::Dimension::x);
+  Value groupId = divi(pid, group * tilesN);
+  Value firstM = muli(groupId, idx(group));
+  Value rows = mini(subi(idx(tilesM), firstM), idx(group));
+  Value inGroup = remi(pid, group * tilesN);
+  Value tileM = muli(addi(firstM, arith::RemUIOp::create(b, inGroup, rows)),
+                     idx(t.bm));
+  Value tileN = muli(arith::DivUIOp::create(b, inGroup, rows), idx(t.bn));
+  batch = blockId(gpu::Dimension::y);
   int64_t numK = ceilDiv(shape.k, t.bk);
 
   // Issues (or, element by element, loads and returns) k-tile `kTile` of
@@ -514,34 +586,137 @@ GemmMmaSyncKernel::emitGemm(const GemmProblem &problem) {
   // No copies may be in flight when the kernel exits.
   NVVM::CpAsyncWaitGroupOp::create(b, 0);
 
-  // Epilogue. Accumulator r of fragment (fm, fn) is C[m][n] with m = 16 fm
-  // + g + 8 (r / 2) and n = 8 fn + 2 t + r % 2 within the warp's tile.
+  int64_t perRow = t.bn / std::max<int64_t>(problem.outVector, 1);
+  if (problem.outVector >= 4 && perRow >= 1 && threads % perRow == 0)
+    emitStagedEpilogue(problem, acc, tileM, tileN);
+  else
+    emitFragmentEpilogue(problem, acc, tileM, tileN);
+  return LaunchConfig{{tilesM * tilesN, shape.batch, 1}, {threads, 1, 1}};
+}
+
+//===----------------------------------------------------------------------===//
+// Epilogues
+//===----------------------------------------------------------------------===//
+
+void GemmMmaSyncKernel::emitFragmentEpilogue(const GemmProblem &problem,
+                                             ArrayRef<Value> acc, Value tileM,
+                                             Value tileN) {
+  // Accumulator r of fragment (fm, fn) is C[m][n] with m = 16 fm + g +
+  // 8 (r / 2) and n = 8 fn + 2 t + r % 2 within the warp's tile. A thread's
+  // columns are fixed: their per-channel values are computed once.
+  const GemmTile &t = tile;
+  const GemmShape &shape = problem.shape;
+  int64_t fragsM = t.bm / t.warpsM / 16, fragsN = t.bn / t.warpsN / 8;
   Value g = divi(lane, 4), tq = remi(lane, 4);
   Value mWarp = addi(tileM, muli(warpM, idx(t.bm / t.warpsM)));
   Value nWarp = addi(tileN, muli(warpN, idx(t.bn / t.warpsN)));
+  // Pairs of columns are stored as one vector where N is even (n is).
   bool pairs = problem.outVector >= 2;
+  SmallVector<Value> ns;
+  SmallVector<GemmColumns> columns;
+  for (int64_t fn = 0; fn < fragsN; ++fn) {
+    Value n = addi(nWarp, addi(muli(tq, idx(2)), idx(fn * 8)));
+    ns.push_back(n);
+    if (pairs) {
+      columns.push_back(problem.columns(batch, n, 2));
+      continue;
+    }
+    Value n1 = addi(n, idx(1));
+    ns.push_back(n1);
+    columns.push_back(problem.columns(batch, n, 1));
+    columns.push_back(problem.columns(batch, n1, 1));
+  }
   for (int64_t fm = 0; fm < fragsM; ++fm) {
     for (int64_t half = 0; half < 2; ++half) {
       Value m = addi(mWarp, addi(g, idx(fm * 16 + half * 8)));
       ifThen(ltc(m, shape.m), [&] {
-        auto storeRow = problem.epilogue(batch, m);
+        GemmRowStore store = problem.epilogue(batch, m);
         for (int64_t fn = 0; fn < fragsN; ++fn) {
-          Value n = addi(nWarp, addi(muli(tq, idx(2)), idx(fn * 8)));
           Value c0 = acc[(fm * fragsN + fn) * 4 + half * 2];
           Value c1 = acc[(fm * fragsN + fn) * 4 + half * 2 + 1];
           if (pairs) {
-            // n is even and N a multiple of 2: both or neither inside.
-            ifThen(ltc(n, shape.n), [&] { storeRow(n, {c0, c1}); });
+            ifThen(ltc(ns[fn], shape.n), [&] { store(columns[fn], {c0, c1}); });
             continue;
           }
-          ifThen(ltc(n, shape.n), [&] { storeRow(n, {c0}); });
-          Value n1 = addi(n, idx(1));
-          ifThen(ltc(n1, shape.n), [&] { storeRow(n1, {c1}); });
+          for (int64_t j = 0; j < 2; ++j)
+            ifThen(ltc(ns[2 * fn + j], shape.n), [&] {
+              store(columns[2 * fn + j], {j ? c1 : c0});
+            });
         }
       });
     }
   }
-  return LaunchConfig{{ceilDiv(shape.m, t.bm), ceilDiv(shape.n, t.bn),
-                       shape.batch},
-                      {threads, 1, 1}};
+}
+
+void GemmMmaSyncKernel::emitStagedEpilogue(const GemmProblem &problem,
+                                           ArrayRef<Value> acc, Value tileM,
+                                           Value tileN) {
+  // The accumulators go through shared memory (over the pipeline's
+  // buffers, which no copy or warp uses any more) so that each thread then
+  // reads `width` neighbouring columns of a row: the epilogue stores (and
+  // reads full-size operands) as 16-byte vectors, coalesced along rows. Rows
+  // are padded by 8 floats, which keeps the fragment stores free of bank
+  // conflicts. Where the tile does not fit in the pipeline's memory, it goes
+  // in passes of whole warp rows.
+  const GemmTile &t = tile;
+  const GemmShape &shape = problem.shape;
+  int64_t width = problem.outVector;
+  int64_t fragsM = t.bm / t.warpsM / 16, fragsN = t.bn / t.warpsN / 8;
+  int64_t stride = t.bn + 8;
+  int64_t passes = stagingPasses(t, type.bytes);
+  int64_t passRows = t.bm / passes, warpRowsPerPass = t.warpsM / passes;
+  Value staging = aliasShared(0, {passRows, stride}, b.getF32Type());
+  Value g = divi(lane, 4), tq = remi(lane, 4);
+  Value nWarp = muli(warpN, idx(t.bn / t.warpsN));
+  auto pair = VectorType::get({2}, b.getF32Type());
+  auto quad = VectorType::get({4}, b.getF32Type());
+
+  int64_t perRow = t.bn / width, rowsPerRound = threads / perRow;
+  Value col = muli(remi(tid, perRow), idx(width));
+  Value n = addi(tileN, col);
+  GemmColumns columns = problem.columns(batch, n, width);
+  for (int64_t pass = 0; pass < passes; ++pass) {
+    // Everyone is done with the pipeline, or with the previous pass.
+    gpu::BarrierOp::create(b);
+    Value warpRow = subi(warpM, idx(pass * warpRowsPerPass));
+    ifThen(andi(cmpi(arith::CmpIPredicate::sge, warpRow, idx(0)),
+                ltc(warpRow, warpRowsPerPass)),
+           [&] {
+             Value mWarp = muli(warpRow, idx(t.bm / t.warpsM));
+             for (int64_t fm = 0; fm < fragsM; ++fm)
+               for (int64_t fn = 0; fn < fragsN; ++fn)
+                 for (int64_t half = 0; half < 2; ++half) {
+                   int64_t r = (fm * fragsN + fn) * 4 + half * 2;
+                   Value row = addi(mWarp, addi(g, idx(fm * 16 + half * 8)));
+                   Value c = addi(nWarp, addi(muli(tq, idx(2)), idx(fn * 8)));
+                   vector::StoreOp::create(
+                       b,
+                       vector::FromElementsOp::create(b, pair,
+                                                      {acc[r], acc[r + 1]}),
+                       staging, ValueRange{row, c}, /*nontemporal=*/false,
+                       llvm::MaybeAlign(8));
+                 }
+           });
+    gpu::BarrierOp::create(b);
+    for (int64_t round = 0; round < ceilDiv(passRows, rowsPerRound);
+         ++round) {
+      Value row = addi(divi(tid, perRow), idx(round * rowsPerRound));
+      Value m = addi(tileM, addi(row, idx(pass * passRows)));
+      Value inside = ltc(m, shape.m);
+      if ((round + 1) * rowsPerRound > passRows)
+        inside = andi(inside, ltc(row, passRows));
+      ifThen(inside, [&] {
+        SmallVector<Value> values;
+        for (int64_t i = 0; i < width; i += 4) {
+          Value v = vector::LoadOp::create(
+              b, quad, staging, ValueRange{row, addi(col, idx(i))},
+              /*nontemporal=*/false, llvm::MaybeAlign(16));
+          for (int64_t l = 0; l < 4; ++l)
+            values.push_back(vector::ExtractOp::create(b, v, l));
+        }
+        GemmRowStore store = problem.epilogue(batch, m);
+        ifThen(ltc(n, shape.n), [&] { store(columns, values); });
+      });
+    }
+  }
 }

@@ -57,6 +57,21 @@ GemmShape fusec::tiling::getGemmShape(Operation *anchor) {
   return shape;
 }
 
+void GemmKernel::storeGemmResults(ArrayRef<Value> coords, int64_t axis,
+                                  const GemmColumns &columns,
+                                  ArrayRef<Value> acc) {
+  SmallVector<Value> values(acc);
+  for (auto [value, bias] : llvm::zip(values, columns.bias))
+    value = addf(value, bias);
+  channelAxis = axis;
+  channelValues = columns.channelValues;
+  if (values.size() == 1)
+    storeResults(coords, values[0]);
+  else
+    storeVectorResults(coords, values.size(), values);
+  channelValues = {};
+}
+
 FailureOr<LaunchConfig> GemmKernel::emitBody() {
   GemmProblem problem =
       llvm::TypeSwitch<Operation *, GemmProblem>(anchor)
@@ -143,19 +158,25 @@ GemmProblem GemmKernel::convProblem(Conv2dOp op) {
         problem.outVector = v;
         break;
       }
-  problem.epilogue = [=, this](Value g, Value m) -> GemmRowStore {
-    SmallVector<Value> p = delinearize(m, {n, ho, wo});
-    return [=, this](Value nn, ArrayRef<Value> acc) {
-      Value o = addi(muli(g, idx(cog)), nn);
-      SmallVector<Value> values(acc);
+  int64_t channelAxis = nhwc ? 3 : 1;
+  problem.columns = [=, this](Value g, Value nn, int64_t width) {
+    GemmColumns columns{nn, width};
+    for (int64_t i = 0; i < width; ++i) {
+      Value lane = mini(i ? addi(nn, idx(i)) : nn, idx(cog - 1));
+      Value o = addi(muli(g, idx(cog)), lane);
+      if (i == 0)
+        columns.channel = o;
       if (bias)
-        for (auto [i, value] : llvm::enumerate(values))
-          value = addf(value, load(bias, {i ? addi(o, idx(i)) : o}));
-      SmallVector<Value> coords = joinNCHW(p[0], o, p[1], p[2], layout);
-      if (values.size() == 1)
-        storeResults(coords, values[0]);
-      else
-        storeVectorResults(coords, values.size(), values);
+        columns.bias.push_back(load(bias, {o}));
+      columns.channelValues.push_back(evalChannel(channelAxis, o));
+    }
+    return columns;
+  };
+  problem.epilogue = [=, this](Value, Value m) -> GemmRowStore {
+    SmallVector<Value> p = delinearize(m, {n, ho, wo});
+    return [=, this](const GemmColumns &columns, ArrayRef<Value> acc) {
+      storeGemmResults(joinNCHW(p[0], columns.channel, p[1], p[2], layout),
+                       channelAxis, columns, acc);
     };
   };
   return problem;
@@ -192,19 +213,25 @@ GemmProblem GemmKernel::linearProblem(LinearOp op) {
       problem.outVector = v;
       break;
     }
+  int64_t channelAxis = inShape.size() - 1;
+  problem.columns = [=, this](Value, Value ni, int64_t width) {
+    GemmColumns columns{ni, width};
+    for (int64_t i = 0; i < width; ++i) {
+      Value lane = mini(i ? addi(ni, idx(i)) : ni, idx(n - 1));
+      if (i == 0)
+        columns.channel = lane;
+      if (bias)
+        columns.bias.push_back(load(bias, {lane}));
+      columns.channelValues.push_back(evalChannel(channelAxis, lane));
+    }
+    return columns;
+  };
   problem.epilogue = [=, this](Value, Value mi) -> GemmRowStore {
     SmallVector<Value> row = delinearize(mi, lead);
-    return [=, this](Value ni, ArrayRef<Value> acc) {
-      SmallVector<Value> values(acc);
-      if (bias)
-        for (auto [i, value] : llvm::enumerate(values))
-          value = addf(value, load(bias, {i ? addi(ni, idx(i)) : ni}));
+    return [=, this](const GemmColumns &columns, ArrayRef<Value> acc) {
       SmallVector<Value> c(row);
-      c.push_back(ni);
-      if (values.size() == 1)
-        storeResults(c, values[0]);
-      else
-        storeVectorResults(c, values.size(), values);
+      c.push_back(columns.channel);
+      storeGemmResults(c, channelAxis, columns, acc);
     };
   };
   return problem;
@@ -257,16 +284,24 @@ GemmProblem GemmKernel::matmulProblem(MatmulOp op) {
       problem.outVector = v;
       break;
     }
+  int64_t channelAxis = os.size() - 1;
+  problem.columns = [=, this](Value, Value ni, int64_t width) {
+    GemmColumns columns{ni, width};
+    for (int64_t i = 0; i < width; ++i) {
+      Value lane = mini(i ? addi(ni, idx(i)) : ni, idx(n - 1));
+      if (i == 0)
+        columns.channel = lane;
+      columns.channelValues.push_back(evalChannel(channelAxis, lane));
+    }
+    return columns;
+  };
   problem.epilogue = [=, this](Value bi, Value mi) -> GemmRowStore {
     SmallVector<Value> row = delinearize(bi, batchShape);
     row.push_back(mi);
-    return [=, this](Value ni, ArrayRef<Value> acc) {
+    return [=, this](const GemmColumns &columns, ArrayRef<Value> acc) {
       SmallVector<Value> c(row);
-      c.push_back(ni);
-      if (acc.size() == 1)
-        storeResults(c, acc[0]);
-      else
-        storeVectorResults(c, acc.size(), acc);
+      c.push_back(columns.channel);
+      storeGemmResults(c, channelAxis, columns, acc);
     };
   };
   return problem;

@@ -210,14 +210,22 @@ GemmSimtKernel::emitGemm(const GemmProblem &problem) {
         return accOut;
       });
 
+  // A thread's columns are fixed: their per-channel values are computed
+  // once, then each row is stored.
+  SmallVector<Value> ns;
+  SmallVector<GemmColumns> columns;
+  for (int64_t j = 0; j < t.tn; ++j) {
+    ns.push_back(addi(tileN, regIndex(tx, j, t.tn, threadsN)));
+    columns.push_back(problem.columns(batch, ns.back(), 1));
+  }
   for (int64_t i = 0; i < t.tm; ++i) {
-    for (int64_t j = 0; j < t.tn; ++j) {
-      Value m = addi(tileM, regIndex(ty, i, t.tm, threadsM));
-      Value n = addi(tileN, regIndex(tx, j, t.tn, threadsN));
-      ifThen(andi(ltc(m, shape.m), ltc(n, shape.n)), [&] {
-        problem.epilogue(batch, m)(n, {acc[i * t.tn + j]});
-      });
-    }
+    Value m = addi(tileM, regIndex(ty, i, t.tm, threadsM));
+    ifThen(ltc(m, shape.m), [&] {
+      GemmRowStore store = problem.epilogue(batch, m);
+      for (int64_t j = 0; j < t.tn; ++j)
+        ifThen(ltc(ns[j], shape.n),
+               [&] { store(columns[j], {acc[i * t.tn + j]}); });
+    });
   }
   return LaunchConfig{{ceilDiv(shape.m, t.bm), ceilDiv(shape.n, t.bn),
                        shape.batch},

@@ -10,6 +10,7 @@
 
 #include "KernelBuilder.h"
 
+#include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 using namespace fusec::tiling;
@@ -163,6 +164,11 @@ Value KernelBuilder::ifElse(Value cond, function_ref<Value()> thenFn,
 
 Value KernelBuilder::allocShared(ArrayRef<int64_t> shape, Type elementType,
                                  int64_t align) {
+  return aliasShared(llvm::alignTo(sharedBytes, align), shape, elementType);
+}
+
+Value KernelBuilder::aliasShared(int64_t offset, ArrayRef<int64_t> shape,
+                                 Type elementType) {
   auto wg = gpu::AddressSpaceAttr::get(b.getContext(),
                                        gpu::AddressSpace::Workgroup);
   OpBuilder::InsertionGuard guard(b);
@@ -174,9 +180,10 @@ Value KernelBuilder::allocShared(ArrayRef<int64_t> shape, Type elementType,
                            AffineMap(), wg));
   }
   b.setInsertionPointAfter(dynamicShared.getDefiningOp());
-  int64_t offset = llvm::alignTo(sharedBytes, align);
   auto type = MemRefType::get(shape, elementType, AffineMap(), wg);
-  sharedBytes = offset + product(shape) * elementType.getIntOrFloatBitWidth() / 8;
+  sharedBytes = std::max(
+      sharedBytes,
+      offset + product(shape) * elementType.getIntOrFloatBitWidth() / 8);
   return memref::ViewOp::create(b, type, dynamicShared, idx(offset),
                                 ValueRange());
 }
@@ -200,6 +207,46 @@ SmallVector<Value> KernelBuilder::broadcastCoords(ArrayRef<Value> coords,
   for (auto [i, dim] : llvm::enumerate(shape))
     result.push_back(dim == 1 ? idx(0) : coords[offset + i]);
   return result;
+}
+
+/// Calls `fn(operand, axis)` for each per-channel operand in `kernel`.
+static void forEachChannelOperand(KernelOp kernel,
+                                  function_ref<void(Value, int64_t)> fn) {
+  kernel.getBody().walk([&](Operation *op) {
+    llvm::TypeSwitch<Operation *>(op)
+        .Case([&](BiasAddOp o) {
+          auto axis = static_cast<int64_t>(o.getAxis());
+          fn(o.getBias(), axis < 0 ? axis + o.getType().getRank() : axis);
+        })
+        .Case([&](ScaleShiftOp o) {
+          fn(o.getScale(), o.getChannelAxis());
+          fn(o.getShift(), o.getChannelAxis());
+        })
+        .Case([&](BatchNormOp o) {
+          for (Value v :
+               {o.getMean(), o.getVariance(), o.getScale(), o.getShift()})
+            fn(v, o.getChannelAxis());
+        });
+  });
+}
+
+SmallVector<Value> KernelBuilder::channelOperands(int64_t axis) {
+  llvm::SetVector<Value> operands;
+  forEachChannelOperand(kernel, [&](Value v, int64_t a) {
+    if (a == axis)
+      operands.insert(v);
+  });
+  return operands.takeVector();
+}
+
+llvm::DenseMap<Value, Value> KernelBuilder::evalChannel(int64_t axis,
+                                                        Value c) {
+  llvm::DenseMap<Value, Value> values;
+  cache.clear();
+  for (Value v : channelOperands(axis))
+    values[v] = evalAt(v, {c});
+  cache.clear();
+  return values;
 }
 
 SmallVector<Value> KernelBuilder::evalResults(ArrayRef<Value> coords,
@@ -280,6 +327,9 @@ Value KernelBuilder::evalAt(Value v, ArrayRef<Value> coords) {
     return evalAt(operand, broadcastCoords(coords, shapeOf(operand)));
   };
   auto channel = [&](Value vec, int64_t axis) {
+    if (axis == channelAxis && !channelValues.empty())
+      if (Value known = channelValues[channelLane].lookup(vec))
+        return known;
     return evalAt(vec, {coords[axis]});
   };
   Value result =
@@ -389,6 +439,7 @@ void KernelBuilder::storeVectorResults(ArrayRef<Value> coords, int64_t width,
     SmallVector<Value> at(coords);
     at.back() = addi(coords.back(), idx(i));
     selectLane(full, i);
+    channelLane = channelValues.size() > 1 ? i : 0;
     Value anchorValue = anchorValues.empty() ? Value() : anchorValues[i];
     for (auto [k, value] : llvm::enumerate(evalResults(at, anchorValue))) {
       Type type = cast<MemRefType>(outputs[k].getType()).getElementType();
@@ -399,6 +450,7 @@ void KernelBuilder::storeVectorResults(ArrayRef<Value> coords, int64_t width,
     }
   }
   preloaded.clear();
+  channelLane = 0;
   for (auto [out, values] : llvm::zip_equal(outputs, lanes))
     vector::StoreOp::create(
         b, vector::FromElementsOp::create(b, vectorOf(out, width), values),

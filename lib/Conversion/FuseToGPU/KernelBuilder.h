@@ -197,6 +197,9 @@ protected:
   /// overlap them), whose size the launch records.
   Value allocShared(ArrayRef<int64_t> shape, Type elementType,
                     int64_t align = 128);
+  /// A view of `shape` at byte `offset` of the shared memory, which may
+  /// overlap buffers allocated before (for a phase that follows their use).
+  Value aliasShared(int64_t offset, ArrayRef<int64_t> shape, Type elementType);
   /// Bytes of shared memory allocated so far.
   int64_t sharedBytes = 0;
 
@@ -213,6 +216,20 @@ protected:
   SmallVector<Value> evalResults(ArrayRef<Value> coords, Value anchorValue);
   /// Stores every kernel result at `coords`, given the anchor's value there.
   void storeResults(ArrayRef<Value> coords, Value anchorValue);
+
+  /// The per-channel operands (bias, scale, shift, batch-norm statistics)
+  /// of the kernel's elementwise ops whose channel axis is `axis` of the
+  /// result.
+  SmallVector<Value> channelOperands(int64_t axis);
+  /// Their values at channel `c`: a family that knows a thread's channels
+  /// stay fixed (a GEMM column) computes them once, and sets them as
+  /// `channelValues` (one map per vector lane) for evalAt to use.
+  llvm::DenseMap<Value, Value> evalChannel(int64_t axis, Value c);
+  /// The axis whose coordinate `channelValues` hold values for, or -1.
+  int64_t channelAxis = -1;
+  ArrayRef<llvm::DenseMap<Value, Value>> channelValues;
+  /// The lane of channelValues the element being computed reads.
+  int64_t channelLane = 0;
 
   YieldOp yield() {
     return cast<YieldOp>(kernel.getBody().front().getTerminator());
