@@ -12,6 +12,9 @@
 #       `fusec run` on the examples (suite), the benchmarks (bench), or both
 #       (all, the default); writes suite.json, bench.json and logs to $OUT (or
 #       .gpu/out) and prints a short table last. -k limits the benchmark rows.
+#   bench/gpu-session.sh sweep
+#       (there) times the workloads of bench/sweep.py under each candidate
+#       tile, to calibrate the tensor-core heuristic; $OUT/sweep.json.
 #   bench/gpu-session.sh profile KERNEL_REGEX ARTIFACT...
 #       (there) compute-sanitizer's memcheck on each artifact, then Nsight
 #       Compute (clocks left alone) on the kernels matching KERNEL_REGEX:
@@ -30,6 +33,9 @@ prepare)
   tar -C "$STAGE" -cf - cases | xz -T2 -6 > "$STAGE/cases.tar.xz"
   rm -rf "$STAGE/cases"
   python3 bench/bench.py prepare --fusec build/bin/fusec --out "$STAGE/bench"
+  python3 bench/sweep.py prepare --fusec build/bin/fusec --out "$STAGE/sweep"
+  tar -C "$STAGE" -cf - sweep | xz -T2 -6 > "$STAGE/sweep.tar.xz"
+  rm -rf "$STAGE/sweep"
   cp build/bin/fusec-runner "$(find build -name 'libfusec_runtime.so' | head -n1)" "$STAGE/"
   BUILD_DIR=build-static FUSEC_CMAKE_ARGS=-DFUSEC_LINK_MLIR_DYLIB=OFF ./setup.sh fusec-stripped
   xz -T2 -6 -c build-static/bin/fusec.stripped > "$STAGE/fusec.xz"
@@ -73,6 +79,15 @@ run)
   [ "$what" = suite ] || sed -n '/^ceilings: /,$p' "$out/bench.log"
   exit $((suite | fusec_run))
   ;;
+sweep)
+  # Every workload of bench/sweep.py under each candidate tile.
+  out=${OUT:-$STAGE/out}
+  mkdir -p "$out"
+  rm -rf /tmp/fusec-sweep && mkdir -p /tmp/fusec-sweep
+  xz -dc "$STAGE/sweep.tar.xz" | tar -C /tmp/fusec-sweep -xf -
+  PYTHONUNBUFFERED=1 python3 bench/sweep.py run --runtime "$STAGE/libfusec_runtime.so" \
+    --dir /tmp/fusec-sweep/sweep --json "$out/sweep.json" 2>&1 | tee "$out/sweep.log"
+  ;;
 profile)
   regex=$2
   shift 2
@@ -90,7 +105,7 @@ profile)
   done
   ;;
 *)
-  echo "usage: $0 prepare|run [suite|bench|all] [-k SUBSTR]|profile KERNEL_REGEX ARTIFACT..." >&2
+  echo "usage: $0 prepare|run [suite|bench|all] [-k SUBSTR]|sweep|profile KERNEL_REGEX ARTIFACT..." >&2
   exit 2
   ;;
 esac

@@ -56,8 +56,10 @@ def Fuse_TileAttr : AttrDef<Fuse_Dialect, "Tile"> {
     - CUDA-core GEMM (f32): each thread owns a `tm x tn` register tile.
     - tensor-core GEMM (f16, bf16, and f32 with `fp32-math=tf32`):
       `warps_m x warps_n` warps, each owning a `bm/warps_m x bn/warps_n`
-      part of the tile; `stages` shared-memory buffers in the `cp.async`
-      pipeline.
+      part of the tile, times `warps_k` groups of them that split each `bk`
+      step of the reduction and sum their parts at the end (sliced k, for
+      small tiles of long reductions; 0 or 1: one group); `stages`
+      shared-memory buffers in the `cp.async` pipeline.
 
     The attribute checks that every value is in range; whether a tile fits
     the chosen family and the target (divisibility, threads, shared memory)
@@ -73,7 +75,8 @@ def Fuse_TileAttr : AttrDef<Fuse_Dialect, "Tile"> {
                         DefaultValuedParameter<"int64_t", "0">:$tn,
                         DefaultValuedParameter<"int64_t", "0">:$warps_m,
                         DefaultValuedParameter<"int64_t", "0">:$warps_n,
-                        DefaultValuedParameter<"int64_t", "0">:$stages);
+                        DefaultValuedParameter<"int64_t", "0">:$stages,
+                        DefaultValuedParameter<"int64_t", "0">:$warps_k);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
 }

@@ -962,7 +962,8 @@ LogicalResult KernelOp::verify() {
 LogicalResult
 TileAttr::verify(function_ref<InFlightDiagnostic()> emitError, int64_t bm,
                  int64_t bn, int64_t bk, int64_t tm, int64_t tn,
-                 int64_t warpsM, int64_t warpsN, int64_t stages) {
+                 int64_t warpsM, int64_t warpsN, int64_t stages,
+                 int64_t warpsK) {
   // Bounds that keep every size computed from the tile far from overflow;
   // whether the tile suits a kernel is checked when it is tiled.
   for (auto [name, value, lo, hi] :
@@ -970,7 +971,8 @@ TileAttr::verify(function_ref<InFlightDiagnostic()> emitError, int64_t bm,
         std::tuple{"bk", bk, 1, 1024}, std::tuple{"tm", tm, 0, 64},
         std::tuple{"tn", tn, 0, 64}, std::tuple{"warps_m", warpsM, 0, 32},
         std::tuple{"warps_n", warpsN, 0, 32},
-        std::tuple{"stages", stages, 0, 16}})
+        std::tuple{"stages", stages, 0, 16},
+        std::tuple{"warps_k", warpsK, 0, 8}})
     if (value < lo || value > hi)
       return emitError() << "tile " << name << " = " << value
                          << " is out of range [" << lo << ", " << hi << "]";

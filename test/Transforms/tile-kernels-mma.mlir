@@ -18,7 +18,7 @@
 // CHECK: gpu.launch_func @conv_kernels::@k0_conv2d blocks in (%{{.+}}, %{{.+}}, %{{.+}}) threads in (%[[T:.+]], %{{.+}}, %{{.+}}) dynamic_shared_memory_size %[[SMEM]]
 // CHECK: gpu.func @k0_conv2d({{.+}}) kernel attributes {fusec.family = "gemm_mma_sync", fusec.tile = #fuse.tile<bm = 64, bn = 64, bk = 32, warps_m = 2, warps_n = 2, stages = 4>, known_block_size = array<i32: 128, 1, 1>}
 // CHECK: %[[SH:.+]] = gpu.dynamic_shared_memory
-// CHECK-DAG: %[[STAGE:.+]] = memref.view %[[SH]][%{{.+}}][] : {{.+}} to memref<64x72xf32, #gpu.address_space<workgroup>>
+// CHECK-DAG: %[[STAGE:.+]] = memref.view %[[SH]][%{{.+}}][] : {{.+}} to memref<1x64x72xf32, #gpu.address_space<workgroup>>
 // CHECK-DAG: %[[B:.+]] = memref.view %[[SH]][%{{.+}}][] : {{.+}} to memref<4x64x32xf16, #gpu.address_space<workgroup>>
 // CHECK-DAG: %[[A:.+]] = memref.view %[[SH]][%{{.+}}][] : {{.+}} to memref<4x64x32xf16, #gpu.address_space<workgroup>>
 // CHECK: arith.xori
@@ -36,9 +36,9 @@
 // CHECK: scf.yield
 // CHECK: nvvm.cp.async.wait.group 0
 // CHECK: gpu.barrier
-// CHECK: vector.store %{{.+}}, %[[STAGE]][%{{.+}}] {alignment = 8 : i64} : memref<64x72xf32, #gpu.address_space<workgroup>>, vector<2xf32>
+// CHECK: vector.store %{{.+}}, %[[STAGE]][%{{.+}}] {alignment = 8 : i64} : memref<1x64x72xf32, #gpu.address_space<workgroup>>, vector<2xf32>
 // CHECK: gpu.barrier
-// CHECK: vector.load %[[STAGE]][%{{.+}}] {alignment = 16 : i64} : memref<64x72xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+// CHECK: vector.load %[[STAGE]][%{{.+}}] {alignment = 16 : i64} : memref<1x64x72xf32, #gpu.address_space<workgroup>>, vector<4xf32>
 // CHECK: vector.load %{{.+}} {alignment = 16 : i64} : memref<2x9x9x64xf16>, vector<8xf16>
 // CHECK: arith.addf
 // CHECK: arith.maximumf

@@ -190,11 +190,16 @@ def gemm_cases():
         add("mma_linear_k264", linear_case(gd, [2, 155], 264, 200, act="silu", residual=True))
         add("mma_linear_m1", linear_case(gd, [1], 40, 24, bias=False, act=None))
         # Tiles the heuristic picks for larger problems, an odd number of n8
-        # fragments per warp, 8 warps, 2 and 3 stages.
+        # fragments per warp, 8 warps, 2 and 3 stages, 2 and 4 warp groups
+        # splitting k.
         bk = 16 if dt == "tf32" else 32
         for tag, tile in (("128x128", f"bm = 128, bn = 128, bk = {bk}, warps_m = 2, warps_n = 2, stages = 4"),
                           ("128x64_w8", f"bm = 128, bn = 64, bk = {bk}, warps_m = 4, warps_n = 2, stages = 3"),
-                          ("64x32_odd", f"bm = 64, bn = 32, bk = {2 * bk}, warps_m = 1, warps_n = 4, stages = 2")):
+                          ("64x32_odd", f"bm = 64, bn = 32, bk = {2 * bk}, warps_m = 1, warps_n = 4, stages = 2"),
+                          ("64x64_k2", f"bm = 64, bn = 64, bk = {2 * bk}, warps_m = 2, warps_n = 2, stages = 4, "
+                                       "warps_k = 2"),
+                          ("64x32_k4", f"bm = 64, bn = 32, bk = {4 * bk}, warps_m = 2, warps_n = 1, stages = 3, "
+                                       "warps_k = 4")):
             add(f"mma_tile{tag}", tiled_linear_case(gd, 300, 136, 264, tile))
         for ta in (False, True):
             for tb in (False, True):

@@ -33,6 +33,10 @@ struct GemmShape {
   int64_t batch = 1, m = 0, n = 0, k = 0;
   /// The operands' element type.
   Type elementType;
+  /// Runs of `outVector` consecutive n, starting at a multiple of it, are
+  /// contiguous and aligned in every output (at most 16 bytes of the
+  /// operands' type), so the epilogue may store them as one vector.
+  int64_t outVector = 1;
 };
 
 /// Whether `anchor` runs as a GEMM: linear, matmul, and convolutions whose
@@ -47,17 +51,21 @@ struct GemmTile {
   int64_t bm = 0, bn = 0, bk = 0;
   /// CUDA-core family: each thread's register tile.
   int64_t tm = 0, tn = 0;
-  /// Tensor-core family: the warp grid and the pipeline depth.
-  int64_t warpsM = 0, warpsN = 0, stages = 0;
+  /// Tensor-core family: the warp grid, the pipeline depth, and the groups
+  /// of warps splitting each k-tile (0 or 1: one).
+  int64_t warpsM = 0, warpsN = 0, stages = 0, warpsK = 0;
 
   TileAttr toAttr(MLIRContext *context) const {
-    return TileAttr::get(context, bm, bn, bk, tm, tn, warpsM, warpsN, stages);
+    return TileAttr::get(context, bm, bn, bk, tm, tn, warpsM, warpsN, stages,
+                         warpsK);
   }
   static GemmTile fromAttr(TileAttr attr) {
     return {attr.getBm(),     attr.getBn(),     attr.getBk(),
             attr.getTm(),     attr.getTn(),     attr.getWarpsM(),
-            attr.getWarpsN(), attr.getStages()};
+            attr.getWarpsN(), attr.getStages(), attr.getWarpsK()};
   }
+  /// Warp groups along k (at least 1).
+  int64_t kGroups() const { return std::max<int64_t>(warpsK, 1); }
 };
 
 /// Where one operand element lives: memref indices, built on demand (where
@@ -98,17 +106,13 @@ struct GemmColumns {
 
 /// Stores the kernel's results at row m of `columns` from the accumulators
 /// there (`columns.width` of them, all inside the result when more than
-/// one).
+/// one: a width of GemmShape::outVector).
 using GemmRowStore =
     std::function<void(const GemmColumns &columns, ArrayRef<Value> acc)>;
 
 struct GemmProblem {
   GemmShape shape;
   GemmOperand a, b;
-  /// Runs of `outVector` consecutive n, starting at a multiple of it, are
-  /// contiguous and aligned in every output, so the epilogue may store
-  /// them as one vector.
-  int64_t outVector = 1;
   /// The epilogue in three parts, each built where it is called: columns
   /// n...n+width-1 of `batch` (once per column group; channels past the
   /// result are clamped, so the group may start outside it), row m of

@@ -5,6 +5,8 @@
 //
 //  - a block of warpsM x warpsN warps computes a bm x bn tile of C, each
 //    warp a (bm/warpsM) x (bn/warpsN) part of m16n8 accumulator fragments;
+//    with warpsK groups of such warps ("sliced k"), each group takes its
+//    share of every k-tile, and the groups' parts are summed at the end;
 //  - A and B tiles, bk deep, flow through `stages` shared-memory buffers:
 //    cp.async copies 16 bytes per thread (zero-filled outside the operand)
 //    where the operand has aligned 16-byte runs, otherwise the tile goes
@@ -97,13 +99,14 @@ private:
   GemmAddress addressOf(const SmemTile &tile, Value tile0, Value kTile,
                         Value row, Value col);
 
-  /// Fragments of A for m16 tile `fm` and k-step `ks`: 4 registers.
+  /// Fragments of A for m16 tile `fm` and the k-step at column `k0` of the
+  /// tile: 4 registers.
   SmallVector<Value> loadFragmentA(const SmemTile &tile, Value stage,
-                                   int64_t fm, int64_t ks);
+                                   int64_t fm, Value k0);
   /// Fragments of B for n8 tiles `fn` and, with `pair`, `fn + 1`: 2
   /// registers per tile.
   SmallVector<Value> loadFragmentB(const SmemTile &tile, Value stage,
-                                   int64_t fn, int64_t ks, bool pair);
+                                   int64_t fn, Value k0, bool pair);
   /// ldmatrix of `tiles` 8x8 matrices whose rows lane l addresses at
   /// (row(l), col(l)) of `stage`, as 32-bit registers.
   SmallVector<Value> ldmatrix(const SmemTile &tile, Value stage, Value row,
@@ -123,7 +126,7 @@ private:
   MmaType type;
   Type elementType;
   int64_t threads = 0;
-  Value tid, lane, warpM, warpN, batch;
+  Value tid, lane, warpM, warpN, warpK, batch;
 };
 
 } // namespace
@@ -147,15 +150,27 @@ static int64_t pipelineBytes(const GemmTile &tile, int64_t bytes) {
 static int64_t stagingPasses(const GemmTile &tile, int64_t bytes) {
   int64_t passes = 1;
   while (passes < tile.warpsM &&
-         tile.bm / passes * (tile.bn + 8) * 4 > pipelineBytes(tile, bytes))
+         tile.kGroups() * tile.bm / passes * (tile.bn + 8) * 4 >
+             pipelineBytes(tile, bytes))
     passes *= 2;
   return passes;
+}
+
+/// Whether the epilogue of `tile` goes through shared memory: rows of
+/// 16-byte vectors (4 f32 at least), a whole number of rows per pass of the
+/// block's threads.
+static bool stagedEpilogue(const GemmShape &shape, const GemmTile &tile,
+                           const TilingOptions &) {
+  int64_t threads = 32 * tile.warpsM * tile.warpsN * tile.kGroups();
+  int64_t perRow = tile.bn / std::max<int64_t>(shape.outVector, 1);
+  return shape.outVector >= 4 && perRow >= 1 && threads % perRow == 0;
 }
 
 /// Shared memory of `tile`: its pipeline, or its epilogue's staging if more.
 static int64_t sharedBytesOf(const GemmTile &tile, int64_t bytes) {
   return std::max(pipelineBytes(tile, bytes),
-                  tile.bm / stagingPasses(tile, bytes) * (tile.bn + 8) * 4);
+                  tile.kGroups() * tile.bm / stagingPasses(tile, bytes) *
+                      (tile.bn + 8) * 4);
 }
 
 /// Estimated registers per thread of `tile`: the accumulators, the A and B
@@ -227,9 +242,15 @@ LogicalResult fusec::tiling::verifyMmaSyncTile(KernelOp kernel,
                                                const TargetDescription &target,
                                                const TilingOptions &options) {
   int64_t bytes = mmaTypeOf(shape.elementType, options.fp32Math)->bytes;
-  int64_t warps = tile.warpsM * tile.warpsN;
+  int64_t warps = tile.warpsM * tile.warpsN * tile.kGroups();
   int64_t rowBytes = tile.bk * bytes;
+  int64_t kSteps = tile.bk / (32 / bytes);
+  // Sliced k sums the groups' parts in the staged epilogue, which stores
+  // rows of 16-byte vectors.
+  bool staged = stagedEpilogue(shape, tile, options);
   bool ok = warps && tile.stages >= 2 && warps <= 32 &&
+            kSteps % tile.kGroups() == 0 &&
+            (tile.kGroups() == 1 || staged) &&
             tile.bm % (16 * std::max<int64_t>(tile.warpsM, 1)) == 0 &&
             tile.bn % (8 * std::max<int64_t>(tile.warpsN, 1)) == 0 &&
             rowBytes % 32 == 0 && (rowBytes <= 128 || rowBytes % 128 == 0) &&
@@ -409,7 +430,7 @@ SmallVector<Value> GemmMmaSyncKernel::ldmatrix(const SmemTile &tile,
 
 SmallVector<Value> GemmMmaSyncKernel::loadFragmentA(const SmemTile &tile,
                                                     Value stage, int64_t fm,
-                                                    int64_t ks) {
+                                                    Value k0) {
   int64_t v = type.chunk();
   Value mBase = addi(muli(warpM, idx(this->tile.bm / this->tile.warpsM)),
                      idx(fm * 16));
@@ -417,21 +438,20 @@ SmallVector<Value> GemmMmaSyncKernel::loadFragmentA(const SmemTile &tile,
     // Lanes 0-15 address rows 0-15 at k 0-7 (a0, a1), lanes 16-31 the same
     // rows at k 8-15 (a2, a3); 4 x 32-bit elements of k for tf32.
     Value row = addi(mBase, remi(lane, 16));
-    Value col = addi(idx(ks * type.instK()), muli(divi(lane, 16), idx(v)));
+    Value col = addi(k0, muli(divi(lane, 16), idx(v)));
     return ldmatrix(tile, stage, row, col, 4, /*transpose=*/false);
   }
   // Stored k x m: matrix i = lane / 8 holds m 8(i % 2).. and k 8(i / 2)..,
   // transposed on the way.
   Value matrix = divi(lane, 8);
-  Value row = addi(idx(ks * 16), addi(muli(divi(matrix, 2), idx(8)),
-                                      remi(lane, 8)));
+  Value row = addi(k0, addi(muli(divi(matrix, 2), idx(8)), remi(lane, 8)));
   Value col = addi(mBase, muli(remi(matrix, 2), idx(8)));
   return ldmatrix(tile, stage, row, col, 4, /*transpose=*/true);
 }
 
 SmallVector<Value> GemmMmaSyncKernel::loadFragmentB(const SmemTile &tile,
                                                     Value stage, int64_t fn,
-                                                    int64_t ks, bool pair) {
+                                                    Value k0, bool pair) {
   int64_t v = type.chunk();
   Value nBase = addi(muli(warpN, idx(this->tile.bn / this->tile.warpsN)),
                      idx(fn * 8));
@@ -441,12 +461,11 @@ SmallVector<Value> GemmMmaSyncKernel::loadFragmentB(const SmemTile &tile,
   if (tile.kMajor) {
     // Stored n x k: matrix i holds n tile i / 2 at k half i % 2.
     Value row = addi(nBase, addi(muli(divi(l, 16), idx(8)), remi(l, 8)));
-    Value col = addi(idx(ks * type.instK()),
-                     muli(remi(divi(l, 8), 2), idx(v)));
+    Value col = addi(k0, muli(remi(divi(l, 8), 2), idx(v)));
     return ldmatrix(tile, stage, row, col, tiles, /*transpose=*/false);
   }
   // Stored k x n: lanes address k rows 0-15 of n tile l / 16, transposed.
-  Value row = addi(idx(ks * 16), remi(l, 16));
+  Value row = addi(k0, remi(l, 16));
   Value col = addi(nBase, muli(divi(l, 16), idx(8)));
   return ldmatrix(tile, stage, row, col, tiles, /*transpose=*/true);
 }
@@ -478,9 +497,10 @@ GemmMmaSyncKernel::emitGemm(const GemmProblem &problem) {
   const GemmTile &t = tile;
   const GemmShape &shape = problem.shape;
   elementType = shape.elementType;
-  threads = 32 * t.warpsM * t.warpsN;
+  threads = 32 * t.warpsM * t.warpsN * t.kGroups();
   int64_t fragsM = t.bm / t.warpsM / 16, fragsN = t.bn / t.warpsN / 8;
-  int64_t kSteps = t.bk / type.instK();
+  // The k-steps of a k-tile that each warp group takes.
+  int64_t kSteps = t.bk / type.instK() / t.kGroups();
 
   SmemTile aTile = makeTile(problem.a, t.bm);
   SmemTile bTile = makeTile(problem.b, t.bn);
@@ -488,8 +508,10 @@ GemmMmaSyncKernel::emitGemm(const GemmProblem &problem) {
   tid = threadId();
   lane = remi(tid, 32);
   Value warp = divi(tid, 32);
-  warpM = divi(warp, t.warpsN);
+  warpK = divi(warp, t.warpsM * t.warpsN);
+  warpM = remi(divi(warp, t.warpsN), t.warpsM);
   warpN = remi(warp, t.warpsN);
+  Value kGroup0 = muli(warpK, idx(kSteps * type.instK()));
   // Blocks walk the tiles in groups of `group` rows of tiles, column by
   // column within a group, so that the A rows and B columns that blocks
   // running together read stay in L2.
@@ -560,13 +582,14 @@ GemmMmaSyncKernel::emitGemm(const GemmProblem &problem) {
         Value readStage = remi(kt, t.stages);
         SmallVector<Value> accOut(accIn.begin(), accIn.end());
         for (int64_t ks = 0; ks < kSteps; ++ks) {
+          Value k0 = addi(kGroup0, idx(ks * type.instK()));
           SmallVector<SmallVector<Value>> aFrags, bFrags;
           for (int64_t fm = 0; fm < fragsM; ++fm)
-            aFrags.push_back(loadFragmentA(aTile, readStage, fm, ks));
+            aFrags.push_back(loadFragmentA(aTile, readStage, fm, k0));
           for (int64_t fn = 0; fn < fragsN; fn += 2) {
             bool pair = fn + 1 < fragsN;
             SmallVector<Value> regs =
-                loadFragmentB(bTile, readStage, fn, ks, pair);
+                loadFragmentB(bTile, readStage, fn, k0, pair);
             bFrags.push_back({regs[0], regs[1]});
             if (pair)
               bFrags.push_back({regs[2], regs[3]});
@@ -586,8 +609,7 @@ GemmMmaSyncKernel::emitGemm(const GemmProblem &problem) {
   // No copies may be in flight when the kernel exits.
   NVVM::CpAsyncWaitGroupOp::create(b, 0);
 
-  int64_t perRow = t.bn / std::max<int64_t>(problem.outVector, 1);
-  if (problem.outVector >= 4 && perRow >= 1 && threads % perRow == 0)
+  if (stagedEpilogue(shape, t, TilingOptions{}))
     emitStagedEpilogue(problem, acc, tileM, tileN);
   else
     emitFragmentEpilogue(problem, acc, tileM, tileN);
@@ -611,7 +633,7 @@ void GemmMmaSyncKernel::emitFragmentEpilogue(const GemmProblem &problem,
   Value mWarp = addi(tileM, muli(warpM, idx(t.bm / t.warpsM)));
   Value nWarp = addi(tileN, muli(warpN, idx(t.bn / t.warpsN)));
   // Pairs of columns are stored as one vector where N is even (n is).
-  bool pairs = problem.outVector >= 2;
+  bool pairs = shape.outVector >= 2;
   SmallVector<Value> ns;
   SmallVector<GemmColumns> columns;
   for (int64_t fn = 0; fn < fragsN; ++fn) {
@@ -660,12 +682,14 @@ void GemmMmaSyncKernel::emitStagedEpilogue(const GemmProblem &problem,
   // in passes of whole warp rows.
   const GemmTile &t = tile;
   const GemmShape &shape = problem.shape;
-  int64_t width = problem.outVector;
+  int64_t width = shape.outVector;
   int64_t fragsM = t.bm / t.warpsM / 16, fragsN = t.bn / t.warpsN / 8;
   int64_t stride = t.bn + 8;
   int64_t passes = stagingPasses(t, type.bytes);
   int64_t passRows = t.bm / passes, warpRowsPerPass = t.warpsM / passes;
-  Value staging = aliasShared(0, {passRows, stride}, b.getF32Type());
+  // One slice per group of warps along k; the readers sum them.
+  Value staging =
+      aliasShared(0, {t.kGroups(), passRows, stride}, b.getF32Type());
   Value g = divi(lane, 4), tq = remi(lane, 4);
   Value nWarp = muli(warpN, idx(t.bn / t.warpsN));
   auto pair = VectorType::get({2}, b.getF32Type());
@@ -693,8 +717,8 @@ void GemmMmaSyncKernel::emitStagedEpilogue(const GemmProblem &problem,
                        b,
                        vector::FromElementsOp::create(b, pair,
                                                       {acc[r], acc[r + 1]}),
-                       staging, ValueRange{row, c}, /*nontemporal=*/false,
-                       llvm::MaybeAlign(8));
+                       staging, ValueRange{warpK, row, c},
+                       /*nontemporal=*/false, llvm::MaybeAlign(8));
                  }
            });
     gpu::BarrierOp::create(b);
@@ -708,11 +732,15 @@ void GemmMmaSyncKernel::emitStagedEpilogue(const GemmProblem &problem,
       ifThen(inside, [&] {
         SmallVector<Value> values;
         for (int64_t i = 0; i < width; i += 4) {
-          Value v = vector::LoadOp::create(
-              b, quad, staging, ValueRange{row, addi(col, idx(i))},
-              /*nontemporal=*/false, llvm::MaybeAlign(16));
+          Value sum;
+          for (int64_t kg = 0; kg < t.kGroups(); ++kg) {
+            Value v = vector::LoadOp::create(
+                b, quad, staging, ValueRange{idx(kg), row, addi(col, idx(i))},
+                /*nontemporal=*/false, llvm::MaybeAlign(16));
+            sum = sum ? arith::AddFOp::create(b, sum, v).getResult() : v;
+          }
           for (int64_t l = 0; l < 4; ++l)
-            values.push_back(vector::ExtractOp::create(b, v, l));
+            values.push_back(vector::ExtractOp::create(b, sum, l));
         }
         GemmRowStore store = problem.epilogue(batch, m);
         ifThen(ltc(n, shape.n), [&] { store(columns, values); });

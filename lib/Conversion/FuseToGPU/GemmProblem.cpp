@@ -26,20 +26,36 @@ bool fusec::tiling::isGemmAnchor(Operation *anchor) {
   return isa<LinearOp, MatmulOp>(anchor);
 }
 
+/// Elements of the operands' type in 16 bytes.
+static int64_t vectorElements(Value tensor) {
+  return 128 / cast<ShapedType>(tensor.getType()).getElementTypeBitWidth();
+}
+
+/// The widest aligned run of output columns: a power of two up to `width`
+/// that divides every extent of `extents`.
+static int64_t widestRun(ArrayRef<int64_t> extents, int64_t width) {
+  for (int64_t v = width; v > 1; v /= 2)
+    if (llvm::all_of(extents, [&](int64_t e) { return e % v == 0; }))
+      return v;
+  return 1;
+}
+
 GemmShape fusec::tiling::getGemmShape(Operation *anchor) {
   GemmShape shape;
   shape.elementType =
       cast<ShapedType>(anchor->getOperand(0).getType()).getElementType();
+  int64_t width = vectorElements(anchor->getOperand(0));
   if (auto conv = dyn_cast<Conv2dOp>(anchor)) {
     Layout layout = conv.getLayout();
-    auto in = dimsNCHW(shapeOf(conv.getInput()), layout);
     auto out = dimsNCHW(shapeOf(conv.getResult()), layout);
     int64_t groups = conv.getGroups();
     shape.batch = groups;
     shape.m = out[0] * out[2] * out[3];
     shape.n = out[1] / groups;
     shape.k = product(shapeOf(conv.getFilter()).drop_front());
-    (void)in;
+    // Output channels are the innermost NHWC axis.
+    if (layout == Layout::NHWC)
+      shape.outVector = widestRun({shape.n, out[1]}, width);
   } else if (auto linear = dyn_cast<LinearOp>(anchor)) {
     ArrayRef<int64_t> inShape = shapeOf(linear.getInput());
     shape.k = inShape.back();
@@ -54,6 +70,8 @@ GemmShape fusec::tiling::getGemmShape(Operation *anchor) {
     shape.k = matmul.getTransposeLhs() ? ls.end()[-2] : ls.back();
     shape.batch = product(os.drop_back(2));
   }
+  if (!isa<Conv2dOp>(anchor))
+    shape.outVector = widestRun({shape.n}, width);
   return shape;
 }
 
@@ -82,10 +100,6 @@ FailureOr<LaunchConfig> GemmKernel::emitBody() {
   return emitGemm(problem);
 }
 
-/// Elements of the operands' type in 16 bytes.
-static int64_t vectorElements(Value tensor) {
-  return 128 / cast<ShapedType>(tensor.getType()).getElementTypeBitWidth();
-}
 
 GemmProblem GemmKernel::convProblem(Conv2dOp op) {
   Layout layout = op.getLayout();
@@ -151,13 +165,6 @@ GemmProblem GemmKernel::convProblem(Conv2dOp op) {
   int64_t width = vectorElements(op.getInput());
   if (nhwc && cig % width == 0 && ci % width == 0)
     problem.a.vector = problem.b.vector = width;
-  // Output channels are the innermost NHWC axis.
-  if (nhwc)
-    for (int64_t v : {8, 4, 2})
-      if (cog % v == 0 && co % v == 0 && v <= width) {
-        problem.outVector = v;
-        break;
-      }
   int64_t channelAxis = nhwc ? 3 : 1;
   problem.columns = [=, this](Value g, Value nn, int64_t width) {
     GemmColumns columns{nn, width};
@@ -208,11 +215,6 @@ GemmProblem GemmKernel::linearProblem(LinearOp op) {
   int64_t width = vectorElements(op.getInput());
   if (k % width == 0)
     problem.a.vector = problem.b.vector = width;
-  for (int64_t v : {8, 4, 2})
-    if (n % v == 0 && v <= width) {
-      problem.outVector = v;
-      break;
-    }
   int64_t channelAxis = inShape.size() - 1;
   problem.columns = [=, this](Value, Value ni, int64_t width) {
     GemmColumns columns{ni, width};
@@ -279,11 +281,6 @@ GemmProblem GemmKernel::matmulProblem(MatmulOp op) {
     problem.a.vector = width;
   if ((tb ? k : n) % width == 0)
     problem.b.vector = width;
-  for (int64_t v : {8, 4, 2})
-    if (n % v == 0 && v <= width) {
-      problem.outVector = v;
-      break;
-    }
   int64_t channelAxis = os.size() - 1;
   problem.columns = [=, this](Value, Value ni, int64_t width) {
     GemmColumns columns{ni, width};
