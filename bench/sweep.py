@@ -29,17 +29,19 @@ SWEEP.append(("ffn_up", "bf16"))
 
 
 def tiles(dt):
-    """Candidate tiles: bm, bn, bk in bytes of k, warps_m, warps_n, stages, warps_k."""
+    """Candidate tiles (name, #fuse.tile parameters): bm, bn, bk in bytes of
+    k, warps_m, warps_n, stages, warps_k."""
     byte = 4 if dt == "tf32" else 2
-    shapes = [(128, 256, 64, 2, 4, 3, 1), (128, 256, 128, 2, 4, 3, 1), (256, 128, 64, 4, 2, 3, 1),
-              (128, 128, 64, 2, 2, 4, 1), (128, 128, 128, 2, 2, 3, 1), (128, 128, 64, 2, 4, 4, 1),
-              (128, 64, 64, 2, 2, 4, 1), (128, 64, 128, 2, 2, 4, 1), (128, 64, 64, 4, 2, 4, 1),
-              (128, 64, 128, 2, 2, 4, 2), (64, 128, 64, 2, 2, 4, 1), (64, 64, 128, 2, 2, 4, 1),
-              (64, 64, 64, 2, 2, 4, 1), (64, 64, 128, 2, 2, 4, 2), (64, 64, 256, 2, 2, 3, 4),
-              (64, 32, 128, 2, 2, 4, 1), (64, 32, 128, 2, 1, 4, 2)]
+    shapes = [(128, 256, 128, 2, 4, 3, 1), (128, 128, 64, 2, 2, 4, 1), (128, 128, 128, 2, 2, 3, 1),
+              (128, 64, 64, 2, 2, 4, 1), (128, 64, 128, 2, 2, 4, 2), (128, 64, 64, 4, 2, 4, 1),
+              (64, 128, 64, 2, 2, 4, 1), (64, 64, 128, 2, 2, 4, 1), (64, 64, 64, 2, 2, 4, 1)]
     for bm, bn, kb, wm, wn, st, wk in shapes:
         yield (f"{bm}x{bn}x{kb // byte}_w{wm}x{wn}x{wk}_s{st}",
                f"bm = {bm}, bn = {bn}, bk = {kb // byte}, warps_m = {wm}, warps_n = {wn}, stages = {st}, warps_k = {wk}")
+
+
+# Each tile with and without fragment prefetch (--mma-prefetch).
+PREFETCH = (("", []), ("_noprefetch", ["--mma-prefetch=false"]))
 
 
 def graph(name, dt):
@@ -60,7 +62,9 @@ def prepare(args):
         src = os.path.join(d, "graph.mlir")
         with open(src, "w") as f:
             f.write(graph(name, dt))
-        subprocess.run([args.fusec, src, "-o", os.path.join(d, "default.ptx")] + flags, check=True)
+        for suffix, extra in PREFETCH:
+            subprocess.run([args.fusec, src, "-o", os.path.join(d, f"default{suffix}.ptx")] + flags + extra,
+                           check=True)
         kernels = subprocess.run([args.fusec, src, "--emit=kernels"] + flags, check=True, text=True,
                                  stdout=subprocess.PIPE).stdout
         made = 0
@@ -70,10 +74,11 @@ def prepare(args):
             path = os.path.join(d, tname + ".mlir")
             with open(path, "w") as f:
                 f.write(text)
-            p = subprocess.run([args.fusec, path, "-o", os.path.join(d, tname + ".ptx")] + flags, text=True,
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+            for suffix, extra in PREFETCH:
+                p = subprocess.run([args.fusec, path, "-o", os.path.join(d, tname + suffix + ".ptx")] + flags + extra,
+                                   text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+                made += p.returncode == 0
             os.remove(path)
-            made += p.returncode == 0
         print(f"{tag}: {made} tiles", flush=True)
 
 
@@ -146,7 +151,7 @@ def run(args):
         default = next(ms for ms, t, _ in rows if t == "default")
         print(f"\n{tag}: default {default:.4f} ms, best {rows[0][1]} {rows[0][0]:.4f} ms "
               f"({default / rows[0][0]:.2f}x)", flush=True)
-        for ms, t, e in rows[:6]:
+        for ms, t, e in rows[:8]:
             print(f"  {t:<30} {ms:.4f} ms {flops / ms / 1e9:6.0f} TFLOP/s relerr {e:.1e}"
                   f"{'  <- heuristic' if t == 'default' else ''}{'  BAD' if not e < 2e-2 else ''}", flush=True)
         bad = [t for _, t, e in rows if not e < 2e-2]

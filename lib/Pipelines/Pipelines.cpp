@@ -29,6 +29,7 @@ void fusec::buildPipeline(OpPassManager &pm, Stage stage,
   tiling.arch = options.arch;
   tiling.smCount = options.smCount;
   tiling.fp32Math = options.fp32Math;
+  tiling.mmaPrefetch = options.mmaPrefetch;
   pm.addPass(createTileKernels(tiling));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());

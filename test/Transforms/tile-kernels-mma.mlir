@@ -8,9 +8,11 @@
 
 // NHWC with channels in 16-byte runs: every tile load is one cp.async of 8
 // halves, zero-filled outside the input (padding, edges). Three k-tiles are
-// in flight before the loop (4 stages); each step waits for the oldest,
-// synchronises, issues the next, and feeds ldmatrix x4 fragments (chunks
-// XOR-swizzled) to m16n8k16 mma.sync. The accumulators then go through
+// in flight before the loop (4 stages), and the first k-step's ldmatrix x4
+// fragments (chunks XOR-swizzled) loaded. Each k-step loads the next one's
+// fragments before its m16n8k16 mma.sync; the first issues the copies of a
+// later k-tile, and before the last, the next k-tile is waited for,
+// published by a barrier, and its first fragments loaded. The accumulators then go through
 // shared memory (over the pipeline's buffers), and the residual add and ReLU
 // run on rows of 8 channels: loads and stores of 16 bytes.
 // CHECK-LABEL: func.func @conv(
@@ -25,14 +27,19 @@
 // CHECK: nvgpu.device_async_copy %{{.+}}, %[[A]][%{{.+}}], 8, %{{.+}} {bypassL1} : memref<2x9x9x32xf16> to memref<4x64x32xf16, #gpu.address_space<workgroup>>
 // CHECK: nvgpu.device_async_copy %{{.+}}, %[[B]][%{{.+}}], 8, %{{.+}} {bypassL1} : memref<64x3x3x32xf16> to memref<4x64x32xf16, #gpu.address_space<workgroup>>
 // CHECK-COUNT-3: nvvm.cp.async.commit.group
-// CHECK: scf.for {{.+}} iter_args(
 // CHECK-NEXT: nvvm.cp.async.wait.group 2
 // CHECK-NEXT: gpu.barrier
-// CHECK: nvgpu.device_async_copy
-// CHECK: nvvm.cp.async.commit.group
 // CHECK: nvgpu.ldmatrix %[[A]][{{.+}}] {numTiles = 4 : i32, transpose = false} : memref<4x64x32xf16, #gpu.address_space<workgroup>> -> vector<4x2xf16>
 // CHECK: nvgpu.ldmatrix %[[B]][{{.+}}] {numTiles = 4 : i32, transpose = false}
+// CHECK: scf.for {{.+}} iter_args({{.+}}) -> ({{.+}}, vector<2xf16>
+// CHECK: nvgpu.ldmatrix
+// CHECK: nvgpu.device_async_copy
+// CHECK: nvvm.cp.async.commit.group
 // CHECK: nvvm.mma.sync A[{{.+}}] B[{{.+}}] C[{{.+}}] {layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>, shape = #nvvm.shape<m = 16, n = 8, k = 16>} : (vector<2xf16>, vector<2xf16>, f32) -> !llvm.struct<(f32, f32, f32, f32)>
+// CHECK: nvvm.cp.async.wait.group 2
+// CHECK-NEXT: gpu.barrier
+// CHECK: nvgpu.ldmatrix
+// CHECK: nvvm.mma.sync
 // CHECK: scf.yield
 // CHECK: nvvm.cp.async.wait.group 0
 // CHECK: gpu.barrier
@@ -58,8 +65,9 @@ func.func @conv(%x: tensor<2x9x9x32xf16>, %w: tensor<64x3x3x32xf16>, %r: tensor<
 // -----
 
 // K = 70 has no aligned 16-byte runs: the tiles go element by element,
-// loaded (guarded) into registers and stored to shared memory after the
-// step's mma.sync; bf16 fragments reach mma.sync as packed i32. N = 33 is
+// loaded (guarded) into registers during the first k-step's mma.sync and
+// stored to shared memory before the barrier; bf16 fragments reach mma.sync
+// as packed i32. N = 33 is
 // odd: the epilogue stores each accumulator where it is, guarded.
 // CHECK-LABEL: func.func @linear_odd(
 // CHECK: gpu.func @k0_linear({{.+}}) kernel attributes {fusec.family = "gemm_mma_sync"
@@ -68,11 +76,14 @@ func.func @conv(%x: tensor<2x9x9x32xf16>, %w: tensor<64x3x3x32xf16>, %r: tensor<
 // CHECK: memref.load %{{.+}} : memref<37x70xbf16>
 // CHECK: memref.store %{{.+}} : memref<4x64x32xbf16, #gpu.address_space<workgroup>>
 // CHECK: scf.for
-// CHECK: memref.load %{{.+}} : memref<37x70xbf16>
 // CHECK: nvgpu.ldmatrix {{.+}} -> vector<4x2xbf16>
 // CHECK: vector.bitcast %{{.+}} : vector<2xbf16> to vector<1xi32>
+// CHECK: memref.load %{{.+}} : memref<37x70xbf16>
 // CHECK: nvvm.mma.sync {{.+}} {layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>, multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>} : (i32, i32, f32)
 // CHECK: memref.store %{{.+}} : memref<4x64x32xbf16, #gpu.address_space<workgroup>>
+// CHECK: nvvm.cp.async.wait.group 2
+// CHECK-NEXT: gpu.barrier
+// CHECK: nvvm.mma.sync
 // CHECK: scf.yield
 // CHECK-NOT: gpu.barrier
 // CHECK: arith.truncf %{{.+}} : f32 to bf16

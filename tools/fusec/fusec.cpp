@@ -101,6 +101,13 @@ static cl::opt<std::string> fp32Math(
     cl::init("ieee"), cl::cat(fusecCat),
     cl::sub(cl::SubCommand::getTopLevel()), cl::sub(runCmd));
 
+static cl::opt<bool> mmaPrefetch(
+    "mma-prefetch",
+    cl::desc("Tensor-core GEMM: load the next k-step's fragments before this "
+             "one's mma.sync (a tuning knob, on by default)"),
+    cl::init(true), cl::Hidden, cl::cat(fusecCat),
+    cl::sub(cl::SubCommand::getTopLevel()), cl::sub(runCmd));
+
 static cl::opt<bool> showRemarks(
     "remarks", cl::desc("Print the compiler's remarks (fusion decisions)"),
     cl::init(false), cl::cat(fusecCat));
@@ -302,6 +309,7 @@ static LogicalResult lower(ModuleOp module, EmitKind kind,
   options.arch = target.chip;
   options.smCount = smCount;
   options.fp32Math = fp32Math;
+  options.mmaPrefetch = mmaPrefetch;
   buildPipeline(pm, stages[static_cast<int>(kind)], options);
   if (failed(pm.run(module)))
     return failure();

@@ -34,6 +34,11 @@ struct PipelineOptions : mlir::PassPipelineOptions<PipelineOptions> {
                      "on CUDA cores) or tf32 (TF32 tensor cores, f32 "
                      "accumulation)"),
       llvm::cl::init("ieee")};
+  Option<bool> mmaPrefetch{
+      *this, "mma-prefetch",
+      llvm::cl::desc("Tensor-core GEMM: load the next k-step's fragments "
+                     "before this one's mma.sync (a tuning knob)"),
+      llvm::cl::init(true)};
 };
 
 /// Adds the passes that take a graph module to `stage`.

@@ -79,6 +79,9 @@ def TileKernels : Pass<"fusec-tile-kernels", "mlir::ModuleOp"> {
     Option<"fp32Math", "fp32-math", "std::string", /*default=*/"\"ieee\"",
            "f32 convolutions and matrix products: ieee (f32 FMAs on CUDA "
            "cores) or tf32 (TF32 tensor cores, f32 accumulation)">,
+    Option<"mmaPrefetch", "mma-prefetch", "bool", /*default=*/"true",
+           "Tensor-core GEMM: load the next k-step's fragments before this "
+           "one's mma.sync (a tuning knob; on where both tiles use cp.async)">,
   ];
   let dependentDialects = [
     "mlir::LLVM::LLVMDialect",

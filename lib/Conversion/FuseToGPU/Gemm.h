@@ -26,6 +26,9 @@ enum class Fp32Math {
 
 struct TilingOptions {
   Fp32Math fp32Math = Fp32Math::IEEE;
+  /// Tensor-core GEMM: load the next k-step's fragments before this one's
+  /// mma.sync (more registers, less waiting on ldmatrix).
+  bool prefetchFragments = true;
 };
 
 /// Sizes of the GEMM an anchor computes (no IR needed).

@@ -57,8 +57,9 @@ class GemmMmaSyncKernel : public GemmKernel {
 public:
   GemmMmaSyncKernel(KernelOp kernel, gpu::GPUModuleOp module,
                     const TargetDescription &target, GemmTile tile,
-                    MmaType type)
-      : GemmKernel(kernel, module, target, tile), type(type) {}
+                    MmaType type, const TilingOptions &options)
+      : GemmKernel(kernel, module, target, tile), type(type),
+        options(options) {}
 
 private:
   /// One operand's tiles in shared memory: `stages` buffers of rows x cols,
@@ -124,6 +125,7 @@ private:
                          ArrayRef<Value> acc);
 
   MmaType type;
+  TilingOptions options;
   Type elementType;
   int64_t threads = 0;
   Value tid, lane, warpM, warpN, warpK, batch;
@@ -192,11 +194,19 @@ GemmTile fusec::tiling::chooseMmaSyncTile(const GemmShape &shape,
     GemmTile tile;
     double efficiency;
   };
+  // Calibrated against bench/sweep.py on an H100 (bench/results): 64-byte
+  // k-tiles suit the mid-sized tiles (more blocks fit per SM), 128-byte ones
+  // the largest tiles and the smallest. TF32 issues half the work per
+  // mma.sync, so its mid-sized tile also comes with two warp groups on k.
   int64_t k64 = 64 / bytes, k128 = 128 / bytes;
+  bool tf32 = bytes == 4;
   Candidate candidates[] = {
-      {{128, 256, k64, 0, 0, 2, 4, 3}, 1.05}, {{256, 128, k64, 0, 0, 4, 2, 3}, 1.05},
-      {{128, 128, k64, 0, 0, 2, 2, 4}, 1.0},  {{128, 64, k64, 0, 0, 2, 2, 4}, 0.9},
-      {{64, 128, k64, 0, 0, 2, 2, 4}, 0.9},   {{64, 64, k128, 0, 0, 2, 2, 4}, 0.8},
+      {{128, 256, k128, 0, 0, 2, 4, 3}, 1.1},
+      {{128, 128, k64, 0, 0, 2, 2, 4}, 1.0},
+      {{128, 64, k128, 0, 0, 2, 2, 4, 2}, tf32 ? 0.95 : 0.0},
+      {{128, 64, k64, 0, 0, 2, 2, 4}, 0.9},
+      {{64, 128, k64, 0, 0, 2, 2, 4}, 0.9},
+      {{64, 64, k128, 0, 0, 2, 2, 4}, 0.8},
   };
   // The estimated time of each: rounds of tiles over the SMs (the busiest
   // SM's share), times a tile's work over its efficiency, slowed where the
@@ -205,13 +215,20 @@ GemmTile fusec::tiling::chooseMmaSyncTile(const GemmShape &shape,
   double bestTime = 0;
   for (Candidate &c : candidates) {
     GemmTile &t = c.tile;
+    if (c.efficiency == 0)
+      continue;
+    // Warp groups along k pay off on long reductions only, and need the
+    // staged epilogue.
+    if (t.kGroups() > 1 && (ceilDiv(shape.k, t.bk) < 8 ||
+                            !stagedEpilogue(shape, t, options)))
+      continue;
     while (t.stages > 2 &&
-           pipelineBytes(t, bytes) > target.sharedBytesPerBlockOptIn / 2)
+           pipelineBytes(t, bytes) > target.sharedBytesPerBlockOptIn)
       --t.stages;
     // A tile far wider than the problem computes mostly padding.
     if ((t.bn > 64 && t.bn >= 2 * shape.n) || (t.bm > 64 && t.bm >= 2 * shape.m))
       continue;
-    int64_t threads = 32 * t.warpsM * t.warpsN;
+    int64_t threads = 32 * t.warpsM * t.warpsN * t.kGroups();
     int64_t shared = sharedBytesOf(t, bytes);
     int64_t resident = std::min(
         {target.sharedBytesPerSM / shared, target.maxThreadsPerSM / threads,
@@ -276,7 +293,7 @@ std::unique_ptr<KernelBuilder> fusec::tiling::makeGemmMmaSyncKernel(
     const TilingOptions &options) {
   return std::make_unique<GemmMmaSyncKernel>(
       kernel, module, target, tile,
-      *mmaTypeOf(shape.elementType, options.fp32Math));
+      *mmaTypeOf(shape.elementType, options.fp32Math), options);
 }
 
 //===----------------------------------------------------------------------===//
@@ -550,62 +567,101 @@ GemmMmaSyncKernel::emitGemm(const GemmProblem &problem) {
     }
   };
 
-  // Prologue: k-tiles 0 .. stages-2 in flight, one commit group each.
+  // The fragments of one k-step: fragsM x 4 registers of A, then
+  // fragsN x 2 of B.
+  auto loadFragments = [&](Value stage, Value k0) {
+    SmallVector<Value> regs;
+    for (int64_t fm = 0; fm < fragsM; ++fm)
+      llvm::append_range(regs, loadFragmentA(aTile, stage, fm, k0));
+    for (int64_t fn = 0; fn < fragsN; fn += 2)
+      llvm::append_range(regs,
+                         loadFragmentB(bTile, stage, fn, k0, fn + 1 < fragsN));
+    return regs;
+  };
+  auto mmaStep = [&](ArrayRef<Value> frags, MutableArrayRef<Value> accs) {
+    ArrayRef<Value> a = frags.take_front(4 * fragsM);
+    ArrayRef<Value> bRegs = frags.drop_front(4 * fragsM);
+    for (int64_t fm = 0; fm < fragsM; ++fm)
+      for (int64_t fn = 0; fn < fragsN; ++fn) {
+        MutableArrayRef<Value> c = accs.slice((fm * fragsN + fn) * 4, 4);
+        SmallVector<Value> d =
+            mma(a.slice(4 * fm, 4), bRegs.slice(2 * fn, 2), c);
+        llvm::copy(d, c.begin());
+      }
+  };
+  Value kFirst = kGroup0;
+  // Fragments of the next k-step load before this one's mma.sync (carried
+  // across iterations for the first step) where registers allow: the
+  // element-by-element path already holds a k-tile in registers.
+  bool prefetch = options.prefetchFragments && aTile.async && bTile.async;
+
+  // Prologue: k-tiles 0 .. stages-2 in flight, one commit group each; then
+  // k-tile 0 landed and the fragments of its first k-step loaded.
   for (int64_t s = 0; s + 1 < t.stages; ++s) {
     storePending(fetch(idx(s), idx(s)), idx(s));
     NVVM::CpAsyncCommitGroupOp::create(b);
   }
+  NVVM::CpAsyncWaitGroupOp::create(b, t.stages - 2);
+  gpu::BarrierOp::create(b);
+  SmallVector<Value> init(fragsM * fragsN * 4, f32(0));
+  int64_t numAcc = init.size();
+  if (prefetch)
+    llvm::append_range(init, loadFragments(idx(0), kFirst));
 
-  SmallVector<Value> zeros(fragsM * fragsN * 4, f32(0));
-  SmallVector<Value> acc = loop(
-      idx(0), idx(numK), idx(1), zeros,
-      [&](Value kt, ValueRange accIn) -> SmallVector<Value> {
-        // k-tile kt has landed (at most stages-2 newer groups pending), and
-        // every warp is done with the stage the next copies overwrite.
-        NVVM::CpAsyncWaitGroupOp::create(b, t.stages - 2);
-        gpu::BarrierOp::create(b);
+  // Each iteration runs k-tile kt's k-steps, each loading the next step's
+  // fragments before its mma.sync. The copies for k-tile kt + stages - 1
+  // go out after the first step's loads; before the last step, k-tile
+  // kt + 1 has landed (at most stages-2 newer groups pending), a barrier
+  // publishes it (and frees the stage the next copies overwrite), and its
+  // first fragments load while the last mma.sync of kt run.
+  SmallVector<Value> result = loop(
+      idx(0), idx(numK), idx(1), init,
+      [&](Value kt, ValueRange iterArgs) -> SmallVector<Value> {
+        SmallVector<Value> accs(iterArgs.take_front(numAcc));
+        SmallVector<Value> frags(iterArgs.drop_front(numAcc));
+        Value readStage = remi(kt, t.stages);
         Value next = addi(kt, idx(t.stages - 1));
         Value writeStage = remi(next, t.stages);
         SmallVector<Value> pending;
-        // Past the last k-tile the copies would only fill zeros.
-        ifThen(ltc(next, numK), [&] {
-          for (auto [smem, tile0] :
-               {std::pair{&aTile, tileM}, {&bTile, tileN}})
-            if (smem->async)
-              copyAsync(*smem, tile0, next, writeStage);
-        });
-        for (auto [smem, tile0] : {std::pair{&aTile, tileM}, {&bTile, tileN}})
-          if (!smem->async)
-            llvm::append_range(pending, loadElements(*smem, tile0, next));
-        NVVM::CpAsyncCommitGroupOp::create(b);
-
-        Value readStage = remi(kt, t.stages);
-        SmallVector<Value> accOut(accIn.begin(), accIn.end());
         for (int64_t ks = 0; ks < kSteps; ++ks) {
-          Value k0 = addi(kGroup0, idx(ks * type.instK()));
-          SmallVector<SmallVector<Value>> aFrags, bFrags;
-          for (int64_t fm = 0; fm < fragsM; ++fm)
-            aFrags.push_back(loadFragmentA(aTile, readStage, fm, k0));
-          for (int64_t fn = 0; fn < fragsN; fn += 2) {
-            bool pair = fn + 1 < fragsN;
-            SmallVector<Value> regs =
-                loadFragmentB(bTile, readStage, fn, k0, pair);
-            bFrags.push_back({regs[0], regs[1]});
-            if (pair)
-              bFrags.push_back({regs[2], regs[3]});
+          SmallVector<Value> nextFrags;
+          if (!prefetch)
+            frags = loadFragments(readStage,
+                                  addi(kGroup0, idx(ks * type.instK())));
+          else if (ks + 1 < kSteps)
+            nextFrags = loadFragments(
+                readStage, addi(kGroup0, idx((ks + 1) * type.instK())));
+          if (ks == 0) {
+            // Past the last k-tile the copies would only fill zeros.
+            ifThen(ltc(next, numK), [&] {
+              for (auto [smem, tile0] :
+                   {std::pair{&aTile, tileM}, {&bTile, tileN}})
+                if (smem->async)
+                  copyAsync(*smem, tile0, next, writeStage);
+            });
+            for (auto [smem, tile0] :
+                 {std::pair{&aTile, tileM}, {&bTile, tileN}})
+              if (!smem->async)
+                llvm::append_range(pending, loadElements(*smem, tile0, next));
+            NVVM::CpAsyncCommitGroupOp::create(b);
           }
-          for (int64_t fm = 0; fm < fragsM; ++fm) {
-            for (int64_t fn = 0; fn < fragsN; ++fn) {
-              MutableArrayRef<Value> c(&accOut[(fm * fragsN + fn) * 4], 4);
-              SmallVector<Value> d = mma(aFrags[fm], bFrags[fn], c);
-              llvm::copy(d, c.begin());
-            }
+          if (ks + 1 == kSteps) {
+            // Element-by-element tiles, loaded while the tensor cores
+            // worked, are stored before the barrier publishes them.
+            storePending(pending, writeStage);
+            NVVM::CpAsyncWaitGroupOp::create(b, t.stages - 2);
+            gpu::BarrierOp::create(b);
+            if (prefetch)
+              nextFrags =
+                  loadFragments(remi(addi(kt, idx(1)), t.stages), kFirst);
           }
+          mmaStep(frags, accs);
+          frags = std::move(nextFrags);
         }
-        // Element-by-element tiles, loaded while the tensor cores worked.
-        storePending(pending, writeStage);
-        return accOut;
+        llvm::append_range(accs, frags);
+        return accs;
       });
+  SmallVector<Value> acc(ArrayRef<Value>(result).take_front(numAcc));
   // No copies may be in flight when the kernel exits.
   NVVM::CpAsyncWaitGroupOp::create(b, 0);
 

@@ -161,6 +161,7 @@ struct TileKernelsPass : fusec::impl::TileKernelsBase<TileKernelsPass> {
       return signalPassFailure();
     }
     TilingOptions options;
+    options.prefetchFragments = mmaPrefetch;
     if (fp32Math == "tf32") {
       options.fp32Math = Fp32Math::TF32;
     } else if (fp32Math != "ieee") {
