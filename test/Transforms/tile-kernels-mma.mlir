@@ -8,11 +8,10 @@
 
 // NHWC with channels in 16-byte runs: every tile load is one cp.async of 8
 // halves, zero-filled outside the input (padding, edges). Three k-tiles are
-// in flight before the loop (4 stages), and the first k-step's ldmatrix x4
-// fragments (chunks XOR-swizzled) loaded. Each k-step loads the next one's
-// fragments before its m16n8k16 mma.sync; the first issues the copies of a
-// later k-tile, and before the last, the next k-tile is waited for,
-// published by a barrier, and its first fragments loaded. The accumulators then go through
+// in flight before the loop (4 stages). Each k-step loads its ldmatrix x4
+// fragments (chunks XOR-swizzled) and runs its m16n8k16 mma.sync; the first
+// issues the copies of a later k-tile, and before the last, the next k-tile
+// is waited for and published by a barrier. The accumulators then go through
 // shared memory (over the pipeline's buffers), and the residual add and ReLU
 // run on rows of 8 channels: loads and stores of 16 bytes.
 // CHECK-LABEL: func.func @conv(
@@ -29,16 +28,15 @@
 // CHECK-COUNT-3: nvvm.cp.async.commit.group
 // CHECK-NEXT: nvvm.cp.async.wait.group 2
 // CHECK-NEXT: gpu.barrier
+// CHECK-NEXT: scf.for {{.+}} iter_args({{.+}}) -> ({{(f32, )+}}f32) {
 // CHECK: nvgpu.ldmatrix %[[A]][{{.+}}] {numTiles = 4 : i32, transpose = false} : memref<4x64x32xf16, #gpu.address_space<workgroup>> -> vector<4x2xf16>
 // CHECK: nvgpu.ldmatrix %[[B]][{{.+}}] {numTiles = 4 : i32, transpose = false}
-// CHECK: scf.for {{.+}} iter_args({{.+}}) -> ({{.+}}, vector<2xf16>
-// CHECK: nvgpu.ldmatrix
 // CHECK: nvgpu.device_async_copy
 // CHECK: nvvm.cp.async.commit.group
 // CHECK: nvvm.mma.sync A[{{.+}}] B[{{.+}}] C[{{.+}}] {layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>, shape = #nvvm.shape<m = 16, n = 8, k = 16>} : (vector<2xf16>, vector<2xf16>, f32) -> !llvm.struct<(f32, f32, f32, f32)>
+// CHECK: nvgpu.ldmatrix
 // CHECK: nvvm.cp.async.wait.group 2
 // CHECK-NEXT: gpu.barrier
-// CHECK: nvgpu.ldmatrix
 // CHECK: nvvm.mma.sync
 // CHECK: scf.yield
 // CHECK: nvvm.cp.async.wait.group 0
@@ -101,13 +99,21 @@ func.func @linear_odd(%x: tensor<37x70xbf16>, %w: tensor<33x70xbf16>) -> tensor<
 // -----
 
 // B given k x n (n contiguous): its tile is stored k-major as copied and
-// ldmatrix transposes it on the way to the fragments.
+// ldmatrix transposes it on the way to the fragments. Warp tiles of 64 x 64
+// load the next k-step's fragments before this one's mma.sync, carrying the
+// first step's across iterations.
 // CHECK-LABEL: func.func @matmul_nn(
 // CHECK: gpu.func @k0_matmul
-// CHECK: nvgpu.device_async_copy %{{.+}} : memref<2x64x48xf16> to memref<4x32x64xf16, #gpu.address_space<workgroup>>
-// CHECK: nvgpu.ldmatrix %{{.+}} {numTiles = 4 : i32, transpose = true} : memref<4x32x64xf16, #gpu.address_space<workgroup>> -> vector<4x2xf16>
+// CHECK: nvgpu.device_async_copy %{{.+}} : memref<2x64x48xf16> to memref<3x32x128xf16, #gpu.address_space<workgroup>>
+// CHECK: nvvm.cp.async.wait.group 1
+// CHECK-NEXT: gpu.barrier
+// CHECK: nvgpu.ldmatrix %{{.+}} {numTiles = 4 : i32, transpose = true} : memref<3x32x128xf16, #gpu.address_space<workgroup>> -> vector<4x2xf16>
+// CHECK: scf.for {{.+}} iter_args({{.+}}) -> ({{.+}}, vector<2xf16>
+// CHECK: nvgpu.ldmatrix
+// CHECK: nvvm.mma.sync
+// CHECK: scf.yield
 func.func @matmul_nn(%a: tensor<2x40x64xf16>, %b: tensor<2x64x48xf16>) -> tensor<2x40x48xf16> {
-  %0 = fuse.kernel "k0_matmul"(%a, %b) {tile = #fuse.tile<bm = 64, bn = 64, bk = 32, warps_m = 2, warps_n = 2, stages = 4>}
+  %0 = fuse.kernel "k0_matmul"(%a, %b) {tile = #fuse.tile<bm = 128, bn = 128, bk = 32, warps_m = 2, warps_n = 2, stages = 3>}
       : (tensor<2x40x64xf16>, tensor<2x64x48xf16>) -> tensor<2x40x48xf16> {
   ^bb0(%l: tensor<2x40x64xf16>, %r: tensor<2x64x48xf16>):
     %1 = fuse.matmul %l, %r : tensor<2x40x64xf16>, tensor<2x64x48xf16>

@@ -196,14 +196,12 @@ GemmTile fusec::tiling::chooseMmaSyncTile(const GemmShape &shape,
   };
   // Calibrated against bench/sweep.py on an H100 (bench/results): 64-byte
   // k-tiles suit the mid-sized tiles (more blocks fit per SM), 128-byte ones
-  // the largest tiles and the smallest. TF32 issues half the work per
-  // mma.sync, so its mid-sized tile also comes with two warp groups on k.
+  // the largest tiles and the smallest. Warp groups along k (warps_k) won on
+  // one TF32 layer in one sweep and lost in the next; no candidate uses them.
   int64_t k64 = 64 / bytes, k128 = 128 / bytes;
-  bool tf32 = bytes == 4;
   Candidate candidates[] = {
       {{128, 256, k128, 0, 0, 2, 4, 3}, 1.1},
       {{128, 128, k64, 0, 0, 2, 2, 4}, 1.0},
-      {{128, 64, k128, 0, 0, 2, 2, 4, 2}, tf32 ? 0.95 : 0.0},
       {{128, 64, k64, 0, 0, 2, 2, 4}, 0.9},
       {{64, 128, k64, 0, 0, 2, 2, 4}, 0.9},
       {{64, 64, k128, 0, 0, 2, 2, 4}, 0.8},
@@ -215,13 +213,6 @@ GemmTile fusec::tiling::chooseMmaSyncTile(const GemmShape &shape,
   double bestTime = 0;
   for (Candidate &c : candidates) {
     GemmTile &t = c.tile;
-    if (c.efficiency == 0)
-      continue;
-    // Warp groups along k pay off on long reductions only, and need the
-    // staged epilogue.
-    if (t.kGroups() > 1 && (ceilDiv(shape.k, t.bk) < 8 ||
-                            !stagedEpilogue(shape, t, options)))
-      continue;
     while (t.stages > 2 &&
            pipelineBytes(t, bytes) > target.sharedBytesPerBlockOptIn)
       --t.stages;
@@ -591,9 +582,13 @@ GemmMmaSyncKernel::emitGemm(const GemmProblem &problem) {
   };
   Value kFirst = kGroup0;
   // Fragments of the next k-step load before this one's mma.sync (carried
-  // across iterations for the first step) where registers allow: the
-  // element-by-element path already holds a k-tile in registers.
-  bool prefetch = options.prefetchFragments && aTile.async && bTile.async;
+  // across iterations for the first step) for warp tiles of 64 x 64: 10%
+  // faster on the FFN's GEMMs, while the registers it takes cost smaller
+  // tiles their occupancy (0-10% slower on the convolutions; the sweep in
+  // bench/results). The element-by-element path already holds a k-tile in
+  // registers.
+  bool prefetch = options.prefetchFragments && aTile.async && bTile.async &&
+                  fragsM * fragsN >= 32;
 
   // Prologue: k-tiles 0 .. stages-2 in flight, one commit group each; then
   // k-tile 0 landed and the fragments of its first k-step loaded.
