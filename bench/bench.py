@@ -21,7 +21,9 @@
 
 Timing: CUDA events around `inner` back-to-back calls (so that host launch
 overhead hides behind the GPU, for every contender alike), median of `reps`
-such measurements after a warm-up. When a workload's tensors fit in L2 several
+such measurements after a warm-up; the contenders of a row take turns over
+three rounds and each keeps its best median, so that a drift in clocks during
+the run does not favour whoever ran first. When a workload's tensors fit in L2 several
 copies of them rotate, so that no contender runs out of the cache.
 """
 import argparse
@@ -251,6 +253,16 @@ def run_bench(args):
         ts.sort()
         return ts[len(ts) // 2]
 
+    def interleaved(contenders, rounds=3, **kw):
+        """Best median ms of each {name: fns} (None: absent), in turns."""
+        best = {name: None for name in contenders}
+        for _ in range(rounds):
+            for name, fns in contenders.items():
+                if fns is not None:
+                    ms = bench(fns, **kw)
+                    best[name] = ms if best[name] is None else min(best[name], ms)
+        return best
+
     def copies(nbytes):
         """How many copies of a working set of `nbytes` rotate past L2."""
         return max(1, min(8, -(-3 * l2 // max(nbytes, 1))))
@@ -311,12 +323,8 @@ def run_bench(args):
                   relerr=err))
 
     def eager_and_compiled(fns_of):
-        """ms of eager and torch.compile for fns_of(f) -> list of closures."""
-        ms_e = bench(fns_of(lambda f: f))
-        ms_c = None
-        if not args.no_compile:
-            ms_c = bench(fns_of(torch.compile))
-        return ms_e, ms_c
+        """{eager, compile} contenders for fns_of(f) -> list of closures."""
+        return dict(eager=fns_of(lambda f: f), compile=None if args.no_compile else fns_of(torch.compile))
 
     # --- Conv + BN + ReLU (section 1).
     for dt in CONV_DTYPES:
@@ -354,20 +362,20 @@ def run_bench(args):
                                           bn.bias.double(), False, 0.0, bn.eps))
                 err = relerr(outs[0].permute(0, 3, 1, 2), ref)
                 del ref
-                ms_f = bench(fusec)
-                ms_e = bench([lambda x=x: F.relu(bn(conv(x))) for x in xs])
                 scale = bn.weight / torch.sqrt(bn.running_var + bn.eps)
                 wf = (conv.weight * scale.view(-1, 1, 1, 1)).contiguous(memory_format=torch.channels_last)
                 bf = bn.bias - bn.running_mean * scale
-                ms_fold = bench([lambda x=x: F.relu(F.conv2d(x, wf, bf, s, pd, 1, g)) for x in xs])
+                conv_relu = [lambda x=x: torch.cudnn_convolution_relu(x, wf, bf, (s, s), (pd, pd), (1, 1), g)
+                             for x in xs]
                 try:
-                    ms_cr = bench([lambda x=x: torch.cudnn_convolution_relu(x, wf, bf, (s, s), (pd, pd), (1, 1), g)
-                                   for x in xs])
+                    conv_relu[0]()
                 except Exception:  # noqa: BLE001
-                    ms_cr = None
+                    conv_relu = None
+                ms = interleaved(dict(fusec=fusec, eager=[lambda x=x: F.relu(bn(conv(x))) for x in xs],
+                                      folded=[lambda x=x: F.relu(F.conv2d(x, wf, bf, s, pd, 1, g)) for x in xs],
+                                      cudnn_conv_relu=conv_relu))
             flops = 2 * n * ho * wo * co * (ci // g) * k * k
-            compute_row(f"conv_bn_relu {name}", dt, ms_f, dict(eager=ms_e, folded=ms_fold, cudnn_conv_relu=ms_cr),
-                        flops, err)
+            compute_row(f"conv_bn_relu {name}", dt, ms.pop("fusec"), ms, flops, err)
             rt.lib.fusec_module_release(module)
             del xs, outs, conv, bn, fusec
         allow_tf32(False)
@@ -443,14 +451,14 @@ def run_bench(args):
             ref = block(xs[0].double().contiguous(), cv64, bn64)
             err = relerr(outs[0].permute(0, 3, 1, 2), ref)
             del ref, cv64, bn64
-            ms_f = bench(fusec)
-            ms_e, ms_c = eager_and_compiled(lambda wrap: [lambda x=x, f=wrap(block): f(x) for x in xs])
-            ms_fold = bench([lambda x=x: block_folded(x) for x in xs])
-            ms_foldc = None if args.no_compile else bench(
-                [lambda x=x, f=torch.compile(block_folded): f(x) for x in xs])
+            fold_c = None if args.no_compile else torch.compile(block_folded)
+            ms = interleaved(dict(fusec=fusec,
+                                  **eager_and_compiled(lambda wrap, f=block: [lambda x=x, f=wrap(f): f(x)
+                                                                              for x in xs]),
+                                  folded=[lambda x=x: block_folded(x) for x in xs],
+                                  folded_compile=fold_c and [lambda x=x: fold_c(x) for x in xs]))
         flops = sum(2 * n * hw * hw * co * ci * k * k for _, ci, co, k in specs)
-        compute_row(name, "f16", ms_f, dict(eager=ms_e, compile=ms_c, folded=ms_fold, folded_compile=ms_foldc),
-                    flops, err)
+        compute_row(name, "f16", ms.pop("fusec"), ms, flops, err)
         rt.lib.fusec_module_release(module)
         del xs, outs, fusec, params
 
@@ -493,12 +501,10 @@ def run_bench(args):
                 fusec[0]()
                 torch.cuda.synchronize()
                 err = relerr(out, refd())
-                ms_f = bench(fusec, reps=9, inner=3)
-                ms_e = bench([eager], reps=9, inner=3)
-                ms_c = None if args.no_compile else bench([torch.compile(eager)], reps=9, inner=3)
-                ms_cb = bench([cublas], reps=9, inner=3) if cublas else None
-            alts = dict(eager=ms_e, compile=ms_c)
-            compute_row(part, "bf16", ms_f, alts, flops, err, cublas_linear_ms=ms_cb,
+                ms = interleaved(dict(fusec=fusec, **eager_and_compiled(lambda wrap: [wrap(eager)]),
+                                      cublas=cublas and [cublas]), reps=9, inner=3)
+            ms_f, ms_cb = ms.pop("fusec"), ms.pop("cublas")
+            compute_row(part, "bf16", ms_f, ms, flops, err, cublas_linear_ms=ms_cb,
                         ratio_vs_cublas_linear=ms_cb / ms_f if ms_cb else None)
             rt.lib.fusec_module_release(module)
         del x, w1, b1, w2, b2, hmid
@@ -525,9 +531,8 @@ def run_bench(args):
             ref = F.relu(F.batch_norm(x.double(), bn.running_mean.double(), bn.running_var.double(),
                                       bn.weight.double(), bn.bias.double(), False, 0.0, bn.eps))
             err = relerr(out.permute(0, 3, 1, 2), ref)
-            ms_f = bench(fusec)
-            ms_e, ms_c = eager_and_compiled(lambda wrap: [wrap(lambda: F.relu(bn(x)))])
-        memory_row(name, dt, ms_f, dict(eager=ms_e, compile=ms_c), 2 * x.numel() * x.element_size(), err)
+            ms = interleaved(dict(fusec=fusec, **eager_and_compiled(lambda wrap: [wrap(lambda: F.relu(bn(x)))])))
+        memory_row(name, dt, ms.pop("fusec"), ms, 2 * x.numel() * x.element_size(), err)
         rt.lib.fusec_module_release(module)
     T, H = ROWS
     for name, dt in ROW_WORKLOADS:
@@ -567,9 +572,8 @@ def run_bench(args):
             fusec[0]()
             torch.cuda.synchronize()
             err = max(relerr(o, rf) for o, rf in zip(outs, ref))
-            ms_f = bench(fusec)
-            ms_e, ms_c = eager_and_compiled(lambda wrap: [wrap(eager)])
-        memory_row(name, dt, ms_f, dict(eager=ms_e, compile=ms_c), nbytes, err)
+            ms = interleaved(dict(fusec=fusec, **eager_and_compiled(lambda wrap: [wrap(eager)])))
+        memory_row(name, dt, ms.pop("fusec"), ms, nbytes, err)
         rt.lib.fusec_module_release(module)
         del x, r, outs, ins, ref
 
