@@ -47,10 +47,6 @@ struct GemmShape {
 /// convolutions).
 bool isGemmAnchor(Operation *anchor);
 GemmShape getGemmShape(Operation *anchor);
-/// For a 16-bit NHWC convolution whose channels have no aligned 16-byte runs,
-/// the stride of k between filter rows (a power of two at least
-/// kw * ci / groups; the GEMM's k is kh times it), else 0.
-int64_t tapRowStride(Conv2dOp op);
 
 /// One tile configuration; the fields a family does not use are 0. See
 /// #fuse.tile (FuseAttrs.td).

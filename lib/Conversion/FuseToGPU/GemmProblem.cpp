@@ -40,25 +40,6 @@ static int64_t widestRun(ArrayRef<int64_t> extents, int64_t width) {
   return 1;
 }
 
-int64_t fusec::tiling::tapRowStride(Conv2dOp op) {
-  // An NHWC filter's (kw, ci) row of one kh is contiguous in k. Without
-  // aligned 16-byte runs of channels the tiles go element by element, and
-  // splitting k into rows of a power of two (zeros past kw * ci) turns the
-  // divisions by ci and kw of every element into shifts and per-thread
-  // constants, for a little more tensor-core work (16-bit types only: on
-  // CUDA cores the zeros would cost as much as the taps).
-  if (op.getLayout() != Layout::NHWC ||
-      getElementTypeOrSelf(op.getInput().getType()).getIntOrFloatBitWidth() !=
-          16)
-    return 0;
-  ArrayRef<int64_t> fs = shapeOf(op.getFilter());
-  int64_t ci = shapeOf(op.getInput()).back(), cig = fs[3];
-  int64_t width = vectorElements(op.getInput());
-  if (cig % width == 0 && ci % width == 0)
-    return 0;
-  return llvm::PowerOf2Ceil(fs[2] * cig);
-}
-
 GemmShape fusec::tiling::getGemmShape(Operation *anchor) {
   GemmShape shape;
   shape.elementType =
@@ -72,8 +53,6 @@ GemmShape fusec::tiling::getGemmShape(Operation *anchor) {
     shape.m = out[0] * out[2] * out[3];
     shape.n = out[1] / groups;
     shape.k = product(shapeOf(conv.getFilter()).drop_front());
-    if (int64_t row = tapRowStride(conv))
-      shape.k = shapeOf(conv.getFilter())[1] * row;
     // Output channels are the innermost NHWC axis.
     if (layout == Layout::NHWC)
       shape.outVector = widestRun({shape.n, out[1]}, width);
@@ -137,24 +116,13 @@ GemmProblem GemmKernel::convProblem(Conv2dOp op) {
   Value x = argOf.lookup(op.getInput()), filter = argOf.lookup(op.getFilter());
   Value bias = op.getBias() ? argOf.lookup(op.getBias()) : Value();
   int64_t kTotal = cig * kh * kw, mTotal = n * ho * wo;
-  int64_t row = tapRowStride(op);
 
-  // (c, kh, kw) of reduction index k, and whether k is a filter tap (not
-  // past the end, nor in the padding of a tap row).
+  // (c, kh, kw) of reduction index k.
   auto splitK = [=, this](Value k) {
-    if (row) {
-      Value j = remi(k, row);
-      return std::tuple(remi(j, cig), divi(k, row), divi(j, cig));
-    }
     if (nhwc)
       return std::tuple(remi(k, cig), remi(divi(k, cig * kw), kh),
                         remi(divi(k, cig), kw));
     return std::tuple(divi(k, kh * kw), remi(divi(k, kw), kh), remi(k, kw));
-  };
-  auto isTap = [=, this](Value k) {
-    if (!row)
-      return ltc(k, kTotal);
-    return andi(ltc(k, kh * row), ltc(remi(k, row), kw * cig));
   };
   GemmProblem problem;
   // A(g, m, k): the input pixel under filter tap k of output pixel m, zero
@@ -169,7 +137,7 @@ GemmProblem GemmKernel::convProblem(Conv2dOp op) {
                     muli(khi, idx(d[0])));
     Value iw = addi(subi(muli(p[2], idx(s[1])), idx(pads[2])),
                     muli(kwi, idx(d[1])));
-    Value ok = andi(andi(ltc(m, mTotal), isTap(k)),
+    Value ok = andi(andi(ltc(m, mTotal), ltc(k, kTotal)),
                     andi(inRange(ih, h), inRange(iw, w)));
     std::function<SmallVector<Value>()> at = [=, this] {
       return joinNCHW(p[0], addi(muli(g, idx(cig)), c), ih, iw, layout);
@@ -182,7 +150,7 @@ GemmProblem GemmKernel::convProblem(Conv2dOp op) {
   problem.b.address = [=, this](Value g, Value nn, Value k) {
     Value c, khi, kwi;
     std::tie(c, khi, kwi) = splitK(k);
-    Value ok = andi(isTap(k), ltc(nn, cog));
+    Value ok = andi(ltc(k, kTotal), ltc(nn, cog));
     std::function<SmallVector<Value>()> at = [=, this]() -> SmallVector<Value> {
       Value o = addi(muli(g, idx(cog)), nn);
       if (nhwc)
