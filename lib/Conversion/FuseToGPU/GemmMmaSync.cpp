@@ -18,40 +18,18 @@
 //  - the fused epilogue runs on the accumulator fragments in registers and
 //    stores neighbouring columns as one vector.
 //
-// Fragment layouts are those of TENSOR-CORES.md section 3 (lane = 4g + t).
+// The instructions themselves are in MmaSync.cpp, shared with attention.
 //
 //===----------------------------------------------------------------------===//
 
 #include "Families.h"
+#include "MmaSync.h"
 
-#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
-#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 
 using namespace fusec::tiling;
 
 namespace {
-
-/// What the element type asks of the instructions.
-struct MmaType {
-  NVVM::MMATypes ptx;
-  /// Bytes per element.
-  int64_t bytes;
-  /// The k of one mma.sync: 32 bytes of k either way.
-  int64_t instK() const { return 32 / bytes; }
-  /// Elements in a 16-byte chunk (one cp.async, one ldmatrix row).
-  int64_t chunk() const { return 16 / bytes; }
-};
-
-std::optional<MmaType> mmaTypeOf(Type elementType, Fp32Math fp32Math) {
-  if (elementType.isF16())
-    return MmaType{NVVM::MMATypes::f16, 2};
-  if (elementType.isBF16())
-    return MmaType{NVVM::MMATypes::bf16, 2};
-  if (elementType.isF32() && fp32Math == Fp32Math::TF32)
-    return MmaType{NVVM::MMATypes::tf32, 4};
-  return std::nullopt;
-}
 
 class GemmMmaSyncKernel : public GemmKernel {
 public:
@@ -80,7 +58,9 @@ private:
 
   SmemTile makeTile(const GemmOperand &operand, int64_t extent);
   /// The swizzled column of element `col` of row `row` of `tile`.
-  Value swizzle(const SmemTile &tile, Value row, Value col);
+  Value swizzle(const SmemTile &tile, Value row, Value col) {
+    return swizzleColumn(b, type, tile.cols, row, col);
+  }
   /// Issues the cp.async copies of k-tile `kTile` into `stage`.
   void copyAsync(const SmemTile &tile, Value tile0, Value kTile, Value stage);
   /// Loads k-tile `kTile` element by element into registers, and stores
@@ -111,7 +91,11 @@ private:
   /// ldmatrix of `tiles` 8x8 matrices whose rows lane l addresses at
   /// (row(l), col(l)) of `stage`, as 32-bit registers.
   SmallVector<Value> ldmatrix(const SmemTile &tile, Value stage, Value row,
-                              Value col, int64_t tiles, bool transpose);
+                              Value col, int64_t tiles, bool transpose) {
+    return emitLdmatrix(b, type, tile.buffer,
+                        {stage, row, swizzle(tile, row, col)}, tiles,
+                        transpose);
+  }
   /// Applies the epilogue to the accumulators in their fragments, pairs of
   /// columns at a time.
   void emitFragmentEpilogue(const GemmProblem &problem, ArrayRef<Value> acc,
@@ -121,8 +105,10 @@ private:
   void emitStagedEpilogue(const GemmProblem &problem, ArrayRef<Value> acc,
                           Value tileM, Value tileN);
   /// acc += A x B on one m16n8 fragment.
-  SmallVector<Value> mma(ArrayRef<Value> a, ArrayRef<Value> b,
-                         ArrayRef<Value> acc);
+  SmallVector<Value> mma(ArrayRef<Value> a, ArrayRef<Value> bRegs,
+                         ArrayRef<Value> acc) {
+    return emitMma(b, type, a, bRegs, acc);
+  }
 
   MmaType type;
   TilingOptions options;
@@ -309,20 +295,6 @@ GemmMmaSyncKernel::makeTile(const GemmOperand &operand, int64_t extent) {
   return tile;
 }
 
-Value GemmMmaSyncKernel::swizzle(const SmemTile &tile, Value row, Value col) {
-  // Chunk c of row r moves to c ^ f(r), f cycling through every chunk of a
-  // 128-byte line over the rows that share it: the 8 rows one ldmatrix
-  // matrix (or 8 lanes of cp.async) reads then cover all 32 banks.
-  int64_t v = type.chunk(), chunks = tile.cols / v;
-  int64_t rowsPerLine = std::max<int64_t>(1, 8 / chunks);
-  int64_t period = std::min<int64_t>(chunks, 8);
-  if (period == 1)
-    return col;
-  Value mask = remi(divi(row, rowsPerLine), period);
-  Value chunk = arith::XOrIOp::create(b, divi(col, v), mask);
-  return addi(muli(chunk, idx(v)), remi(col, v));
-}
-
 GemmAddress GemmMmaSyncKernel::addressOf(const SmemTile &tile, Value tile0,
                                          Value kTile, Value row, Value col) {
   Value k0 = muli(kTile, idx(this->tile.bk));
@@ -339,17 +311,10 @@ void GemmMmaSyncKernel::copyAsync(const SmemTile &tile, Value tile0,
     auto copy = [&] {
       Value row = divi(e, chunks), col = muli(remi(e, chunks), idx(v));
       GemmAddress address = addressOf(tile, tile0, kTile, row, col);
-      // Outside the operand nothing is read and the chunk is zero-filled;
-      // the source address stays valid anyway.
-      SmallVector<Value> src = address.indices();
-      for (Value &index : src)
-        index = select(address.inBounds, index, idx(0));
-      Value srcElements = select(address.inBounds, idx(v), idx(0));
-      nvgpu::DeviceAsyncCopyOp::create(
-          b, nvgpu::DeviceAsyncTokenType::get(b.getContext()), tile.buffer,
-          ValueRange{stage, row, swizzle(tile, row, col)},
-          tile.operand->memref, src, b.getIndexAttr(v), srcElements,
-          b.getUnitAttr());
+      emitCopyChunk(b, type, tile.buffer,
+                    {stage, row, swizzle(tile, row, col)},
+                    tile.operand->memref, address.indices(),
+                    address.inBounds);
     };
     if ((r + 1) * threads <= items)
       copy();
@@ -410,32 +375,6 @@ void GemmMmaSyncKernel::storeElements(const SmemTile &tile,
 // Fragments
 //===----------------------------------------------------------------------===//
 
-SmallVector<Value> GemmMmaSyncKernel::ldmatrix(const SmemTile &tile,
-                                               Value stage, Value row,
-                                               Value col, int64_t tiles,
-                                               bool transpose) {
-  // Each lane's 32-bit register of each matrix: two 16-bit elements, or one
-  // 32-bit one.
-  int64_t perRegister = 4 / type.bytes;
-  auto resultType = VectorType::get({tiles, perRegister}, elementType);
-  Value v = nvgpu::LdMatrixOp::create(
-      b, resultType, tile.buffer,
-      ValueRange{stage, row, swizzle(tile, row, col)},
-      b.getBoolAttr(transpose), b.getI32IntegerAttr(tiles));
-  SmallVector<Value> regs;
-  for (int64_t i = 0; i < tiles; ++i) {
-    Value r = vector::ExtractOp::create(b, v, i);
-    // mma.sync takes f16 pairs as vector<2xf16>, bf16 and tf32 as i32.
-    if (type.ptx != NVVM::MMATypes::f16) {
-      auto i32 = VectorType::get({1}, b.getI32Type());
-      r = vector::ExtractOp::create(b, vector::BitCastOp::create(b, i32, r),
-                                    0);
-    }
-    regs.push_back(r);
-  }
-  return regs;
-}
-
 SmallVector<Value> GemmMmaSyncKernel::loadFragmentA(const SmemTile &tile,
                                                     Value stage, int64_t fm,
                                                     Value k0) {
@@ -476,24 +415,6 @@ SmallVector<Value> GemmMmaSyncKernel::loadFragmentB(const SmemTile &tile,
   Value row = addi(k0, remi(l, 16));
   Value col = addi(nBase, muli(divi(l, 16), idx(8)));
   return ldmatrix(tile, stage, row, col, tiles, /*transpose=*/true);
-}
-
-SmallVector<Value> GemmMmaSyncKernel::mma(ArrayRef<Value> a,
-                                          ArrayRef<Value> bRegs,
-                                          ArrayRef<Value> acc) {
-  Type f32 = b.getF32Type();
-  auto result = LLVM::LLVMStructType::getLiteral(b.getContext(),
-                                                 {f32, f32, f32, f32});
-  Value d = NVVM::MmaOp::create(
-      b, result, a, bRegs, acc, {16, 8, type.instK()},
-      /*b1Op=*/std::nullopt, /*intOverflow=*/std::nullopt,
-      std::array<NVVM::MMATypes, 2>{type.ptx, type.ptx},
-      std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
-                                     NVVM::MMALayout::col});
-  SmallVector<Value> out;
-  for (int64_t i = 0; i < 4; ++i)
-    out.push_back(LLVM::ExtractValueOp::create(b, d, i));
-  return out;
 }
 
 //===----------------------------------------------------------------------===//
