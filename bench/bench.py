@@ -59,6 +59,9 @@ BLOCK_N, BLOCK_HW, BLOCK_MID = 32, 56, 64
 # WORKLOADS.md section 4: 8192 tokens, 4096 -> 16384 -> 4096, bf16.
 FFN = (8192, 4096, 16384)
 FFN_PARTS = ("ffn", "ffn_up", "ffn_down")
+# WORKLOADS.md section 2: B x H x N x D, causal or not, f16 and bf16.
+ATTENTION = [(16, 16, 1024, 64), (4, 16, 4096, 64), (4, 16, 4096, 128), (1, 16, 16384, 128)]
+ATTENTION_DTYPES = ("f16", "bf16")
 
 
 def t(shape, dt):
@@ -155,6 +158,17 @@ def ffn_graph(part):
             f"  %2 = fuse.linear %1, %w2, %b2 : {h}, {w2}, {b2}\n  return %2 : {y}\n}}\n")
 
 
+def attention_tag(b, h, n, d, causal, dt):
+    return f"attention_{b}x{h}x{n}x{d}{'_causal' if causal else ''}_{dt}"
+
+
+def attention_graph(b, h, n, d, causal, dt):
+    x = t([b, h, n, d], dt)
+    attr = " {causal}" if causal else ""
+    return (f"func.func @attention(%q: {x}, %k: {x}, %v: {x}) -> {x} {{\n"
+            f"  %0 = fuse.attention %q, %k, %v{attr} : {x}, {x}, {x}\n  return %0 : {x}\n}}\n")
+
+
 def workloads():
     """(tag, graph text, fusec flags) of every workload, in run order."""
     jobs = []
@@ -166,6 +180,10 @@ def workloads():
         jobs.append((f"{name}_f16", bottleneck_graph(name, cin), []))
     for part in FFN_PARTS:
         jobs.append((f"{part}_bf16", ffn_graph(part), []))
+    for dt in ATTENTION_DTYPES:
+        for shape in ATTENTION:
+            for causal in (False, True):
+                jobs.append((attention_tag(*shape, causal, dt), attention_graph(*shape, causal, dt), []))
     for dt in BN_DTYPES:
         name, n, c, h, w = BN_RELU
         jobs.append((f"{name}_{dt}", bn_graph(name, n, c, h, w, dt), []))
@@ -508,6 +526,48 @@ def run_bench(args):
                         ratio_vs_cublas_linear=ms_cb / ms_f if ms_cb else None)
             rt.lib.fusec_module_release(module)
         del x, w1, b1, w2, b2, hmid
+
+    # --- Attention forward (section 2), against SDPA's FlashAttention-2 and
+    # cuDNN backends.
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    for dt in ATTENTION_DTYPES:
+        d = tdt[dt]
+        for (bsz, heads, n, hd) in ATTENTION:
+            for causal in (False, True):
+                tag = attention_tag(bsz, heads, n, hd, causal, dt)
+                if not wanted(tag):
+                    continue
+                module = load(tag)
+                q, k, v = (torch.randn(bsz, heads, n, hd, device=dev, dtype=d) for _ in range(3))
+                out = torch.full_like(q, float("nan"))
+                fusec = [rt.runner(module, stream(), [q, k, v], [out])]
+
+                def sdpa(backend, q=q, k=k, v=v, causal=causal):
+                    def call():
+                        with sdpa_kernel(backend):
+                            return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+                    try:
+                        call()
+                        return [call]
+                    except RuntimeError:
+                        return None
+                with torch.no_grad():
+                    fusec[0]()
+                    torch.cuda.synchronize()
+                    # float64 reference on the first head of each batch only
+                    # (the whole one would not fit in memory at N = 16384).
+                    ref = F.scaled_dot_product_attention(q[:, :1].double(), k[:, :1].double(),
+                                                         v[:, :1].double(), is_causal=causal)
+                    err = relerr(out[:, :1], ref)
+                    del ref
+                    ms = interleaved(dict(fusec=fusec, flash=sdpa(SDPBackend.FLASH_ATTENTION),
+                                          cudnn=sdpa(SDPBackend.CUDNN_ATTENTION)), reps=9, inner=5)
+                flops = 4 * bsz * heads * n * n * hd // (2 if causal else 1)
+                ms_f, ms_cudnn = ms.pop("fusec"), ms.pop("cudnn")
+                compute_row(tag[: -len(dt) - 1], dt, ms_f, ms, flops, err, cudnn_sdpa_ms=ms_cudnn,
+                            ratio_vs_cudnn=ms_cudnn / ms_f if ms_cudnn else None)
+                rt.lib.fusec_module_release(module)
+                del q, k, v, out, fusec
 
     # --- Memory-bound rows (section 3).
     name, n, c, h, w = BN_RELU

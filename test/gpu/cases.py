@@ -161,6 +161,40 @@ def tiled_linear_case(dt, m, k, n, tile):
             f"    fuse.yield %2 : {os_}\n  }}\n  return %0 : {os_}\n}}\n")
 
 
+def attention_case(dt, b, hq, hkv, nq, nk, d, dv, causal=False, mask=None, scale=None):
+    """fuse.attention, with an additive mask of shape `mask` if given."""
+    g = Graph("g")
+    q, k, v = g.arg([b, hq, nq, d], dt), g.arg([b, hkv, nk, d], dt), g.arg([b, hkv, nk, dv], dt)
+    types = [t([b, hq, nq, d], dt), t([b, hkv, nk, d], dt), t([b, hkv, nk, dv], dt)]
+    operands = [q, k, v]
+    if mask:
+        operands.append(g.arg(mask, dt))
+        types.append(t(mask, dt))
+    attrs = [a for a in ("causal" if causal else "", f"scale = {scale}" if scale else "") if a]
+    attr = " {" + ", ".join(attrs) + "}" if attrs else ""
+    o = g.op(f"fuse.attention {', '.join(operands)}{attr} : {', '.join(types)}")
+    return g.text([(o, t([b, hq, nq, dv], dt))])
+
+
+def attention_cases():
+    """The tensor-core attention over odd shapes (checked against the interpreter)."""
+    out = []
+    for dt in ("f16", "bf16"):
+        def add(name, text):
+            out.append((f"flash_{name}_{dt}", text, dt, []))
+        add("d64_q77_k1000_causal_gqa", attention_case(dt, 1, 4, 2, 77, 1000, 64, 64, causal=True))
+        add("d64_q1000_k77", attention_case(dt, 1, 2, 1, 1000, 77, 64, 64))
+        add("d64_q1000_k1000_causal", attention_case(dt, 1, 2, 2, 1000, 1000, 64, 64, causal=True))
+        add("d128_q1_k4097_b3", attention_case(dt, 3, 2, 1, 1, 4097, 128, 128))
+        add("d128_q17_k4097_causal", attention_case(dt, 1, 2, 2, 17, 4097, 128, 128, causal=True))
+        add("d80_q197_k197_mask", attention_case(dt, 3, 2, 2, 197, 197, 80, 80, mask=[3, 1, 1, 197]))
+        add("d96_q64_k129_mask2d", attention_case(dt, 1, 3, 1, 64, 129, 96, 96, mask=[64, 129], scale=0.05))
+        add("d112_q33_k1_causal", attention_case(dt, 2, 2, 2, 33, 1, 112, 112, causal=True))
+        add("d256_q100_k100_causal", attention_case(dt, 1, 2, 1, 100, 100, 256, 256, causal=True))
+        add("d32_dv72_q40_k50", attention_case(dt, 2, 2, 2, 40, 50, 32, 72))
+    return out
+
+
 def gemm_cases():
     """Convolutions, linear layers and matrix products that run as GEMMs, on
     odd shapes: M, N, K off multiples of 16, channels 3, 5, 33, 70, both
@@ -306,7 +340,7 @@ def build_cases():
     x = g.arg([4, 6], "f32")
     v = g.op(f"fuse.relu {x} : {t([4, 6], 'f32')}")
     add("plan_copies_f32", g.text([(x, t([4, 6], "f32")), (v, t([4, 6], "f32")), (v, t([4, 6], "f32"))]), "f32")
-    for name, text, dtype, flags in gemm_cases():
+    for name, text, dtype, flags in gemm_cases() + attention_cases():
         add(name, text, dtype, flags)
     here = os.path.dirname(os.path.abspath(__file__))
     examples = os.path.join(here, "..", "..", "examples")

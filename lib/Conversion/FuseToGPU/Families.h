@@ -47,6 +47,20 @@ std::unique_ptr<KernelBuilder>
 makeAttentionDirectKernel(KernelOp kernel, gpu::GPUModuleOp module,
                           const TargetDescription &target);
 
+/// Attention on tensor cores, FlashAttention-style (AttentionMmaSync.cpp):
+/// f16 and bf16 with head dims that are multiples of 8, up to 256.
+struct AttentionTile {
+  /// Warps per block, 16 query rows each; keys per K/V tile.
+  int64_t warps = 4, bc = 64;
+};
+bool isMmaSyncAttention(AttentionOp op);
+AttentionTile chooseAttentionTile(AttentionOp op,
+                                  const TargetDescription &target);
+std::unique_ptr<KernelBuilder>
+makeAttentionMmaSyncKernel(KernelOp kernel, gpu::GPUModuleOp module,
+                           const TargetDescription &target,
+                           const AttentionTile &tile);
+
 /// The GEMM on CUDA cores (GemmSimt.cpp).
 std::unique_ptr<KernelBuilder>
 makeGemmSimtKernel(KernelOp kernel, gpu::GPUModuleOp module,

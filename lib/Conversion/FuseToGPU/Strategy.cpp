@@ -20,6 +20,8 @@ llvm::StringRef fusec::tiling::familyName(KernelFamily family) {
     return "gather";
   case KernelFamily::AttentionDirect:
     return "attention_direct";
+  case KernelFamily::AttentionMmaSync:
+    return "attention_mma_sync";
   case KernelFamily::GemmSimt:
     return "gemm_simt";
   case KernelFamily::GemmMmaSync:
@@ -78,8 +80,13 @@ fusec::tiling::selectStrategy(KernelOp kernel, const TargetDescription &target,
     strategy.family = KernelFamily::PoolResample;
   else if (isa<TransposeOp, RopeOp>(anchor))
     strategy.family = KernelFamily::Gather;
-  else if (isa<AttentionOp>(anchor))
+  else if (auto attention = dyn_cast<AttentionOp>(anchor)) {
     strategy.family = KernelFamily::AttentionDirect;
+    if (isMmaSyncAttention(attention)) {
+      strategy.family = KernelFamily::AttentionMmaSync;
+      strategy.attention = chooseAttentionTile(attention, target);
+    }
+  }
   else
     return kernel.emitOpError("has anchor ")
            << anchor->getName() << ", which no kernel family generates";
@@ -109,6 +116,10 @@ fusec::tiling::emitKernel(KernelOp kernel, gpu::GPUModuleOp module,
     break;
   case KernelFamily::AttentionDirect:
     builder = makeAttentionDirectKernel(kernel, module, target);
+    break;
+  case KernelFamily::AttentionMmaSync:
+    builder = makeAttentionMmaSyncKernel(kernel, module, target,
+                                         strategy.attention);
     break;
   case KernelFamily::GemmSimt:
     builder = makeGemmSimtKernel(kernel, module, target, strategy.tile);

@@ -10,7 +10,7 @@
 #ifndef FUSEC_LIB_CONVERSION_FUSETOGPU_STRATEGY_H
 #define FUSEC_LIB_CONVERSION_FUSETOGPU_STRATEGY_H
 
-#include "Gemm.h"
+#include "Families.h"
 
 namespace fusec::tiling {
 
@@ -21,6 +21,7 @@ enum class KernelFamily {
   PoolResample,
   Gather,
   AttentionDirect,
+  AttentionMmaSync,
   GemmSimt,
   GemmMmaSync,
 };
@@ -34,6 +35,8 @@ struct KernelStrategy {
   GemmShape shape;
   GemmTile tile;
   TilingOptions options;
+  /// AttentionMmaSync: its tile.
+  AttentionTile attention;
 };
 
 /// Picks the family and configuration of `kernel`; fails with an error at

@@ -1,0 +1,390 @@
+//===- AttentionMmaSync.cpp - FlashAttention on tensor cores (sm_80+) -----===//
+//
+// fuse.attention in one kernel, as FlashAttention-2 computes it:
+//
+//  - a block of `warps` warps owns 16 * warps query rows of one (batch,
+//    head), each warp 16 of them; the Q tile goes to shared memory once, and
+//    (head dims up to 128) into registers as mma.sync A fragments;
+//  - K and V tiles of `bc` keys stream through two shared-memory stages by
+//    cp.async (zero-filled past the keys and the head dim), the next one in
+//    flight while the tensor cores work on this one;
+//  - S = Q K^T for the warp's 16 x bc scores lands in accumulator fragments;
+//    the softmax runs online on them in f32 (exp2, the scale and log2(e)
+//    folded in), each thread holding two rows' running max and partial sum
+//    and the quad of threads sharing a row exchanging by shuffles;
+//  - P, rounded to the input type, is reused in registers as the A operand
+//    of O += P V (V's tile transposed by ldmatrix); O is normalised once at
+//    the end and goes through the kernel's epilogue.
+//
+// Causal attention stops at the diagonal tile, and the blocks of the longest
+// rows start first. Masks (additive, causal, keys past the end) are applied
+// only on the tiles that need them. No Nq x Nk tensor exists anywhere.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Families.h"
+#include "MmaSync.h"
+
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+
+using namespace fusec::tiling;
+
+namespace {
+
+/// A shared-memory tile's width in elements: `width` rounded up to whole
+/// k-steps of 16, then to what the swizzle covers (a power of two of 16-byte
+/// chunks up to 8, a multiple of 8 beyond).
+int64_t paddedWidth(int64_t width) {
+  int64_t chunks = ceilDiv(width, 16) * 2;
+  chunks = chunks <= 8 ? int64_t(llvm::PowerOf2Ceil(chunks))
+                       : ceilDiv(chunks, 8) * 8;
+  return chunks * 8;
+}
+
+struct AttentionShape {
+  int64_t batch, hq, hkv, nq, nk, d, dv;
+};
+
+AttentionShape shapeOfAttention(AttentionOp op) {
+  ArrayRef<int64_t> q = shapeOf(op.getQuery()), v = shapeOf(op.getValue());
+  return {q[0], q[1], v[1], q[2], v[2], q[3], v[3]};
+}
+
+class AttentionMmaSyncKernel : public KernelBuilder {
+public:
+  AttentionMmaSyncKernel(KernelOp kernel, gpu::GPUModuleOp module,
+                         const TargetDescription &target, MmaType type,
+                         AttentionTile tile)
+      : KernelBuilder(kernel, module, target), type(type), tile(tile) {}
+
+private:
+  FailureOr<LaunchConfig> emitBody() override;
+
+  /// cp.async of rows row0.. of (batch, head) of `src` ([B, H, N, width])
+  /// into `stage` of `dst`, `rows` of them, zero past `n` rows and past
+  /// `width` columns (up to the next k-step).
+  void copyRows(Value dst, Value stage, int64_t rows, Value src, Value head,
+                Value row0, int64_t n, int64_t width);
+  /// ldmatrix from `stage` of `buffer` at (row, col), swizzled.
+  SmallVector<Value> ldmatrix(Value buffer, Value stage, Value row, Value col,
+                              bool transpose) {
+    int64_t cols = cast<MemRefType>(buffer.getType()).getShape()[2];
+    return emitLdmatrix(b, type, buffer,
+                        {stage, row, swizzleColumn(b, type, cols, row, col)},
+                        4, transpose);
+  }
+  /// The sum (or max) of `x` over the 4 threads of a quad, which hold one
+  /// row of a fragment between them.
+  Value quadReduce(Value x, bool max);
+  Value exp2(Value x) { return math::Exp2Op::create(b, x); }
+
+  MmaType type;
+  AttentionTile tile;
+  Type elementType;
+  int64_t threads = 0;
+  Value tid, lane, batchIndex;
+};
+
+} // namespace
+
+bool fusec::tiling::isMmaSyncAttention(AttentionOp op) {
+  Type element = getElementTypeOrSelf(op.getQuery().getType());
+  AttentionShape s = shapeOfAttention(op);
+  // 16-byte chunks of the head dims for cp.async; f32 stays on the direct
+  // kernel (exact in IEEE, which TF32 attention would not be).
+  return (element.isF16() || element.isBF16()) &&
+         getElementTypeOrSelf(op.getKey().getType()) == element &&
+         getElementTypeOrSelf(op.getValue().getType()) == element &&
+         s.d % 8 == 0 && s.dv % 8 == 0 && s.d <= 256 && s.dv <= 256;
+}
+
+AttentionTile fusec::tiling::chooseAttentionTile(AttentionOp op,
+                                                 const TargetDescription &) {
+  AttentionShape s = shapeOfAttention(op);
+  // Registers hold the warp's 16 x dv output and 16 x bc scores: narrower
+  // key tiles for the widest heads.
+  int64_t widest = std::max(s.d, s.dv);
+  return {/*warps=*/4, /*bc=*/widest > 128 ? 32 : 64};
+}
+
+std::unique_ptr<KernelBuilder> fusec::tiling::makeAttentionMmaSyncKernel(
+    KernelOp kernel, gpu::GPUModuleOp module, const TargetDescription &target,
+    const AttentionTile &tile) {
+  MmaType type{NVVM::MMATypes::f16, 2};
+  kernel.walk([&](AttentionOp op) {
+    if (getElementTypeOrSelf(op.getQuery().getType()).isBF16())
+      type.ptx = NVVM::MMATypes::bf16;
+  });
+  return std::make_unique<AttentionMmaSyncKernel>(kernel, module, target,
+                                                  type, tile);
+}
+
+void AttentionMmaSyncKernel::copyRows(Value dst, Value stage, int64_t rows,
+                                      Value src, Value head, Value row0,
+                                      int64_t n, int64_t width) {
+  int64_t v = type.chunk(), chunks = ceilDiv(width, 16) * 16 / v;
+  int64_t cols = cast<MemRefType>(dst.getType()).getShape()[2];
+  int64_t items = rows * chunks;
+  for (int64_t r = 0; r < ceilDiv(items, threads); ++r) {
+    Value e = addi(tid, idx(r * threads));
+    auto copy = [&] {
+      Value row = divi(e, chunks), col = muli(remi(e, chunks), idx(v));
+      Value srcRow = addi(row0, row);
+      Value inBounds = andi(ltc(srcRow, n), ltc(col, width));
+      emitCopyChunk(b, type, dst,
+                    {stage, row, swizzleColumn(b, type, cols, row, col)}, src,
+                    {batchIndex, head, srcRow, col}, inBounds);
+    };
+    if ((r + 1) * threads <= items)
+      copy();
+    else
+      ifThen(ltc(e, items), copy);
+  }
+}
+
+Value AttentionMmaSyncKernel::quadReduce(Value x, bool max) {
+  for (int32_t offset : {1, 2}) {
+    Value other =
+        gpu::ShuffleOp::create(b, x, offset, 32, gpu::ShuffleMode::XOR)
+            .getShuffleResult();
+    x = max ? maxf(x, other) : addf(x, other);
+  }
+  return x;
+}
+
+FailureOr<LaunchConfig> AttentionMmaSyncKernel::emitBody() {
+  auto op = cast<AttentionOp>(anchor);
+  AttentionShape s = shapeOfAttention(op);
+  elementType = getElementTypeOrSelf(op.getQuery().getType());
+  int64_t br = 16 * tile.warps, bc = tile.bc;
+  threads = 32 * tile.warps;
+  int64_t group = s.hq / s.hkv;
+  int64_t qSteps = ceilDiv(s.d, 16), vFrags = ceilDiv(s.dv, 16) * 2;
+  int64_t sFrags = bc / 8, pSteps = bc / 16;
+  int64_t qTiles = ceilDiv(s.nq, br), kvTiles = ceilDiv(s.nk, bc);
+  bool causal = op.getCausal();
+  Value mask = op.getMask() ? argOf.lookup(op.getMask()) : Value();
+  Value q = argOf.lookup(op.getQuery()), k = argOf.lookup(op.getKey()),
+        v = argOf.lookup(op.getValue());
+  // exp(x * scale) = exp2(x * scale * log2(e)); the mask is scaled alike.
+  double log2e = 1.4426950408889634;
+  Value scaleLog2 = f32(op.getEffectiveScale() * log2e);
+  Value negInf = f32(-INFINITY), zero = f32(0);
+
+  tid = threadId();
+  lane = remi(tid, 32);
+  Value warp = divi(tid, 32), g = divi(lane, 4), t = remi(lane, 4);
+  // The longest causal rows first, so that the short ones fill the tail.
+  Value qTile = blockId(gpu::Dimension::x);
+  if (causal)
+    qTile = subi(idx(qTiles - 1), qTile);
+  Value bh = blockId(gpu::Dimension::y);
+  batchIndex = divi(bh, s.hq);
+  Value head = remi(bh, s.hq), kvHead = divi(head, group);
+  Value q0 = muli(qTile, idx(br));
+  // The query rows of this thread: g and g + 8 of the warp's 16.
+  Value row0 = addi(q0, addi(muli(warp, idx(16)), g));
+  Value rows[2] = {row0, addi(row0, idx(8))};
+
+  Value qs = allocShared({1, br, paddedWidth(s.d)}, elementType, 1024);
+  Value ks = allocShared({2, bc, paddedWidth(s.d)}, elementType, 1024);
+  Value vs = allocShared({2, bc, paddedWidth(s.dv)}, elementType, 1024);
+
+  // Prologue: Q, then the first K and V tiles, in two commit groups.
+  copyRows(qs, idx(0), br, q, head, q0, s.nq, s.d);
+  NVVM::CpAsyncCommitGroupOp::create(b);
+  copyRows(ks, idx(0), bc, k, kvHead, idx(0), s.nk, s.d);
+  copyRows(vs, idx(0), bc, v, kvHead, idx(0), s.nk, s.dv);
+  NVVM::CpAsyncCommitGroupOp::create(b);
+  NVVM::CpAsyncWaitGroupOp::create(b, 1);
+  gpu::BarrierOp::create(b);
+
+  // Q's A fragments: lanes 0-15 address rows 0-15 at columns 0-7 of the
+  // k-step, lanes 16-31 the same rows at columns 8-15.
+  Value qRow = addi(muli(warp, idx(16)), remi(lane, 16));
+  Value qCol = muli(divi(lane, 16), idx(8));
+  auto qFragments = [&](int64_t step) {
+    return ldmatrix(qs, idx(0), qRow, addi(qCol, idx(16 * step)), false);
+  };
+  bool qInRegisters = qSteps <= 8;
+  SmallVector<SmallVector<Value>> qRegs;
+  if (qInRegisters)
+    for (int64_t step = 0; step < qSteps; ++step)
+      qRegs.push_back(qFragments(step));
+
+  // Key tiles: all of them, or (causal) up to the one holding the block's
+  // last row.
+  Value tiles = idx(kvTiles);
+  if (causal) {
+    int64_t lastRow = std::min<int64_t>(s.nq, s.nk) - 1;
+    Value last = mini(addi(q0, idx(br - 1)), idx(lastRow));
+    tiles = addi(divi(last, bc), idx(1));
+  }
+
+  // Loop state: O's fragments (vFrags n8 tiles x 4), then per row the
+  // running max and this thread's part of the running sum.
+  SmallVector<Value> init(vFrags * 4, zero);
+  init.append({negInf, negInf, zero, zero});
+  SmallVector<Value> state = loop(
+      idx(0), tiles, idx(1), init,
+      [&](Value j, ValueRange args) -> SmallVector<Value> {
+        Value stage = remi(j, 2);
+        Value kv0 = muli(j, idx(bc));
+        // Tile j landed (issued one iteration ago) and every warp is done
+        // with tile j - 1, whose stage the next copies overwrite.
+        NVVM::CpAsyncWaitGroupOp::create(b, 0);
+        gpu::BarrierOp::create(b);
+        ifThen(lt(addi(j, idx(1)), tiles), [&] {
+          Value next = subi(idx(1), stage), nextKv0 = addi(kv0, idx(bc));
+          copyRows(ks, next, bc, k, kvHead, nextKv0, s.nk, s.d);
+          copyRows(vs, next, bc, v, kvHead, nextKv0, s.nk, s.dv);
+        });
+        NVVM::CpAsyncCommitGroupOp::create(b);
+
+        // S = Q K^T: fragment f holds keys 8f.. of the tile.
+        SmallVector<Value> sAcc(sFrags * 4, zero);
+        for (int64_t step = 0; step < qSteps; ++step) {
+          SmallVector<Value> a =
+              qInRegisters ? qRegs[step] : qFragments(step);
+          for (int64_t f = 0; f < sFrags; f += 2) {
+            // K stored keys x d: matrix i holds keys 8(f + i / 2).. at
+            // columns 8(i % 2).. of the step.
+            Value row = addi(idx(f * 8), addi(muli(divi(lane, 16), idx(8)),
+                                              remi(lane, 8)));
+            Value col = addi(idx(16 * step),
+                             muli(remi(divi(lane, 8), 2), idx(8)));
+            SmallVector<Value> bRegs = ldmatrix(ks, stage, row, col, false);
+            for (int64_t h = 0; h < 2; ++h) {
+              SmallVector<Value> out = emitMma(
+                  b, type, a, {bRegs[2 * h], bRegs[2 * h + 1]},
+                  ArrayRef<Value>(sAcc).slice((f + h) * 4, 4));
+              llvm::copy(out, sAcc.begin() + (f + h) * 4);
+            }
+          }
+        }
+
+        // Scaled scores; element e of fragment f is row rows[e / 2], key
+        // kv0 + 8f + 2t + e % 2.
+        for (Value &x : sAcc)
+          x = mulf(x, scaleLog2);
+        auto keyOf = [&](int64_t f, int64_t e) {
+          return addi(kv0, addi(idx(8 * f + e % 2), muli(t, idx(2))));
+        };
+        if (mask) {
+          ArrayRef<int64_t> maskShape = shapeOf(op.getMask());
+          Value log2eV = f32(log2e);
+          for (int64_t f = 0; f < sFrags; ++f)
+            for (int64_t e = 0; e < 4; ++e) {
+              // Clamped: rows and keys past the end are never used.
+              Value i = mini(rows[e / 2], idx(s.nq - 1));
+              Value key = mini(keyOf(f, e), idx(s.nk - 1));
+              Value m = load(mask, broadcastCoords({batchIndex, head, i, key},
+                                                   maskShape));
+              sAcc[f * 4 + e] = fma(m, log2eV, sAcc[f * 4 + e]);
+            }
+        }
+        // Keys past the end and (causal) after the row: only where the tile
+        // reaches past the keys or the block's first row.
+        if (causal || s.nk % bc) {
+          Value edge = cmpi(arith::CmpIPredicate::sgt, addi(kv0, idx(bc)),
+                            idx(s.nk));
+          if (causal)
+            edge = arith::OrIOp::create(
+                b, edge,
+                cmpi(arith::CmpIPredicate::sgt, addi(kv0, idx(bc - 1)), q0));
+          SmallVector<Type> types(sAcc.size(), b.getF32Type());
+          auto ifOp = scf::IfOp::create(b, types, edge, true);
+          {
+            OpBuilder::InsertionGuard guard(b);
+            b.setInsertionPointToStart(ifOp.thenBlock());
+            SmallVector<Value> masked;
+            for (int64_t f = 0; f < sFrags; ++f)
+              for (int64_t e = 0; e < 4; ++e) {
+                Value key = keyOf(f, e);
+                Value ok = ltc(key, s.nk);
+                if (causal)
+                  ok = andi(ok, cmpi(arith::CmpIPredicate::sle, key,
+                                     rows[e / 2]));
+                masked.push_back(select(ok, sAcc[f * 4 + e], negInf));
+              }
+            scf::YieldOp::create(b, masked);
+            b.setInsertionPointToStart(ifOp.elseBlock());
+            scf::YieldOp::create(b, sAcc);
+          }
+          sAcc.assign(ifOp.getResults().begin(), ifOp.getResults().end());
+        }
+
+        // Online softmax, per row r of the thread's two.
+        SmallVector<Value> o(args.begin(), args.begin() + vFrags * 4);
+        Value m[2] = {args[vFrags * 4], args[vFrags * 4 + 1]};
+        Value l[2] = {args[vFrags * 4 + 2], args[vFrags * 4 + 3]};
+        for (int64_t r = 0; r < 2; ++r) {
+          Value mx = negInf;
+          for (int64_t f = 0; f < sFrags; ++f)
+            mx = maxf(mx, maxf(sAcc[f * 4 + 2 * r], sAcc[f * 4 + 2 * r + 1]));
+          Value mNew = maxf(m[r], quadReduce(mx, /*max=*/true));
+          // A row with no key seen yet subtracts 0, keeping -inf - -inf out.
+          Value mUse = select(arith::CmpFOp::create(
+                                  b, arith::CmpFPredicate::OEQ, mNew, negInf),
+                              zero, mNew);
+          Value alpha = exp2(subf(m[r], mUse));
+          Value sum = zero;
+          for (int64_t f = 0; f < sFrags; ++f)
+            for (int64_t e = 2 * r; e < 2 * r + 2; ++e) {
+              Value p = exp2(subf(sAcc[f * 4 + e], mUse));
+              sAcc[f * 4 + e] = p;
+              sum = addf(sum, p);
+            }
+          l[r] = fma(l[r], alpha, sum);
+          m[r] = mNew;
+          for (int64_t f = 0; f < vFrags; ++f)
+            for (int64_t e = 2 * r; e < 2 * r + 2; ++e)
+              o[f * 4 + e] = mulf(o[f * 4 + e], alpha);
+        }
+
+        // O += P V: P's accumulators of keys 16p.. are the A fragment of
+        // k-step p; V stored keys x dv is transposed by ldmatrix.
+        for (int64_t p = 0; p < pSteps; ++p) {
+          SmallVector<Value> a;
+          for (int64_t half = 0; half < 2; ++half)
+            for (int64_t r = 0; r < 2; ++r) {
+              int64_t f = 2 * p + half;
+              a.push_back(packPair(b, type, elementType, sAcc[f * 4 + 2 * r],
+                                   sAcc[f * 4 + 2 * r + 1]));
+            }
+          // a0: row g keys 0-7, a1: row g+8 keys 0-7, a2/a3: keys 8-15.
+          for (int64_t f = 0; f < vFrags; f += 2) {
+            Value row = addi(idx(16 * p), remi(lane, 16));
+            Value col = addi(idx(8 * f), muli(divi(lane, 16), idx(8)));
+            SmallVector<Value> bRegs = ldmatrix(vs, stage, row, col, true);
+            for (int64_t h = 0; h < 2; ++h) {
+              SmallVector<Value> out =
+                  emitMma(b, type, a, {bRegs[2 * h], bRegs[2 * h + 1]},
+                          ArrayRef<Value>(o).slice((f + h) * 4, 4));
+              llvm::copy(out, o.begin() + (f + h) * 4);
+            }
+          }
+        }
+        o.append({m[0], m[1], l[0], l[1]});
+        return o;
+      });
+  NVVM::CpAsyncWaitGroupOp::create(b, 0);
+
+  // O / l, 0 for a row that saw no key; then the epilogue, two columns at a
+  // time.
+  for (int64_t r = 0; r < 2; ++r) {
+    Value l = quadReduce(state[vFrags * 4 + 2 + r], /*max=*/false);
+    Value inv = select(
+        arith::CmpFOp::create(b, arith::CmpFPredicate::OGT, l, zero),
+        divf(f32(1), l), zero);
+    ifThen(ltc(rows[r], s.nq), [&] {
+      for (int64_t f = 0; f < vFrags && 8 * f < s.dv; ++f) {
+        Value col = addi(idx(8 * f), muli(t, idx(2)));
+        SmallVector<Value> values = {mulf(state[f * 4 + 2 * r], inv),
+                                     mulf(state[f * 4 + 2 * r + 1], inv)};
+        storeVectorResults({batchIndex, head, rows[r], col}, 2, values);
+      }
+    });
+  }
+  return LaunchConfig{{qTiles, s.batch * s.hq, 1}, {threads, 1, 1}};
+}
