@@ -26,6 +26,16 @@ CONV = {c[0]: c for c in bench.CONVS}
 SWEEP = [(name, dt) for dt in ("f16", "tf32")
          for name in ("r50_stem", "r50_c2_3x3", "r50_c2_1x1", "r50_c3_3x3", "r50_c4_3x3", "r50_c5_3x3")]
 SWEEP.append(("ffn_up", "bf16"))
+# Attention rows of WORKLOADS.md section 2: "attention_<B>x<H>x<N>x<D>[_causal]".
+ATTENTION = {bench.attention_tag(*shape, causal, "f16")[:-4]: (shape, causal)
+             for shape in bench.ATTENTION for causal in (False, True)}
+SWEEP += [(name, "f16") for name in ATTENTION]
+
+
+def attention_tiles():
+    """Candidate attention tiles: query rows per block, keys per tile."""
+    for bm, bn in [(64, 32), (64, 64), (64, 128), (128, 32), (128, 64), (128, 128)]:
+        yield f"q{bm}_k{bn}", f"bm = {bm}, bn = {bn}, bk = 16"
 
 
 def tiles(dt):
@@ -45,6 +55,9 @@ PREFETCH = (("", []), ("_noprefetch", ["--mma-prefetch=false"]))
 
 
 def graph(name, dt):
+    if name in ATTENTION:
+        shape, causal = ATTENTION[name]
+        return bench.attention_graph(*shape, causal, dt)
     if name == "ffn_up":
         return bench.ffn_graph("ffn_up")
     c = CONV[name]
@@ -62,19 +75,21 @@ def prepare(args):
         src = os.path.join(d, "graph.mlir")
         with open(src, "w") as f:
             f.write(graph(name, dt))
-        for suffix, extra in PREFETCH:
+        attention = name in ATTENTION
+        variants = PREFETCH[:1] if attention else PREFETCH
+        for suffix, extra in variants:
             subprocess.run([args.fusec, src, "-o", os.path.join(d, f"default{suffix}.ptx")] + flags + extra,
                            check=True)
         kernels = subprocess.run([args.fusec, src, "--emit=kernels"] + flags, check=True, text=True,
                                  stdout=subprocess.PIPE).stdout
         made = 0
-        for tname, tile in tiles(dt):
+        for tname, tile in attention_tiles() if attention else tiles(dt):
             text = re.sub(r'(fuse\.kernel "k0_[a-z0-9]+"\([^)]*\)) :', rf"\1 {{tile = #fuse.tile<{tile}>}} :",
                           kernels, count=1)
             path = os.path.join(d, tname + ".mlir")
             with open(path, "w") as f:
                 f.write(text)
-            for suffix, extra in PREFETCH:
+            for suffix, extra in variants:
                 p = subprocess.run([args.fusec, path, "-o", os.path.join(d, tname + suffix + ".ptx")] + flags + extra,
                                    text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
                 made += p.returncode == 0
@@ -109,7 +124,16 @@ def run(args):
         name, dt = tag.rsplit("_", 1)
         tdt = {"f16": torch.float16, "bf16": torch.bfloat16, "tf32": torch.float32}[dt]
         torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = True
-        if name == "ffn_up":
+        if name in ATTENTION:
+            (bsz, heads, n, hd), causal = ATTENTION[name]
+            q, k, v = (torch.randn(bsz, heads, n, hd, device=dev, dtype=tdt) for _ in range(3))
+            ins, out = [q, k, v], torch.empty_like(q)
+            # f32 reference on the first head.
+            ref = F.scaled_dot_product_attention(q[:, :1].float(), k[:, :1].float(), v[:, :1].float(),
+                                                 is_causal=causal)
+            got = lambda: out[:, :1].float()  # noqa: E731
+            flops = 4 * bsz * heads * n * n * hd // (2 if causal else 1)
+        elif name == "ffn_up":
             tokens, dm, hidden = bench.FFN
             x = torch.randn(tokens, dm, device=dev, dtype=tdt)
             w = torch.randn(hidden, dm, device=dev, dtype=tdt) / dm ** 0.5

@@ -61,7 +61,7 @@ func.func @bad_key(%x: tensor<40x24xf32>, %w: tensor<30x24xf32>) -> tensor<40x30
 // -----
 
 func.func @not_a_gemm(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
-  // expected-error @below {{'fuse.kernel' op has a tile, but only convolutions, linear layers and matrix products run as GEMMs}}
+  // expected-error @below {{'fuse.kernel' op has a tile, but only convolutions, linear layers, matrix products and (f16, bf16) attention take one}}
   %0 = fuse.kernel "k0_softmax"(%x) {tile = #fuse.tile<bm = 64, bn = 64, bk = 16>}
       : (tensor<4x8xf32>) -> tensor<4x8xf32> {
   ^bb0(%a: tensor<4x8xf32>):
@@ -69,6 +69,32 @@ func.func @not_a_gemm(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
     fuse.yield %1 : tensor<4x8xf32>
   }
   return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @attention_tile(%q: tensor<1x2x40x64xf16>, %k: tensor<1x2x50x64xf16>) -> tensor<1x2x40x64xf16> {
+  // expected-error @below {{'fuse.kernel' op tile #fuse.tile<bm = 40, bn = 64, bk = 16> does not suit attention on tensor cores: it needs bm (query rows per block) a multiple of 16 up to 256, warps_m 0 or bm / 16, bn (keys per tile) a multiple of 16 up to 256, bk = 16 and nothing else}}
+  %0 = fuse.kernel "k0_attention"(%q, %k) {tile = #fuse.tile<bm = 40, bn = 64, bk = 16>}
+      : (tensor<1x2x40x64xf16>, tensor<1x2x50x64xf16>) -> tensor<1x2x40x64xf16> {
+  ^bb0(%a: tensor<1x2x40x64xf16>, %b: tensor<1x2x50x64xf16>):
+    %1 = fuse.attention %a, %b, %b : tensor<1x2x40x64xf16>, tensor<1x2x50x64xf16>, tensor<1x2x50x64xf16>
+    fuse.yield %1 : tensor<1x2x40x64xf16>
+  }
+  return %0 : tensor<1x2x40x64xf16>
+}
+
+// -----
+
+func.func @attention_smem(%q: tensor<1x2x40x256xf16>, %k: tensor<1x2x50x256xf16>) -> tensor<1x2x40x256xf16> {
+  // expected-error @below {{'fuse.kernel' op tile #fuse.tile<bm = 256, bn = 256, bk = 16> needs 655360 bytes of shared memory, more than the target's 232448}}
+  %0 = fuse.kernel "k0_attention"(%q, %k) {tile = #fuse.tile<bm = 256, bn = 256, bk = 16>}
+      : (tensor<1x2x40x256xf16>, tensor<1x2x50x256xf16>) -> tensor<1x2x40x256xf16> {
+  ^bb0(%a: tensor<1x2x40x256xf16>, %b: tensor<1x2x50x256xf16>):
+    %1 = fuse.attention %a, %b, %b : tensor<1x2x40x256xf16>, tensor<1x2x50x256xf16>, tensor<1x2x50x256xf16>
+    fuse.yield %1 : tensor<1x2x40x256xf16>
+  }
+  return %0 : tensor<1x2x40x256xf16>
 }
 
 // -----

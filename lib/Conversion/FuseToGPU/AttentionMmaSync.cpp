@@ -7,7 +7,8 @@
 //    (head dims up to 128) into registers as mma.sync A fragments;
 //  - K and V tiles of `bc` keys stream through two shared-memory stages by
 //    cp.async (zero-filled past the keys and the head dim), the next one in
-//    flight while the tensor cores work on this one;
+//    flight while the tensor cores work on this one, K and V waited for
+//    separately (V lands during Q K^T and the softmax);
 //  - S = Q K^T for the warp's 16 x bc scores lands in accumulator fragments;
 //    the softmax runs online on them in f32 (exp2, the scale and log2(e)
 //    folded in), each thread holding two rows' running max and partial sum
@@ -98,6 +99,13 @@ bool fusec::tiling::isMmaSyncAttention(AttentionOp op) {
          s.d % 8 == 0 && s.dv % 8 == 0 && s.d <= 256 && s.dv <= 256;
 }
 
+/// Shared memory of `tile`: Q, and two stages of K and V.
+static int64_t sharedBytesOf(const AttentionShape &s,
+                             const AttentionTile &tile) {
+  return 2 * (16 * tile.warps * paddedWidth(s.d) +
+              2 * tile.bc * (paddedWidth(s.d) + paddedWidth(s.dv)));
+}
+
 AttentionTile fusec::tiling::chooseAttentionTile(AttentionOp op,
                                                  const TargetDescription &) {
   AttentionShape s = shapeOfAttention(op);
@@ -105,6 +113,32 @@ AttentionTile fusec::tiling::chooseAttentionTile(AttentionOp op,
   // key tiles for the widest heads.
   int64_t widest = std::max(s.d, s.dv);
   return {/*warps=*/4, /*bc=*/widest > 128 ? 32 : 64};
+}
+
+FailureOr<AttentionTile>
+fusec::tiling::attentionTileFromAttr(KernelOp kernel, AttentionOp op,
+                                     TileAttr attr,
+                                     const TargetDescription &target) {
+  AttentionTile tile{attr.getBm() / 16, attr.getBn()};
+  bool ok = attr.getBm() % 16 == 0 && tile.warps <= 16 &&
+            (attr.getWarpsM() == 0 || attr.getWarpsM() == tile.warps) &&
+            attr.getBn() % 16 == 0 && attr.getBn() <= 256 &&
+            attr.getBk() == 16 && !attr.getTm() && !attr.getTn() &&
+            !attr.getWarpsN() && !attr.getStages() && !attr.getWarpsK();
+  if (!ok)
+    return kernel.emitOpError("tile ")
+           << attr
+           << " does not suit attention on tensor cores: it needs bm (query "
+              "rows per block) a multiple of 16 up to 256, warps_m 0 or "
+              "bm / 16, bn (keys per tile) a multiple of 16 up to 256, "
+              "bk = 16 and nothing else";
+  int64_t shared = sharedBytesOf(shapeOfAttention(op), tile);
+  if (shared > target.sharedBytesPerBlockOptIn)
+    return kernel.emitOpError("tile ")
+           << attr << " needs " << shared
+           << " bytes of shared memory, more than the target's "
+           << target.sharedBytesPerBlockOptIn;
+  return tile;
 }
 
 std::unique_ptr<KernelBuilder> fusec::tiling::makeAttentionMmaSyncKernel(
@@ -167,8 +201,12 @@ FailureOr<LaunchConfig> AttentionMmaSyncKernel::emitBody() {
   Value q = argOf.lookup(op.getQuery()), k = argOf.lookup(op.getKey()),
         v = argOf.lookup(op.getValue());
   // exp(x * scale) = exp2(x * scale * log2(e)); the mask is scaled alike.
+  // Without a mask (and with a positive scale, which keeps the max) the
+  // scale folds into the exponent's fma: exp2(s * c - max * c).
   double log2e = 1.4426950408889634;
-  Value scaleLog2 = f32(op.getEffectiveScale() * log2e);
+  double scaleLog2 = op.getEffectiveScale() * log2e;
+  bool prescale = mask || scaleLog2 <= 0;
+  Value mult = f32(prescale ? 1.0 : scaleLog2);
   Value negInf = f32(-INFINITY), zero = f32(0);
 
   tid = threadId();
@@ -190,13 +228,14 @@ FailureOr<LaunchConfig> AttentionMmaSyncKernel::emitBody() {
   Value ks = allocShared({2, bc, paddedWidth(s.d)}, elementType, 1024);
   Value vs = allocShared({2, bc, paddedWidth(s.dv)}, elementType, 1024);
 
-  // Prologue: Q, then the first K and V tiles, in two commit groups.
+  // Prologue: Q, then the first K and V tiles, a commit group each.
   copyRows(qs, idx(0), br, q, head, q0, s.nq, s.d);
   NVVM::CpAsyncCommitGroupOp::create(b);
   copyRows(ks, idx(0), bc, k, kvHead, idx(0), s.nk, s.d);
+  NVVM::CpAsyncCommitGroupOp::create(b);
   copyRows(vs, idx(0), bc, v, kvHead, idx(0), s.nk, s.dv);
   NVVM::CpAsyncCommitGroupOp::create(b);
-  NVVM::CpAsyncWaitGroupOp::create(b, 1);
+  NVVM::CpAsyncWaitGroupOp::create(b, 2);
   gpu::BarrierOp::create(b);
 
   // Q's A fragments: lanes 0-15 address rows 0-15 at columns 0-7 of the
@@ -230,14 +269,14 @@ FailureOr<LaunchConfig> AttentionMmaSyncKernel::emitBody() {
       [&](Value j, ValueRange args) -> SmallVector<Value> {
         Value stage = remi(j, 2);
         Value kv0 = muli(j, idx(bc));
-        // Tile j landed (issued one iteration ago) and every warp is done
-        // with tile j - 1, whose stage the next copies overwrite.
-        NVVM::CpAsyncWaitGroupOp::create(b, 0);
+        Value hasNext = lt(addi(j, idx(1)), tiles);
+        Value next = subi(idx(1), stage), nextKv0 = addi(kv0, idx(bc));
+        // K of tile j landed (V may still be in flight), and every warp is
+        // done with tile j - 1's K, whose stage the next copies overwrite.
+        NVVM::CpAsyncWaitGroupOp::create(b, 1);
         gpu::BarrierOp::create(b);
-        ifThen(lt(addi(j, idx(1)), tiles), [&] {
-          Value next = subi(idx(1), stage), nextKv0 = addi(kv0, idx(bc));
+        ifThen(hasNext, [&] {
           copyRows(ks, next, bc, k, kvHead, nextKv0, s.nk, s.d);
-          copyRows(vs, next, bc, v, kvHead, nextKv0, s.nk, s.dv);
         });
         NVVM::CpAsyncCommitGroupOp::create(b);
 
@@ -265,8 +304,9 @@ FailureOr<LaunchConfig> AttentionMmaSyncKernel::emitBody() {
 
         // Scaled scores; element e of fragment f is row rows[e / 2], key
         // kv0 + 8f + 2t + e % 2.
-        for (Value &x : sAcc)
-          x = mulf(x, scaleLog2);
+        if (prescale)
+          for (Value &x : sAcc)
+            x = mulf(x, f32(scaleLog2));
         auto keyOf = [&](int64_t f, int64_t e) {
           return addi(kv0, addi(idx(8 * f + e % 2), muli(t, idx(2))));
         };
@@ -327,11 +367,12 @@ FailureOr<LaunchConfig> AttentionMmaSyncKernel::emitBody() {
           Value mUse = select(arith::CmpFOp::create(
                                   b, arith::CmpFPredicate::OEQ, mNew, negInf),
                               zero, mNew);
-          Value alpha = exp2(subf(m[r], mUse));
+          Value alpha = exp2(mulf(subf(m[r], mUse), mult));
+          Value offset = arith::NegFOp::create(b, mulf(mUse, mult));
           Value sum = zero;
           for (int64_t f = 0; f < sFrags; ++f)
             for (int64_t e = 2 * r; e < 2 * r + 2; ++e) {
-              Value p = exp2(subf(sAcc[f * 4 + e], mUse));
+              Value p = exp2(fma(sAcc[f * 4 + e], mult, offset));
               sAcc[f * 4 + e] = p;
               sum = addf(sum, p);
             }
@@ -341,6 +382,15 @@ FailureOr<LaunchConfig> AttentionMmaSyncKernel::emitBody() {
             for (int64_t e = 2 * r; e < 2 * r + 2; ++e)
               o[f * 4 + e] = mulf(o[f * 4 + e], alpha);
         }
+
+        // V of tile j landed (the next K may be in flight); every warp is
+        // done with tile j - 1's V.
+        NVVM::CpAsyncWaitGroupOp::create(b, 1);
+        gpu::BarrierOp::create(b);
+        ifThen(hasNext, [&] {
+          copyRows(vs, next, bc, v, kvHead, nextKv0, s.nk, s.dv);
+        });
+        NVVM::CpAsyncCommitGroupOp::create(b);
 
         // O += P V: P's accumulators of keys 16p.. are the A fragment of
         // k-step p; V stored keys x dv is transposed by ldmatrix.

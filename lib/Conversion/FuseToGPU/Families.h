@@ -56,6 +56,11 @@ struct AttentionTile {
 bool isMmaSyncAttention(AttentionOp op);
 AttentionTile chooseAttentionTile(AttentionOp op,
                                   const TargetDescription &target);
+/// The tile a #fuse.tile asks for (bm query rows, bn keys, bk = 16), or an
+/// error at the kernel if it does not suit.
+FailureOr<AttentionTile> attentionTileFromAttr(KernelOp kernel, AttentionOp op,
+                                               TileAttr attr,
+                                               const TargetDescription &target);
 std::unique_ptr<KernelBuilder>
 makeAttentionMmaSyncKernel(KernelOp kernel, gpu::GPUModuleOp module,
                            const TargetDescription &target,

@@ -66,10 +66,24 @@ fusec::tiling::selectStrategy(KernelOp kernel, const TargetDescription &target,
   Operation *anchor = findAnchor(kernel);
   if (anchor && isGemmAnchor(anchor))
     return selectGemm(kernel, getGemmShape(anchor), target, options);
-  if (kernel.getTileAttr())
-    return kernel.emitOpError("has a tile, but only convolutions, linear "
-                              "layers and matrix products run as GEMMs");
   KernelStrategy strategy;
+  if (auto attention = dyn_cast_or_null<AttentionOp>(anchor);
+      attention && isMmaSyncAttention(attention)) {
+    strategy.family = KernelFamily::AttentionMmaSync;
+    strategy.attention = chooseAttentionTile(attention, target);
+    if (TileAttr attr = kernel.getTileAttr()) {
+      FailureOr<AttentionTile> tile =
+          attentionTileFromAttr(kernel, attention, attr, target);
+      if (failed(tile))
+        return failure();
+      strategy.attention = *tile;
+    }
+    return strategy;
+  }
+  if (kernel.getTileAttr())
+    return kernel.emitOpError(
+        "has a tile, but only convolutions, linear layers, matrix products "
+        "and (f16, bf16) attention take one");
   if (!anchor)
     strategy.family = KernelFamily::Elementwise;
   else if (isa<Conv2dOp>(anchor))
@@ -80,13 +94,8 @@ fusec::tiling::selectStrategy(KernelOp kernel, const TargetDescription &target,
     strategy.family = KernelFamily::PoolResample;
   else if (isa<TransposeOp, RopeOp>(anchor))
     strategy.family = KernelFamily::Gather;
-  else if (auto attention = dyn_cast<AttentionOp>(anchor)) {
+  else if (isa<AttentionOp>(anchor))
     strategy.family = KernelFamily::AttentionDirect;
-    if (isMmaSyncAttention(attention)) {
-      strategy.family = KernelFamily::AttentionMmaSync;
-      strategy.attention = chooseAttentionTile(attention, target);
-    }
-  }
   else
     return kernel.emitOpError("has anchor ")
            << anchor->getName() << ", which no kernel family generates";
