@@ -7,8 +7,8 @@
 //    (head dims up to 128) into registers as mma.sync A fragments;
 //  - K and V tiles of `bc` keys stream through two shared-memory stages by
 //    cp.async (zero-filled past the keys and the head dim), the next one in
-//    flight while the tensor cores work on this one, K and V waited for
-//    separately (V lands during Q K^T and the softmax);
+//    flight while the tensor cores work on this one (waiting for K and V
+//    separately, with a second barrier per tile, measured 5-8% slower);
 //  - S = Q K^T for the warp's 16 x bc scores lands in accumulator fragments;
 //    the softmax runs online on them in f32 (exp2, the scale and log2(e)
 //    folded in), each thread holding two rows' running max and partial sum
@@ -110,9 +110,13 @@ AttentionTile fusec::tiling::chooseAttentionTile(AttentionOp op,
                                                  const TargetDescription &) {
   AttentionShape s = shapeOfAttention(op);
   // Registers hold the warp's 16 x dv output and 16 x bc scores: narrower
-  // key tiles for the widest heads.
+  // key tiles for the widest heads. Calibrated with bench/sweep.py on an
+  // H100 (bench/results): 128-key tiles beat 64 by 3-7% at head dims 64 and
+  // 128, and 8 warps beat 4 at 128 (twice the queries per K/V tile).
   int64_t widest = std::max(s.d, s.dv);
-  return {/*warps=*/4, /*bc=*/widest > 128 ? 32 : 64};
+  if (widest > 128)
+    return {/*warps=*/4, /*bc=*/32};
+  return {/*warps=*/widest > 64 ? 8 : 4, /*bc=*/128};
 }
 
 FailureOr<AttentionTile>
@@ -228,14 +232,13 @@ FailureOr<LaunchConfig> AttentionMmaSyncKernel::emitBody() {
   Value ks = allocShared({2, bc, paddedWidth(s.d)}, elementType, 1024);
   Value vs = allocShared({2, bc, paddedWidth(s.dv)}, elementType, 1024);
 
-  // Prologue: Q, then the first K and V tiles, a commit group each.
+  // Prologue: Q, then the first K and V tiles, in two commit groups.
   copyRows(qs, idx(0), br, q, head, q0, s.nq, s.d);
   NVVM::CpAsyncCommitGroupOp::create(b);
   copyRows(ks, idx(0), bc, k, kvHead, idx(0), s.nk, s.d);
-  NVVM::CpAsyncCommitGroupOp::create(b);
   copyRows(vs, idx(0), bc, v, kvHead, idx(0), s.nk, s.dv);
   NVVM::CpAsyncCommitGroupOp::create(b);
-  NVVM::CpAsyncWaitGroupOp::create(b, 2);
+  NVVM::CpAsyncWaitGroupOp::create(b, 1);
   gpu::BarrierOp::create(b);
 
   // Q's A fragments: lanes 0-15 address rows 0-15 at columns 0-7 of the
@@ -271,12 +274,13 @@ FailureOr<LaunchConfig> AttentionMmaSyncKernel::emitBody() {
         Value kv0 = muli(j, idx(bc));
         Value hasNext = lt(addi(j, idx(1)), tiles);
         Value next = subi(idx(1), stage), nextKv0 = addi(kv0, idx(bc));
-        // K of tile j landed (V may still be in flight), and every warp is
-        // done with tile j - 1's K, whose stage the next copies overwrite.
-        NVVM::CpAsyncWaitGroupOp::create(b, 1);
+        // Tile j landed (issued one iteration ago) and every warp is done
+        // with tile j - 1, whose stage the next copies overwrite.
+        NVVM::CpAsyncWaitGroupOp::create(b, 0);
         gpu::BarrierOp::create(b);
         ifThen(hasNext, [&] {
           copyRows(ks, next, bc, k, kvHead, nextKv0, s.nk, s.d);
+          copyRows(vs, next, bc, v, kvHead, nextKv0, s.nk, s.dv);
         });
         NVVM::CpAsyncCommitGroupOp::create(b);
 
@@ -382,15 +386,6 @@ FailureOr<LaunchConfig> AttentionMmaSyncKernel::emitBody() {
             for (int64_t e = 2 * r; e < 2 * r + 2; ++e)
               o[f * 4 + e] = mulf(o[f * 4 + e], alpha);
         }
-
-        // V of tile j landed (the next K may be in flight); every warp is
-        // done with tile j - 1's V.
-        NVVM::CpAsyncWaitGroupOp::create(b, 1);
-        gpu::BarrierOp::create(b);
-        ifThen(hasNext, [&] {
-          copyRows(vs, next, bc, v, kvHead, nextKv0, s.nk, s.dv);
-        });
-        NVVM::CpAsyncCommitGroupOp::create(b);
 
         // O += P V: P's accumulators of keys 16p.. are the A fragment of
         // k-step p; V stored keys x dv is transposed by ldmatrix.
