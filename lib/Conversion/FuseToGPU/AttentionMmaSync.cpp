@@ -111,12 +111,13 @@ AttentionTile fusec::tiling::chooseAttentionTile(AttentionOp op,
   AttentionShape s = shapeOfAttention(op);
   // Registers hold the warp's 16 x dv output and 16 x bc scores: narrower
   // key tiles for the widest heads. Calibrated with bench/sweep.py on an
-  // H100 (bench/results): 128-key tiles beat 64 by 3-7% at head dims 64 and
-  // 128, and 8 warps beat 4 at 128 (twice the queries per K/V tile).
+  // H100 (bench/results, 2026-11-23): 8 warps (twice the queries per K/V
+  // tile) win at head dims 64 and 128, with 128-key tiles at 128 and 64-key
+  // ones at 64 (128 was 2-14% slower there in the second sweep).
   int64_t widest = std::max(s.d, s.dv);
   if (widest > 128)
     return {/*warps=*/4, /*bc=*/32};
-  return {/*warps=*/widest > 64 ? 8 : 4, /*bc=*/128};
+  return {/*warps=*/8, /*bc=*/widest > 64 ? 128 : 64};
 }
 
 FailureOr<AttentionTile>
