@@ -946,7 +946,7 @@ LogicalResult KernelOp::verify() {
     if (!isAnchor(&op) && !isElementwise(&op))
       return op.emitOpError("cannot be part of fuse.kernel '")
              << name << "': it is neither an anchor nor elementwise";
-    if (!isAnchor(&op))
+    if (!isAnchor(&op) || isAnchorView(&op))
       continue;
     if (anchor) {
       InFlightDiagnostic diag = op.emitOpError("is a second anchor in fuse.kernel '")
@@ -981,3 +981,32 @@ TileAttr::verify(function_ref<InFlightDiagnostic()> emitError, int64_t bm,
 
 #define GET_OP_CLASSES
 #include "Fuse/FuseOps.cpp.inc"
+
+bool mlir::fuse::keepsLastAxis(TransposeOp op) {
+  ArrayRef<int64_t> perm = op.getPermutation();
+  return perm.back() == static_cast<int64_t>(perm.size()) - 1;
+}
+
+bool mlir::fuse::isAnchorView(Operation *op) {
+  auto transpose = dyn_cast<TransposeOp>(op);
+  if (!transpose && !isa<RopeOp>(op))
+    return false;
+  if (transpose && !keepsLastAxis(transpose))
+    return false;
+  // A transpose of the attention's result: stored permuted.
+  if (transpose && transpose.getInput().getDefiningOp<AttentionOp>())
+    return true;
+  Value result = op->getResult(0);
+  if (result.use_empty())
+    return false;
+  return llvm::all_of(result.getUses(), [&](OpOperand &use) {
+    Operation *user = use.getOwner();
+    // Q and K may be rotated; V only transposed.
+    if (isa<AttentionOp>(user))
+      return use.getOperandNumber() < (transpose ? 3u : 2u);
+    // A transpose under a rope or another transpose: the rope comes last,
+    // so that it rotates rows of the attention's own positions.
+    return transpose && isa<TransposeOp, RopeOp>(user) &&
+           use.getOperandNumber() == 0 && isAnchorView(user);
+  });
+}

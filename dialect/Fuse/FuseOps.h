@@ -62,4 +62,16 @@ int64_t channelAxis(Layout layout, int64_t rank);
 #define GET_OP_CLASSES
 #include "Fuse/FuseOps.h.inc"
 
+namespace mlir::fuse {
+/// Whether `op` only changes how an attention anchor loads or stores:
+/// a transpose keeping the last axis, or a rope, whose result feeds only
+/// attention operands (through other such ops), or a transpose keeping the
+/// last axis of an attention's result. The attention applies it on the way
+/// (strided copies, a rotation in shared memory, permuted stores), so it
+/// joins that kernel without being its anchor.
+bool isAnchorView(Operation *op);
+/// A transpose that keeps the last axis in place (rows stay contiguous).
+bool keepsLastAxis(TransposeOp op);
+} // namespace mlir::fuse
+
 #endif // FUSE_FUSEOPS_H

@@ -46,6 +46,7 @@ private:
   Group &startGroup(Operation *root);
   void growEpilogue(Group &group);
   void growPrologue(Group &group);
+  void growOperandViews(Group &group);
   void pullInProducers(Group &group);
   void materialise(Group &group);
 
@@ -106,6 +107,13 @@ void KernelFormer::growEpilogue(Group &group) {
       return;
     if (groupOf.count(user))
       return;
+    if (isa<AttentionOp>(group.ops.front()) && isAnchorView(user)) {
+      group.ops.insert(user);
+      groupOf[user] = &group;
+      user->emitRemark() << "fused " << user->getName() << " into kernel "
+                         << group.name << ", which stores its result permuted";
+      continue;
+    }
     if (isa<ReshapeOp, TransposeOp>(user)) {
       user->emitRemark() << "not fused: " << user->getName()
                          << " changes the layout, so kernel " << group.name
@@ -169,6 +177,30 @@ void KernelFormer::growPrologue(Group &group) {
          << group.name;
   if (!producer->getResult(0).hasOneUse())
     remark << ", which also writes its result for the other users";
+}
+
+/// Attention reads its operands through transposes that keep rows
+/// contiguous (splitting heads) and applies rotary embeddings to its Q and K
+/// tiles: such producers that only it uses join its kernel.
+void KernelFormer::growOperandViews(Group &group) {
+  auto attention = dyn_cast<AttentionOp>(group.ops.front());
+  if (!attention)
+    return;
+  for (Value operand : {attention.getQuery(), attention.getKey(),
+                        attention.getValue()}) {
+    Operation *producer = operand.getDefiningOp();
+    while (producer && !groupOf.count(producer) && isAnchorView(producer) &&
+           producer->getResult(0).hasOneUse()) {
+      group.ops.insert(producer);
+      groupOf[producer] = &group;
+      producer->emitRemark()
+          << "fused " << producer->getName() << " into kernel " << group.name
+          << (isa<RopeOp>(producer)
+                  ? ", which rotates the tiles it loads"
+                  : ", which loads its operand through it");
+      producer = producer->getOperand(0).getDefiningOp();
+    }
+  }
 }
 
 /// Adds the elementwise producers whose results only this group uses, which
@@ -256,15 +288,20 @@ void KernelFormer::run() {
   Block &block = func.getBody().front();
   // Anchors first claim their epilogues and the parameter computations that
   // only they use.
-  for (Operation &op : block) {
-    if (!isAnchor(&op))
-      continue;
-    Group &group = startGroup(&op);
-    op.emitRemark() << "kernel " << group.name << " is anchored on "
-                    << op.getName();
-    growEpilogue(group);
-    growPrologue(group);
-    pullInProducers(group);
+  // Transposes and ropes that an attention may absorb wait for it; those
+  // it leaves get kernels of their own after.
+  for (bool views : {false, true}) {
+    for (Operation &op : block) {
+      if (!isAnchor(&op) || groupOf.count(&op) || isAnchorView(&op) != views)
+        continue;
+      Group &group = startGroup(&op);
+      op.emitRemark() << "kernel " << group.name << " is anchored on "
+                      << op.getName();
+      growEpilogue(group);
+      growPrologue(group);
+      growOperandViews(group);
+      pullInProducers(group);
+    }
   }
   // Then the elementwise ops left over, grouped backwards from the last op
   // of each chain: a producer joins when all its users are in the kernel.

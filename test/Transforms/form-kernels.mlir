@@ -156,3 +156,58 @@ func.func @used_before(%x: tensor<4x64xf32>, %r: tensor<4x64xf32>) -> (tensor<4x
   %0 = fuse.softmax %h : tensor<4x64xf32>
   return %0, %t : tensor<4x64xf32>, tensor<4x64xf32>
 }
+
+// -----
+
+// Attention absorbs the transposes that split its operands into heads, the
+// rope on Q, and the transpose that merges its result back: one kernel
+// after the projection; the reshapes stay free views between kernels.
+// CHECK-LABEL: func.func @split_heads
+// CHECK: %[[Q:.+]] = fuse.kernel "k0_linear"
+// CHECK: %[[QR:.+]] = fuse.reshape %[[Q]]
+// CHECK: %[[A:.+]] = fuse.kernel "k1_attention"(%[[QR]], %{{.+}}, %{{.+}}, %{{.+}})
+// CHECK-NEXT: ^bb0(%[[B0:[^:]+]]: tensor<1x6x2x8xf16>,
+// CHECK-NEXT: %[[T:.+]] = fuse.transpose %[[B0]]
+// CHECK-NEXT: %[[R:.+]] = fuse.rope %[[T]]
+// CHECK-NEXT: %[[AT:.+]] = fuse.attention %[[R]], %{{.+}}, %{{.+}} {causal}
+// CHECK-NEXT: %[[M:.+]] = fuse.transpose %[[AT]]
+// CHECK-NEXT: fuse.yield %[[M]] : tensor<1x6x2x8xf16>
+// CHECK: fuse.reshape %[[A]] : tensor<1x6x2x8xf16> to tensor<1x6x16xf16>
+func.func @split_heads(%x: tensor<1x6x16xf16>, %w: tensor<16x16xf16>, %c: tensor<6x4xf16>, %s: tensor<6x4xf16>, %kv: tensor<1x2x6x8xf16>) -> tensor<1x6x16xf16> {
+  // expected-remark @below {{kernel k0_linear is anchored on fuse.linear}}
+  %q = fuse.linear %x, %w : tensor<1x6x16xf16>, tensor<16x16xf16>
+  // expected-remark @below {{not fused: fuse.reshape changes the layout, so kernel k0_linear ends before it}}
+  %q1 = fuse.reshape %q : tensor<1x6x16xf16> to tensor<1x6x2x8xf16>
+  // expected-remark @below {{fused fuse.transpose into kernel k1_attention, which loads its operand through it}}
+  %q2 = fuse.transpose %q1 {permutation = array<i64: 0, 2, 1, 3>} : tensor<1x6x2x8xf16>
+  // expected-remark @below {{fused fuse.rope into kernel k1_attention, which rotates the tiles it loads}}
+  %q3 = fuse.rope %q2, %c, %s : tensor<1x2x6x8xf16>, tensor<6x4xf16>
+  // expected-remark @below {{kernel k1_attention is anchored on fuse.attention}}
+  %a = fuse.attention %q3, %kv, %kv {causal} : tensor<1x2x6x8xf16>, tensor<1x2x6x8xf16>, tensor<1x2x6x8xf16>
+  // expected-remark @below {{fused fuse.transpose into kernel k1_attention, which stores its result permuted}}
+  %m = fuse.transpose %a {permutation = array<i64: 0, 2, 1, 3>} : tensor<1x2x6x8xf16>
+  // expected-remark @below {{not fused: fuse.reshape changes the layout, so kernel k1_attention ends before it}}
+  %r = fuse.reshape %m : tensor<1x6x2x8xf16> to tensor<1x6x16xf16>
+  return %r : tensor<1x6x16xf16>
+}
+
+// -----
+
+// A rope whose result is also V (which is never rotated), or that has
+// several users, keeps a kernel of its own; the transpose under it then
+// stays apart too.
+// CHECK-LABEL: func.func @shared_rope
+// CHECK: fuse.kernel "k0_transpose"
+// CHECK: fuse.kernel "k1_rope"
+// CHECK: fuse.kernel "k2_attention"
+func.func @shared_rope(%q: tensor<1x6x2x8xf16>, %c: tensor<6x4xf16>, %s: tensor<6x4xf16>) -> tensor<1x2x6x8xf16> {
+  // expected-remark @below {{kernel k0_transpose is anchored on fuse.transpose}}
+  %q2 = fuse.transpose %q {permutation = array<i64: 0, 2, 1, 3>} : tensor<1x6x2x8xf16>
+  // expected-remark @below {{not fused: fuse.rope is an anchor and starts its own kernel after k0_transpose}}
+  // expected-remark @below {{kernel k1_rope is anchored on fuse.rope}}
+  // expected-remark @below {{not fused: the result of fuse.rope has 3 users, so kernel k1_rope ends here}}
+  %q3 = fuse.rope %q2, %c, %s : tensor<1x2x6x8xf16>, tensor<6x4xf16>
+  // expected-remark @below {{kernel k2_attention is anchored on fuse.attention}}
+  %a = fuse.attention %q3, %q3, %q3 : tensor<1x2x6x8xf16>, tensor<1x2x6x8xf16>, tensor<1x2x6x8xf16>
+  return %a : tensor<1x2x6x8xf16>
+}

@@ -152,3 +152,35 @@ func.func @heuristic(%x: tensor<32x28x28x128xf16>, %w: tensor<128x3x3x128xf16>) 
   %0 = fuse.conv2d %x, %w {padding = array<i64: 1, 1>} : tensor<32x28x28x128xf16>, tensor<128x3x3x128xf16>
   return %0 : tensor<32x28x28x128xf16>
 }
+
+// -----
+
+// Attention on tensor cores (FlashAttention-2 style): Q and the K/V tiles
+// arrive by cp.async, read through the transpose that splits heads (from
+// the [B, N, H, D] memref), Q is rotated in shared memory, S = Q K^T and
+// O += P V run on mma.sync, the online softmax uses exp2 and quad shuffles,
+// and the result is stored permuted back to [B, N, H, D].
+// CHECK-LABEL: func.func @attention(
+// CHECK: gpu.func @k0_attention({{.+}}) kernel attributes {fusec.family = "attention_mma_sync"
+// CHECK: nvgpu.device_async_copy %{{.+}} : memref<1x6x2x64xf16> to memref<1x128x64xf16, #gpu.address_space<workgroup>>
+// CHECK: nvvm.cp.async.commit.group
+// CHECK: memref.load %{{.+}} : memref<6x32xf16>
+// CHECK: nvgpu.ldmatrix
+// CHECK: scf.for
+// CHECK: nvvm.mma.sync {{.+}} shape = #nvvm.shape<m = 16, n = 8, k = 16>
+// CHECK: gpu.shuffle xor
+// CHECK: math.exp2
+// CHECK: nvgpu.ldmatrix {{.+}} {numTiles = 4 : i32, transpose = true}
+// CHECK: scf.yield
+// CHECK: vector.store %{{.+}} : memref<1x6x2x64xf16>, vector<2xf16>
+func.func @attention(%q: tensor<1x6x2x64xf16>, %k: tensor<1x2x9x64xf16>, %c: tensor<6x32xf16>, %s: tensor<6x32xf16>) -> tensor<1x6x2x64xf16> {
+  %0 = fuse.kernel "k0_attention"(%q, %k, %c, %s) : (tensor<1x6x2x64xf16>, tensor<1x2x9x64xf16>, tensor<6x32xf16>, tensor<6x32xf16>) -> tensor<1x6x2x64xf16> {
+  ^bb0(%a: tensor<1x6x2x64xf16>, %b: tensor<1x2x9x64xf16>, %cc: tensor<6x32xf16>, %ss: tensor<6x32xf16>):
+    %1 = fuse.transpose %a {permutation = array<i64: 0, 2, 1, 3>} : tensor<1x6x2x64xf16>
+    %2 = fuse.rope %1, %cc, %ss : tensor<1x2x6x64xf16>, tensor<6x32xf16>
+    %3 = fuse.attention %2, %b, %b {causal} : tensor<1x2x6x64xf16>, tensor<1x2x9x64xf16>, tensor<1x2x9x64xf16>
+    %4 = fuse.transpose %3 {permutation = array<i64: 0, 2, 1, 3>} : tensor<1x2x6x64xf16>
+    fuse.yield %4 : tensor<1x6x2x64xf16>
+  }
+  return %0 : tensor<1x6x2x64xf16>
+}

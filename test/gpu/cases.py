@@ -176,6 +176,33 @@ def attention_case(dt, b, hq, hkv, nq, nk, d, dv, causal=False, mask=None, scale
     return g.text([(o, t([b, hq, nq, dv], dt))])
 
 
+def split_heads_case(dt, b, n, hq, hkv, d, causal):
+    """Projections split into heads (reshape, transpose), rotated (rope: Q
+    half-split, K interleaved), attention, heads merged back and projected:
+    the attention kernel reads through the transposes and ropes and stores
+    its result transposed."""
+    g = Graph("g")
+    x = g.arg([b, n, 48], dt)
+    wq, wk, wv = g.arg([hq * d, 48], dt), g.arg([hkv * d, 48], dt), g.arg([hkv * d, 48], dt)
+    cos, sin = g.arg([n, d // 2], dt), g.arg([n, d // 2], dt)
+    wo = g.arg([40, hq * d], dt)
+
+    def heads(w, h, rope=None):
+        p = g.op(f"fuse.linear {x}, {w} : {t([b, n, 48], dt)}, {t([h * d, 48], dt)}")
+        r = g.op(f"fuse.reshape {p} : {t([b, n, h * d], dt)} to {t([b, n, h, d], dt)}")
+        tr = g.op(f"fuse.transpose {r} {{permutation = array<i64: 0, 2, 1, 3>}} : {t([b, n, h, d], dt)}")
+        if rope is None:
+            return tr
+        return g.op(f"fuse.rope {tr}, {cos}, {sin}{rope} : {t([b, h, n, d], dt)}, {t([n, d // 2], dt)}")
+    q, k, v = heads(wq, hq, ""), heads(wk, hkv, " {interleaved}"), heads(wv, hkv)
+    a = g.op(f"fuse.attention {q}, {k}, {v}{' {causal}' if causal else ''} : {t([b, hq, n, d], dt)}, "
+             f"{t([b, hkv, n, d], dt)}, {t([b, hkv, n, d], dt)}")
+    m = g.op(f"fuse.transpose {a} {{permutation = array<i64: 0, 2, 1, 3>}} : {t([b, hq, n, d], dt)}")
+    r = g.op(f"fuse.reshape {m} : {t([b, n, hq, d], dt)} to {t([b, n, hq * d], dt)}")
+    o = g.op(f"fuse.linear {r}, {wo} : {t([b, n, hq * d], dt)}, {t([40, hq * d], dt)}")
+    return g.text([(o, t([b, n, 40], dt))])
+
+
 def attention_cases():
     """The tensor-core attention over odd shapes (checked against the interpreter)."""
     out = []
@@ -193,6 +220,10 @@ def attention_cases():
         add("d112_q33_k1_causal", attention_case(dt, 2, 2, 2, 33, 1, 112, 112, causal=True))
         add("d256_q100_k100_causal", attention_case(dt, 1, 2, 1, 100, 100, 256, 256, causal=True))
         add("d32_dv72_q40_k50", attention_case(dt, 2, 2, 2, 40, 50, 32, 72))
+        add("split_heads_causal", split_heads_case(dt, 2, 37, 4, 2, 32, True))
+        add("split_heads_d64", split_heads_case(dt, 1, 70, 2, 1, 64, False))
+    # f32 attention stays direct, reading through the same views.
+    out.append(("direct_split_heads_f32", split_heads_case("f32", 2, 19, 4, 2, 16, True), "f32", []))
     return out
 
 

@@ -37,8 +37,8 @@ LaunchConfig AttentionDirectKernel::emitAttention(AttentionOp op) {
   int64_t groupSize = hq / hkv;
   double scale = op.getEffectiveScale();
   bool causal = op.getCausal();
-  Value q = argOf.lookup(op.getQuery()), k = argOf.lookup(op.getKey()),
-        v = argOf.lookup(op.getValue());
+  // Q, K and V may come through transposes and a rope (isAnchorView).
+  Value q = op.getQuery(), k = op.getKey(), v = op.getValue();
   Value mask = op.getMask() ? argOf.lookup(op.getMask()) : Value();
   // One thread per output element, online softmax over the keys.
   return perElement(product(outShape), [&](Value linear) {
@@ -52,8 +52,9 @@ LaunchConfig AttentionDirectKernel::emitAttention(AttentionOp op) {
         [&](Value j, ValueRange args) -> SmallVector<Value> {
           Value dot = loop(idx(0), idx(dim), idx(1), {f32(0)},
                            [&](Value e, ValueRange acc) -> SmallVector<Value> {
-                             return {fma(load(q, {bi, h, i, e}),
-                                         load(k, {bi, hk, j, e}), acc[0])};
+                             return {fma(loadThroughViews(q, {bi, h, i, e}),
+                                         loadThroughViews(k, {bi, hk, j, e}),
+                                         acc[0])};
                            })[0];
           Value s = mulf(dot, f32(scale));
           if (mask)
@@ -67,7 +68,7 @@ LaunchConfig AttentionDirectKernel::emitAttention(AttentionOp op) {
           Value mNew = select(live, maxf(m, s), m);
           Value alpha = exp(subf(m, mNew));
           Value p = select(live, exp(subf(s, mNew)), f32(0));
-          Value vv = load(v, {bi, hk, j, dv});
+          Value vv = loadThroughViews(v, {bi, hk, j, dv});
           // alpha is NaN only while m and mNew are both -inf: nothing yet.
           Value keep = arith::CmpFOp::create(b, arith::CmpFPredicate::OGT,
                                              mNew, f32(-INFINITY));
@@ -77,6 +78,7 @@ LaunchConfig AttentionDirectKernel::emitAttention(AttentionOp op) {
     Value l = state[1];
     Value nonEmpty =
         arith::CmpFOp::create(b, arith::CmpFPredicate::OGT, l, f32(0));
-    storeResults(c, select(nonEmpty, divf(state[2], l), f32(0)));
+    storeResults(storedCoords(c),
+                 select(nonEmpty, divf(state[2], l), f32(0)));
   });
 }

@@ -61,11 +61,17 @@ public:
 private:
   FailureOr<LaunchConfig> emitBody() override;
 
-  /// cp.async of rows row0.. of (batch, head) of `src` ([B, H, N, width])
-  /// into `stage` of `dst`, `rows` of them, zero past `n` rows and past
-  /// `width` columns (up to the next k-step).
+  /// cp.async of rows row0.. of (batch, head) of operand `src` ([B, H, N,
+  /// width], read through its transposes; below its rope, if any) into
+  /// `stage` of `dst`, `rows` of them, zero past `n` rows and past `width`
+  /// columns (up to the next k-step).
   void copyRows(Value dst, Value stage, int64_t rows, Value src, Value head,
                 Value row0, int64_t n, int64_t width);
+  /// Rotates the rows of `stage` of `buffer` in place as operand `src`'s
+  /// rope says (if it has one), row r being position pos0 + r; then a
+  /// barrier.
+  void rotateRows(Value buffer, Value stage, int64_t rows, Value src,
+                  Value pos0, int64_t n);
   /// ldmatrix from `stage` of `buffer` at (row, col), swizzled.
   SmallVector<Value> ldmatrix(Value buffer, Value stage, Value row, Value col,
                               bool transpose) {
@@ -170,15 +176,57 @@ void AttentionMmaSyncKernel::copyRows(Value dst, Value stage, int64_t rows,
       Value row = divi(e, chunks), col = muli(remi(e, chunks), idx(v));
       Value srcRow = addi(row0, row);
       Value inBounds = andi(ltc(srcRow, n), ltc(col, width));
+      Value below = src;
+      if (auto rope = src.getDefiningOp<RopeOp>())
+        below = rope.getInput();
+      auto [memref, indices] =
+          viewSource(below, {batchIndex, head, srcRow, col});
       emitCopyChunk(b, type, dst,
-                    {stage, row, swizzleColumn(b, type, cols, row, col)}, src,
-                    {batchIndex, head, srcRow, col}, inBounds);
+                    {stage, row, swizzleColumn(b, type, cols, row, col)},
+                    memref, indices, inBounds);
     };
     if ((r + 1) * threads <= items)
       copy();
     else
       ifThen(ltc(e, items), copy);
   }
+}
+
+void AttentionMmaSyncKernel::rotateRows(Value buffer, Value stage,
+                                        int64_t rows, Value src, Value pos0,
+                                        int64_t n) {
+  auto rope = src.getDefiningOp<RopeOp>();
+  if (!rope)
+    return;
+  int64_t dim = shapeOf(src).back(), half = dim / 2;
+  int64_t cols = cast<MemRefType>(buffer.getType()).getShape()[2];
+  Value cosTable = argOf.lookup(rope.getCos()),
+        sinTable = argOf.lookup(rope.getSin());
+  int64_t items = rows * half;
+  for (int64_t r = 0; r < ceilDiv(items, threads); ++r) {
+    Value e = addi(tid, idx(r * threads));
+    Value row = divi(e, half), pair = remi(e, half);
+    Value pos = addi(pos0, row);
+    Value ok = ltc(pos, n);
+    if ((r + 1) * threads > items)
+      ok = andi(ok, ltc(e, items));
+    ifThen(ok, [&] {
+      // Pairs (i, i + D/2), or (2i, 2i + 1) when interleaved.
+      Value c0 = rope.getInterleaved() ? muli(pair, idx(2)) : pair;
+      Value c1 = rope.getInterleaved() ? addi(c0, idx(1))
+                                       : addi(pair, idx(half));
+      auto at = [&](Value col) -> SmallVector<Value> {
+        return {stage, row, swizzleColumn(b, type, cols, row, col)};
+      };
+      Value x0 = toF32(memref::LoadOp::create(b, buffer, at(c0)));
+      Value x1 = toF32(memref::LoadOp::create(b, buffer, at(c1)));
+      Value c = load(cosTable, {pos, pair}), s = load(sinTable, {pos, pair});
+      store(fma(x0, c, arith::NegFOp::create(b, mulf(x1, s))), buffer,
+            at(c0));
+      store(fma(x1, c, mulf(x0, s)), buffer, at(c1));
+    });
+  }
+  gpu::BarrierOp::create(b);
 }
 
 Value AttentionMmaSyncKernel::quadReduce(Value x, bool max) {
@@ -203,8 +251,9 @@ FailureOr<LaunchConfig> AttentionMmaSyncKernel::emitBody() {
   int64_t qTiles = ceilDiv(s.nq, br), kvTiles = ceilDiv(s.nk, bc);
   bool causal = op.getCausal();
   Value mask = op.getMask() ? argOf.lookup(op.getMask()) : Value();
-  Value q = argOf.lookup(op.getQuery()), k = argOf.lookup(op.getKey()),
-        v = argOf.lookup(op.getValue());
+  // The operands in the kernel body: kernel arguments, possibly under
+  // transposes and a rope (isAnchorView).
+  Value q = op.getQuery(), k = op.getKey(), v = op.getValue();
   // exp(x * scale) = exp2(x * scale * log2(e)); the mask is scaled alike.
   // Without a mask (and with a positive scale, which keeps the max) the
   // scale folds into the exponent's fma: exp2(s * c - max * c).
@@ -241,6 +290,7 @@ FailureOr<LaunchConfig> AttentionMmaSyncKernel::emitBody() {
   NVVM::CpAsyncCommitGroupOp::create(b);
   NVVM::CpAsyncWaitGroupOp::create(b, 1);
   gpu::BarrierOp::create(b);
+  rotateRows(qs, idx(0), br, q, q0, s.nq);
 
   // Q's A fragments: lanes 0-15 address rows 0-15 at columns 0-7 of the
   // k-step, lanes 16-31 the same rows at columns 8-15.
@@ -284,6 +334,7 @@ FailureOr<LaunchConfig> AttentionMmaSyncKernel::emitBody() {
           copyRows(vs, next, bc, v, kvHead, nextKv0, s.nk, s.dv);
         });
         NVVM::CpAsyncCommitGroupOp::create(b);
+        rotateRows(ks, stage, bc, k, kv0, s.nk);
 
         // S = Q K^T: fragment f holds keys 8f.. of the tile.
         SmallVector<Value> sAcc(sFrags * 4, zero);
@@ -428,7 +479,8 @@ FailureOr<LaunchConfig> AttentionMmaSyncKernel::emitBody() {
         Value col = addi(idx(8 * f), muli(t, idx(2)));
         SmallVector<Value> values = {mulf(state[f * 4 + 2 * r], inv),
                                      mulf(state[f * 4 + 2 * r + 1], inv)};
-        storeVectorResults({batchIndex, head, rows[r], col}, 2, values);
+        storeVectorResults(storedCoords({batchIndex, head, rows[r], col}), 2,
+                           values);
       }
     });
   }

@@ -53,7 +53,7 @@ FailureOr<LaunchConfig> KernelBuilder::build() {
   b.setInsertionPointToEnd(&entry);
 
   for (Operation &op : body.without_terminator())
-    if (isAnchor(&op))
+    if (isAnchor(&op) && !isAnchorView(&op))
       anchor = &op;
   if (anchor)
     anchorResult = anchor->getResult(0);
@@ -334,6 +334,15 @@ Value KernelBuilder::evalAt(Value v, ArrayRef<Value> coords) {
   };
   Value result =
       llvm::TypeSwitch<Operation *, Value>(op)
+          .Case([&](TransposeOp o) {
+            // A transpose of the anchor's result (isAnchorView): the
+            // element at `coords` of the result.
+            ArrayRef<int64_t> perm = o.getPermutation();
+            SmallVector<Value> in(coords.size());
+            for (auto [i, p] : llvm::enumerate(perm))
+              in[p] = coords[i];
+            return evalAt(o.getInput(), in);
+          })
           .Case([&](AddOp o) { return addf(at(o.getLhs()), at(o.getRhs())); })
           .Case([&](SubOp o) { return subf(at(o.getLhs()), at(o.getRhs())); })
           .Case([&](MulOp o) { return mulf(at(o.getLhs()), at(o.getRhs())); })
@@ -455,4 +464,65 @@ void KernelBuilder::storeVectorResults(ArrayRef<Value> coords, int64_t width,
     vector::StoreOp::create(
         b, vector::FromElementsOp::create(b, vectorOf(out, width), values),
         out, coords, /*nontemporal=*/false, alignOf(out, width));
+}
+
+SmallVector<Value> KernelBuilder::storedCoords(ArrayRef<Value> coords) {
+  SmallVector<Value> out(coords);
+  Value v = anchorResult;
+  while (v.hasOneUse()) {
+    auto transpose = dyn_cast<TransposeOp>(*v.user_begin());
+    if (!transpose)
+      break;
+    SmallVector<Value> permuted;
+    for (int64_t p : transpose.getPermutation())
+      permuted.push_back(out[p]);
+    out = permuted;
+    v = transpose.getResult();
+  }
+  return out;
+}
+
+std::pair<Value, SmallVector<Value>>
+KernelBuilder::viewSource(Value v, ArrayRef<Value> coords) {
+  SmallVector<Value> at(coords);
+  while (auto transpose = v.getDefiningOp<TransposeOp>()) {
+    SmallVector<Value> in(at.size());
+    for (auto [i, p] : llvm::enumerate(transpose.getPermutation()))
+      in[p] = at[i];
+    at = in;
+    v = transpose.getInput();
+  }
+  return {argOf.lookup(v), at};
+}
+
+Value KernelBuilder::loadThroughViews(Value v, ArrayRef<Value> coords) {
+  auto rope = v.getDefiningOp<RopeOp>();
+  if (!rope) {
+    auto [memref, at] = viewSource(v, coords);
+    return load(memref, at);
+  }
+  // (x0, x1) -> (x0 cos - x1 sin, x1 cos + x0 sin) for pairs (i, i + D/2),
+  // or (2i, 2i + 1) when interleaved; position = the second-to-last axis.
+  int64_t dim = shapeOf(v).back(), half = dim / 2;
+  Value d = coords.back(), pos = coords[coords.size() - 2];
+  Value first, partner, pair;
+  if (rope.getInterleaved()) {
+    first = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, remi(d, 2),
+                                  idx(0));
+    partner = arith::XOrIOp::create(b, d, idx(1));
+    pair = divi(d, 2);
+  } else {
+    first = ltc(d, half);
+    partner = select(first, addi(d, idx(half)), subi(d, idx(half)));
+    pair = remi(d, half);
+  }
+  SmallVector<Value> other(coords);
+  other.back() = partner;
+  Value x = loadThroughViews(rope.getInput(), coords);
+  Value y = loadThroughViews(rope.getInput(), other);
+  Value c = load(argOf.lookup(rope.getCos()), {pos, pair});
+  Value s = load(argOf.lookup(rope.getSin()), {pos, pair});
+  // first: x c - y s; second: x c + y s.
+  Value ys = mulf(y, s);
+  return fma(x, c, select(first, arith::NegFOp::create(b, ys), ys));
 }

@@ -231,6 +231,21 @@ protected:
   /// The lane of channelValues the element being computed reads.
   int64_t channelLane = 0;
 
+  //===--------------------------------------------------------------------===//
+  // Views an attention anchor applies on the way (isAnchorView)
+  //===--------------------------------------------------------------------===//
+
+  /// Where the anchor's element at `coords` is stored: permuted by the
+  /// transposes between the anchor and the kernel's results.
+  SmallVector<Value> storedCoords(ArrayRef<Value> coords);
+  /// The kernel argument (a memref) under `v`'s transposes, and `coords`
+  /// (in `v`'s shape) mapped to it.
+  std::pair<Value, SmallVector<Value>> viewSource(Value v,
+                                                  ArrayRef<Value> coords);
+  /// `v`, a kernel argument under transposes and a rope, at `coords` (f32),
+  /// read from memory on every call.
+  Value loadThroughViews(Value v, ArrayRef<Value> coords);
+
   YieldOp yield() {
     return cast<YieldOp>(kernel.getBody().front().getTerminator());
   }

@@ -32,7 +32,7 @@ llvm::StringRef fusec::tiling::familyName(KernelFamily family) {
 
 static Operation *findAnchor(KernelOp kernel) {
   for (Operation &op : kernel.getBody().front().without_terminator())
-    if (isAnchor(&op))
+    if (isAnchor(&op) && !isAnchorView(&op))
       return &op;
   return nullptr;
 }
