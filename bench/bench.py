@@ -62,6 +62,13 @@ FFN_PARTS = ("ffn", "ffn_up", "ffn_down")
 # WORKLOADS.md section 2: B x H x N x D, causal or not, f16 and bf16.
 ATTENTION = [(16, 16, 1024, 64), (4, 16, 4096, 64), (4, 16, 4096, 128), (1, 16, 16384, 128)]
 ATTENTION_DTYPES = ("f16", "bf16")
+# Transformer blocks (WORKLOADS.md / issue 7): pre-norm, separate Q/K/V
+# projections, heads split by reshape + transpose, optional rope on Q and K,
+# attention, heads merged, output projection + residual, LayerNorm, GeLU FFN
+# + residual. (name, B, N, model dim, query heads, kv heads, head dim, FFN
+# width, causal, rope)
+BLOCKS = [("block_example", 1, 128, 256, 4, 2, 64, 1024, True, True),
+          ("block_vit_b", 8, 197, 768, 12, 12, 64, 3072, False, False)]
 
 
 def t(shape, dt):
@@ -169,6 +176,42 @@ def attention_graph(b, h, n, d, causal, dt):
             f"  %0 = fuse.attention %q, %k, %v{attr} : {x}, {x}, {x}\n  return %0 : {x}\n}}\n")
 
 
+def block_graph(name, b, n, dm, hq, hkv, d, ffn, causal, rope, dt="bf16"):
+    """The block as a fuse graph; arguments in block_inputs' order."""
+    x, row = t([b, n, dm], dt), t([dm], dt)
+    args = [f"%x: {x}", f"%g1: {row}", f"%b1: {row}", f"%wq: {t([hq * d, dm], dt)}",
+            f"%wk: {t([hkv * d, dm], dt)}", f"%wv: {t([hkv * d, dm], dt)}", f"%wo: {t([dm, hq * d], dt)}"]
+    if rope:
+        args += [f"%cos: {t([n, d // 2], dt)}", f"%sin: {t([n, d // 2], dt)}"]
+    args += [f"%g2: {row}", f"%b2: {row}", f"%w1: {t([ffn, dm], dt)}", f"%c1: {t([ffn], dt)}",
+             f"%w2: {t([dm, ffn], dt)}", f"%c2: {row}"]
+    names = {}
+    body = [f"  %h = fuse.layer_norm %x scale(%g1 : {row}) shift(%b1 : {row}) : {x}"]
+    for v, h in (("q", hq), ("k", hkv), ("v", hkv)):
+        body.append(f"  %{v}0 = fuse.linear %h, %w{v} : {x}, {t([h * d, dm], dt)}")
+        body.append(f"  %{v}1 = fuse.reshape %{v}0 : {t([b, n, h * d], dt)} to {t([b, n, h, d], dt)}")
+        body.append(f"  %{v}2 = fuse.transpose %{v}1 {{permutation = array<i64: 0, 2, 1, 3>}} : "
+                    f"{t([b, n, h, d], dt)}")
+        last = f"%{v}2"
+        if rope and v != "v":
+            body.append(f"  %{v}3 = fuse.rope %{v}2, %cos, %sin : {t([b, h, n, d], dt)}, {t([n, d // 2], dt)}")
+            last = f"%{v}3"
+        names[v] = last
+    qt, kt = t([b, hq, n, d], dt), t([b, hkv, n, d], dt)
+    body.append(f"  %a = fuse.attention {names['q']}, {names['k']}, {names['v']}{' {causal}' if causal else ''} : "
+                f"{qt}, {kt}, {kt}")
+    body.append(f"  %a1 = fuse.transpose %a {{permutation = array<i64: 0, 2, 1, 3>}} : {qt}")
+    body.append(f"  %a2 = fuse.reshape %a1 : {t([b, n, hq, d], dt)} to {t([b, n, hq * d], dt)}")
+    body.append(f"  %o = fuse.linear %a2, %wo : {t([b, n, hq * d], dt)}, {t([dm, hq * d], dt)}")
+    body.append(f"  %r1 = fuse.add %x, %o : {x}, {x}")
+    body.append(f"  %h2 = fuse.layer_norm %r1 scale(%g2 : {row}) shift(%b2 : {row}) : {x}")
+    body.append(f"  %f1 = fuse.linear %h2, %w1, %c1 : {x}, {t([ffn, dm], dt)}, {t([ffn], dt)}")
+    body.append(f"  %f2 = fuse.gelu %f1 {{approximate = #fuse.gelu_approx<tanh>}} : {t([b, n, ffn], dt)}")
+    body.append(f"  %f3 = fuse.linear %f2, %w2, %c2 : {t([b, n, ffn], dt)}, {t([dm, ffn], dt)}, {row}")
+    body.append(f"  %y = fuse.add %r1, %f3 : {x}, {x}")
+    return f"func.func @{name}({', '.join(args)}) -> {x} {{\n" + "\n".join(body) + f"\n  return %y : {x}\n}}\n"
+
+
 def workloads():
     """(tag, graph text, fusec flags) of every workload, in run order."""
     jobs = []
@@ -180,6 +223,8 @@ def workloads():
         jobs.append((f"{name}_f16", bottleneck_graph(name, cin), []))
     for part in FFN_PARTS:
         jobs.append((f"{part}_bf16", ffn_graph(part), []))
+    for blk in BLOCKS:
+        jobs.append((f"{blk[0]}_bf16", block_graph(*blk), []))
     for dt in ATTENTION_DTYPES:
         for shape in ATTENTION:
             for causal in (False, True):
@@ -568,6 +613,57 @@ def run_bench(args):
                             ratio_vs_cudnn=ms_cudnn / ms_f if ms_cudnn else None)
                 rt.lib.fusec_module_release(module)
                 del q, k, v, out, fusec
+
+    # --- Transformer blocks (issue 7), bf16, against eager PyTorch (SDPA)
+    # and torch.compile; kernels per block next to each time.
+    for (name, bsz, n, dm, hq, hkv, hd, ffn, causal, rope) in BLOCKS:
+        tag = f"{name}_bf16"
+        if not wanted(tag):
+            continue
+        module = load(tag)
+        with open(os.path.join(args.dir, tag + ".ptx")) as f:
+            kernels = f.read().count(".entry ")
+        d = torch.bfloat16
+
+        def rnd(*shape, s=1.0):
+            return torch.randn(*shape, device=dev, dtype=d) * s
+        p = dict(x=rnd(bsz, n, dm), g1=1 + rnd(dm, s=0.1), b1=rnd(dm, s=0.1),
+                 wq=rnd(hq * hd, dm, s=dm ** -0.5), wk=rnd(hkv * hd, dm, s=dm ** -0.5),
+                 wv=rnd(hkv * hd, dm, s=dm ** -0.5), wo=rnd(dm, hq * hd, s=(hq * hd) ** -0.5))
+        if rope:
+            ang = torch.arange(n, device=dev)[:, None] * 10000 ** (-torch.arange(hd // 2, device=dev) / (hd // 2))
+            p.update(cos=ang.cos().to(d), sin=ang.sin().to(d))
+        p.update(g2=1 + rnd(dm, s=0.1), b2=rnd(dm, s=0.1), w1=rnd(ffn, dm, s=dm ** -0.5), c1=rnd(ffn, s=0.1),
+                 w2=rnd(dm, ffn, s=ffn ** -0.5), c2=rnd(dm, s=0.1))
+
+        def block(p=p, bsz=bsz, n=n, dm=dm, hq=hq, hkv=hkv, hd=hd, causal=causal, rope=rope):
+            def rot(v):
+                if not rope:
+                    return v
+                v0, v1 = v[..., :hd // 2], v[..., hd // 2:]
+                return torch.cat([v0 * p["cos"] - v1 * p["sin"], v1 * p["cos"] + v0 * p["sin"]], -1)
+            h = F.layer_norm(p["x"], (dm,), p["g1"], p["b1"])
+            q = rot(F.linear(h, p["wq"]).view(bsz, n, hq, hd).transpose(1, 2))
+            k = rot(F.linear(h, p["wk"]).view(bsz, n, hkv, hd).transpose(1, 2))
+            v = F.linear(h, p["wv"]).view(bsz, n, hkv, hd).transpose(1, 2)
+            a = F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=hq != hkv)
+            r1 = p["x"] + F.linear(a.transpose(1, 2).reshape(bsz, n, hq * hd), p["wo"])
+            h2 = F.layer_norm(r1, (dm,), p["g2"], p["b2"])
+            f = F.gelu(F.linear(h2, p["w1"], p["c1"]), approximate="tanh")
+            return r1 + F.linear(f, p["w2"], p["c2"])
+        out = torch.full_like(p["x"], float("nan"))
+        fusec = [rt.runner(module, stream(), list(p.values()), [out])]
+        with torch.no_grad():
+            fusec[0]()
+            torch.cuda.synchronize()
+            ref = block({k_: v_.double() for k_, v_ in p.items()})
+            err = relerr(out, ref)
+            del ref
+            ms = interleaved(dict(fusec=fusec, **eager_and_compiled(lambda wrap: [wrap(block)])))
+        flops = 2 * bsz * n * dm * (hq * hd + 2 * hkv * hd + hq * hd + 2 * ffn) + \
+            4 * bsz * hq * n * n * hd // (2 if causal else 1)
+        compute_row(name, "bf16", ms.pop("fusec"), ms, flops, err, kernels=kernels)
+        rt.lib.fusec_module_release(module)
 
     # --- Memory-bound rows (section 3).
     name, n, c, h, w = BN_RELU
