@@ -26,9 +26,12 @@ def FormKernels : Pass<"fusec-form-kernels", "mlir::func::FuncOp"> {
     while each link has a single user and keeps the shape. Elementwise ops
     that only combine graph parameters (batch-norm coefficients, merged
     biases) join the kernel that alone uses them, and are recomputed there.
-    Elementwise ops left over form kernels of their own. A value with several
-    users, a reshape or transpose, or an edge between two anchors ends a
-    kernel. Every decision is reported as a remark (`fused ...` or
+    Elementwise ops left over form kernels of their own. An attention takes
+    in the single-user transposes (keeping rows contiguous) and ropes that
+    produce its operands, and a transpose of its result: it loads, rotates
+    and stores through them. Otherwise a value with several users, a
+    reshape or transpose, or an edge between two anchors ends a kernel;
+    reshapes between kernels are free views. Every decision is reported as a remark (`fused ...` or
     `not fused ...`), which `fusec --remarks` prints.
   }];
   let dependentDialects = ["mlir::fuse::FuseDialect"];
