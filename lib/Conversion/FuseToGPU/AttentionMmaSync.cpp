@@ -155,13 +155,12 @@ fusec::tiling::attentionTileFromAttr(KernelOp kernel, AttentionOp op,
 std::unique_ptr<KernelBuilder> fusec::tiling::makeAttentionMmaSyncKernel(
     KernelOp kernel, gpu::GPUModuleOp module, const TargetDescription &target,
     const AttentionTile &tile) {
-  MmaType type{NVVM::MMATypes::f16, 2};
+  Type element;
   kernel.walk([&](AttentionOp op) {
-    if (getElementTypeOrSelf(op.getQuery().getType()).isBF16())
-      type.ptx = NVVM::MMATypes::bf16;
+    element = getElementTypeOrSelf(op.getQuery().getType());
   });
-  return std::make_unique<AttentionMmaSyncKernel>(kernel, module, target,
-                                                  type, tile);
+  return std::make_unique<AttentionMmaSyncKernel>(
+      kernel, module, target, *mmaTypeOf(element, Fp32Math::IEEE), tile);
 }
 
 void AttentionMmaSyncKernel::copyRows(Value dst, Value stage, int64_t rows,

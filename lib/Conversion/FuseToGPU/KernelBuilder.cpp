@@ -310,6 +310,14 @@ Value KernelBuilder::evalUnary(Operation *op, Value x) {
       .Default([](Operation *) { return Value(); });
 }
 
+/// The coordinates in `op`'s input of its result's element at `coords`.
+static SmallVector<Value> inputCoords(TransposeOp op, ArrayRef<Value> coords) {
+  SmallVector<Value> in(coords.size());
+  for (auto [i, p] : llvm::enumerate(op.getPermutation()))
+    in[p] = coords[i];
+  return in;
+}
+
 Value KernelBuilder::evalAt(Value v, ArrayRef<Value> coords) {
   if (v == anchorResult)
     return anchorScalar;
@@ -335,13 +343,8 @@ Value KernelBuilder::evalAt(Value v, ArrayRef<Value> coords) {
   Value result =
       llvm::TypeSwitch<Operation *, Value>(op)
           .Case([&](TransposeOp o) {
-            // A transpose of the anchor's result (isAnchorView): the
-            // element at `coords` of the result.
-            ArrayRef<int64_t> perm = o.getPermutation();
-            SmallVector<Value> in(coords.size());
-            for (auto [i, p] : llvm::enumerate(perm))
-              in[p] = coords[i];
-            return evalAt(o.getInput(), in);
+            // A transpose of the anchor's result (isAnchorView).
+            return evalAt(o.getInput(), inputCoords(o, coords));
           })
           .Case([&](AddOp o) { return addf(at(o.getLhs()), at(o.getRhs())); })
           .Case([&](SubOp o) { return subf(at(o.getLhs()), at(o.getRhs())); })
@@ -486,10 +489,7 @@ std::pair<Value, SmallVector<Value>>
 KernelBuilder::viewSource(Value v, ArrayRef<Value> coords) {
   SmallVector<Value> at(coords);
   while (auto transpose = v.getDefiningOp<TransposeOp>()) {
-    SmallVector<Value> in(at.size());
-    for (auto [i, p] : llvm::enumerate(transpose.getPermutation()))
-      in[p] = at[i];
-    at = in;
+    at = inputCoords(transpose, at);
     v = transpose.getInput();
   }
   return {argOf.lookup(v), at};
