@@ -605,8 +605,10 @@ LogicalResult AttentionOp::inferReturnTypes(MLIRContext *ctx,
       return c.fail("attribute 'scale' must be finite, found ", s);
   }
   if (Value mask = adaptor.getMask()) {
+    // Any of the float types, whatever the query's: an f32 mask over f16
+    // queries keeps large negative values exact.
     auto m = c.tensor(mask, "mask");
-    if (failed(m) || failed(c.sameElementType(*q, "query", *m, "mask")))
+    if (failed(m))
       return failure();
     SmallVector<int64_t> scores = {qs[0], qs[1], qs[2], ks[2]};
     ArrayRef<int64_t> ms = m->getShape();
@@ -896,6 +898,164 @@ LogicalResult TransposeOp::inferReturnTypes(MLIRContext *ctx,
   return success();
 }
 
+LogicalResult SliceOp::inferReturnTypes(MLIRContext *ctx,
+                                        std::optional<Location> loc,
+                                        Adaptor adaptor,
+                                        SmallVectorImpl<Type> &results) {
+  adaptor = completeAdaptor<SliceOp>(ctx, adaptor);
+  Checker c(loc, getOperationName());
+  auto in = c.tensor(adaptor.getInput(), "input");
+  if (failed(in))
+    return failure();
+  if (!adaptor.getOffsetsAttr() || !adaptor.getSizesAttr())
+    return c.fail("requires attributes 'offsets' and 'sizes'");
+  ArrayRef<int64_t> offsets = adaptor.getOffsets(), sizes = adaptor.getSizes();
+  int64_t rank = in->getRank();
+  if (static_cast<int64_t>(offsets.size()) != rank ||
+      static_cast<int64_t>(sizes.size()) != rank)
+    return c.fail("attributes 'offsets' ", shapeStr(offsets), " and 'sizes' ",
+                  shapeStr(sizes), " must have one value per axis of the input ",
+                  shapeStr(in->getShape()));
+  for (int64_t i = 0; i < rank; ++i) {
+    int64_t dim = in->getDimSize(i);
+    // Compared without forming offsets + sizes, which may overflow.
+    if (offsets[i] < 0 || sizes[i] < 1 || offsets[i] > dim ||
+        sizes[i] > dim - offsets[i])
+      return c.fail("axis ", i, ": offset ", offsets[i], " and size ",
+                    sizes[i], " do not fit in extent ", dim,
+                    " (need 0 <= offset, 1 <= size, offset + size <= extent)");
+  }
+  setResult(results, sizes, in->getElementType());
+  return success();
+}
+
+OpFoldResult SliceOp::fold(FoldAdaptor) {
+  if (getInput().getType() == getType())
+    return getInput();
+  // A slice of a slice is one slice.
+  if (auto inner = getInput().getDefiningOp<SliceOp>()) {
+    SmallVector<int64_t> offsets(getOffsets());
+    for (auto [o, i] : llvm::zip_equal(offsets, inner.getOffsets()))
+      o += i;
+    setOffsets(offsets);
+    getInputMutable().assign(inner.getInput());
+    return getResult();
+  }
+  // A slice inside one operand of a concat reads that operand.
+  if (auto concat = getInput().getDefiningOp<ConcatOp>()) {
+    auto axis = static_cast<int64_t>(concat.getAxis());
+    if (axis < 0)
+      axis += getType().getRank();
+    int64_t start = 0;
+    for (Value operand : concat.getInputs()) {
+      int64_t extent = cast<RankedTensorType>(operand.getType()).getDimSize(axis);
+      int64_t offset = getOffsets()[axis];
+      if (offset >= start && offset + getSizes()[axis] <= start + extent) {
+        SmallVector<int64_t> offsets(getOffsets());
+        offsets[axis] -= start;
+        setOffsets(offsets);
+        getInputMutable().assign(operand);
+        return getInput().getType() == getType() ? getInput() : getResult();
+      }
+      start += extent;
+    }
+  }
+  return {};
+}
+
+LogicalResult ConcatOp::inferReturnTypes(MLIRContext *ctx,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &results) {
+  adaptor = completeAdaptor<ConcatOp>(ctx, adaptor);
+  Checker c(loc, getOperationName());
+  if (adaptor.getInputs().empty())
+    return c.fail("needs at least one operand");
+  SmallVector<RankedTensorType> types;
+  for (auto [i, v] : llvm::enumerate(adaptor.getInputs())) {
+    std::string name = "#" + std::to_string(i);
+    auto type = c.tensor(v, name);
+    if (failed(type))
+      return failure();
+    types.push_back(*type);
+  }
+  RankedTensorType first = types.front();
+  if (first.getRank() < 1)
+    return c.fail("operands must have rank 1 or more, found rank 0");
+  if (!adaptor.getAxisAttr())
+    return c.fail("requires attribute 'axis'");
+  auto axis = c.axis(adaptor.getAxis(), first.getRank(), "axis");
+  if (failed(axis))
+    return failure();
+  SmallVector<int64_t> shape(first.getShape());
+  for (auto [i, type] : llvm::enumerate(types)) {
+    if (i == 0)
+      continue;
+    std::string name = "#" + std::to_string(i);
+    if (failed(c.sameElementType(first, "#0", type, name)))
+      return failure();
+    bool fits = type.getRank() == first.getRank();
+    for (int64_t d = 0; fits && d < first.getRank(); ++d)
+      fits = d == *axis || type.getDimSize(d) == first.getDimSize(d);
+    if (!fits)
+      return c.fail("operand '", name, "' has shape ",
+                    shapeStr(type.getShape()), " but '#0' has ",
+                    shapeStr(first.getShape()),
+                    "; they may differ only along axis ", *axis);
+    if (shape[*axis] > (int64_t(1) << 62) - type.getDimSize(*axis))
+      return c.fail("the result's extent along axis ", *axis,
+                    " overflows 64 bits");
+    shape[*axis] += type.getDimSize(*axis);
+  }
+  setResult(results, shape, first.getElementType());
+  return success();
+}
+
+OpFoldResult ConcatOp::fold(FoldAdaptor) {
+  if (getInputs().size() == 1)
+    return getInputs().front();
+  return {};
+}
+
+int64_t SplitOp::getNormalizedAxis() {
+  int64_t axis = static_cast<int64_t>(getAxis());
+  return axis < 0 ? axis + getInput().getType().getRank() : axis;
+}
+
+LogicalResult SplitOp::inferReturnTypes(MLIRContext *ctx,
+                                        std::optional<Location> loc,
+                                        Adaptor adaptor,
+                                        SmallVectorImpl<Type> &results) {
+  adaptor = completeAdaptor<SplitOp>(ctx, adaptor);
+  Checker c(loc, getOperationName());
+  auto inAndAxis = c.inputAndAxis(adaptor.getInput(), adaptor.getAxis());
+  if (failed(inAndAxis))
+    return failure();
+  auto [in, axis] = *inAndAxis;
+  if (!adaptor.getSizesAttr())
+    return c.fail("requires attribute 'sizes'");
+  ArrayRef<int64_t> sizes = adaptor.getSizes();
+  if (sizes.empty())
+    return c.fail("attribute 'sizes' must have at least one value");
+  int64_t dim = in.getDimSize(axis), left = dim;
+  for (int64_t size : sizes) {
+    if (size < 1 || size > left)
+      return c.fail("attribute 'sizes' ", shapeStr(sizes),
+                    " must be positive and sum to extent ", dim, " of axis ",
+                    axis);
+    left -= size;
+  }
+  if (left != 0)
+    return c.fail("attribute 'sizes' ", shapeStr(sizes), " sums to ",
+                  dim - left, ", not to extent ", dim, " of axis ", axis);
+  for (int64_t size : sizes) {
+    SmallVector<int64_t> shape(in.getShape());
+    shape[axis] = size;
+    results.push_back(RankedTensorType::get(shape, in.getElementType()));
+  }
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // KernelOp
 //===----------------------------------------------------------------------===//
@@ -943,9 +1103,9 @@ LogicalResult KernelOp::verify() {
     if (isa<KernelOp>(op))
       return op.emitOpError("is nested in fuse.kernel '")
              << name << "'; kernels do not nest";
-    if (!isAnchor(&op) && !isElementwise(&op))
+    if (!isAnchor(&op) && !isElementwise(&op) && !isView(&op))
       return op.emitOpError("cannot be part of fuse.kernel '")
-             << name << "': it is neither an anchor nor elementwise";
+             << name << "': it is neither an anchor, elementwise nor a view";
     if (!isAnchor(&op) || isAnchorView(&op))
       continue;
     if (anchor) {
@@ -989,9 +1149,14 @@ bool mlir::fuse::keepsLastAxis(TransposeOp op) {
 
 bool mlir::fuse::isAnchorView(Operation *op) {
   auto transpose = dyn_cast<TransposeOp>(op);
-  if (!transpose && !isa<RopeOp>(op))
+  auto slice = dyn_cast<SliceOp>(op);
+  if (!transpose && !slice && !isa<RopeOp>(op))
     return false;
   if (transpose && !keepsLastAxis(transpose))
+    return false;
+  // Rows of the slice start on 16-byte chunks for cp.async.
+  if (slice && (slice.getOffsets().back() % 8 ||
+                slice.getInput().getType().getShape().back() % 8))
     return false;
   // A transpose of the attention's result: stored permuted.
   if (transpose && transpose.getInput().getDefiningOp<AttentionOp>())
@@ -999,14 +1164,15 @@ bool mlir::fuse::isAnchorView(Operation *op) {
   Value result = op->getResult(0);
   if (result.use_empty())
     return false;
+  bool moves = transpose || slice;
   return llvm::all_of(result.getUses(), [&](OpOperand &use) {
     Operation *user = use.getOwner();
-    // Q and K may be rotated; V only transposed.
+    // Q and K may be rotated; V only moved.
     if (isa<AttentionOp>(user))
-      return use.getOperandNumber() < (transpose ? 3u : 2u);
-    // A transpose under a rope or another transpose: the rope comes last,
-    // so that it rotates rows of the attention's own positions.
-    return transpose && isa<TransposeOp, RopeOp>(user) &&
+      return use.getOperandNumber() < (moves ? 3u : 2u);
+    // Moves under a rope or another move: the rope comes last, so that it
+    // rotates rows of the attention's own positions.
+    return moves && isa<TransposeOp, RopeOp, SliceOp>(user) &&
            use.getOperandNumber() == 0 && isAnchorView(user);
   });
 }

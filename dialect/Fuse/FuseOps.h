@@ -27,6 +27,8 @@ class RowReduction
 template <typename ConcreteType>
 class Elementwise
     : public ::mlir::OpTrait::TraitBase<ConcreteType, Elementwise> {};
+template <typename ConcreteType>
+class View : public ::mlir::OpTrait::TraitBase<ConcreteType, View> {};
 } // namespace OpTrait
 
 /// Starts a kernel of its own (convolution, matrix product, normalisation,
@@ -42,6 +44,9 @@ inline bool isRowReduction(Operation *op) {
 inline bool isElementwise(Operation *op) {
   return op->hasTrait<OpTrait::Elementwise>();
 }
+/// Each result element is one operand element at other coordinates (slice,
+/// concat): kernels read through it.
+inline bool isView(Operation *op) { return op->hasTrait<OpTrait::View>(); }
 } // namespace mlir::fuse
 
 #define GET_ATTRDEF_CLASSES
@@ -64,7 +69,8 @@ int64_t channelAxis(Layout layout, int64_t rank);
 
 namespace mlir::fuse {
 /// Whether `op` only changes how an attention anchor loads or stores:
-/// a transpose keeping the last axis, or a rope, whose result feeds only
+/// a transpose keeping the last axis, a slice keeping rows 16-byte aligned,
+/// or a rope, whose result feeds only
 /// attention operands (through other such ops), or a transpose keeping the
 /// last axis of an attention's result. The attention applies it on the way
 /// (strided copies, a rotation in shared memory, permuted stores), so it

@@ -28,6 +28,11 @@ def Fuse_RowReduction : Fuse_RoleTrait<"RowReduction">;
 /// kernel as its prologue or epilogue.
 def Fuse_Elementwise : Fuse_RoleTrait<"Elementwise">;
 
+/// Each result element is one operand element found elsewhere (slice,
+/// concat): a kernel reads through it, computing the source coordinates,
+/// instead of a copy kernel materialising it.
+def Fuse_View : Fuse_RoleTrait<"View">;
+
 /// Ops whose result type follows from operands and attributes: shapes are
 /// checked, with located messages, by the op's inferReturnTypes.
 class Fuse_InferredOp<string mnemonic, list<Trait> traits = []>
@@ -346,7 +351,9 @@ def Fuse_AttentionOp : Fuse_InferredOp<"attention", [Fuse_Anchor]> {
     - `causal`: query `i` sees keys `j <= i` (top-left aligned, as PyTorch's
       `is_causal`).
     - `mask`: optional additive mask, broadcastable (NumPy rules) to
-      `[B, Hq, Nq, Nk]`, rank 2 to 4; `-inf` hides a key.
+      `[B, Hq, Nq, Nk]`, rank 2 to 4, of any float type (f32 with f16
+      queries is common); `-inf` hides a key. A boolean mask `keep` is the
+      additive mask `where(keep, 0, -inf)`.
     - A query that sees no key at all produces zeros.
 
     ```mlir
@@ -516,6 +523,71 @@ def Fuse_TransposeOp : Fuse_InferredOp<"transpose", [Fuse_Anchor]> {
   let results = (outs Fuse_Tensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input)";
   let hasFolder = 1;
+}
+
+def Fuse_SliceOp : Fuse_InferredOp<"slice", [Fuse_View]> {
+  let summary = "A contiguous block of a tensor";
+  let description = [{
+    `result[i] = input[offsets + i]` with result shape `sizes`; per axis,
+    `0 <= offsets` and `1 <= sizes` and `offsets + sizes <= input.shape`.
+    Fusion reads through it: a slice never costs a copy of its own unless
+    nothing else in the graph uses its result.
+
+    ```mlir
+    %q = fuse.slice %qkv {offsets = array<i64: 0, 0, 256>,
+                          sizes = array<i64: 1, 128, 256>} : tensor<1x128x512xbf16>
+    ```
+  }];
+  let arguments = (ins Fuse_Tensor:$input, DenseI64ArrayAttr:$offsets,
+                       DenseI64ArrayAttr:$sizes);
+  let results = (outs Fuse_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasFolder = 1;
+}
+
+def Fuse_ConcatOp : Fuse_InferredOp<"concat", [Fuse_View]> {
+  let summary = "Joins tensors along one axis";
+  let description = [{
+    Operands have the same rank, element type and extents except along
+    `axis` (negative counts from the end); the result's extent there is the
+    sum. Fusion reads through it: the consumer of a concat loads each
+    element from the operand that holds it, so joining a U-Net skip
+    connection or ASPP branches costs no copy.
+
+    ```mlir
+    %y = fuse.concat %up, %skip {axis = 3}
+        : tensor<1x64x64x128xf16>, tensor<1x64x64x64xf16>
+    ```
+  }];
+  let arguments = (ins Variadic<Fuse_Tensor>:$inputs, I64Attr:$axis);
+  let results = (outs Fuse_Tensor:$result);
+  let assemblyFormat = "$inputs attr-dict `:` type($inputs)";
+  let hasFolder = 1;
+}
+
+def Fuse_SplitOp : Fuse_InferredOp<"split"> {
+  let summary = "Cuts a tensor into consecutive pieces along one axis";
+  let description = [{
+    Result `j` is the slice of `input` along `axis` (negative counts from
+    the end) starting at `sizes[0] + ... + sizes[j-1]` with extent
+    `sizes[j]`; the sizes are positive and sum to the axis' extent. The
+    usual way to take apart a fused QKV or gate/up projection.
+    `fusec-simplify` rewrites it into `fuse.slice` ops, which fusion reads
+    through.
+
+    ```mlir
+    %q, %k, %v = fuse.split %qkv {axis = 2, sizes = array<i64: 256, 128, 128>}
+        : tensor<1x128x512xbf16>
+    ```
+  }];
+  let arguments = (ins Fuse_Tensor:$input, I64Attr:$axis,
+                       DenseI64ArrayAttr:$sizes);
+  let results = (outs Variadic<Fuse_Tensor>:$results);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let extraClassDeclaration = [{
+    /// The axis, counted from the front.
+    int64_t getNormalizedAxis();
+  }];
 }
 
 //===----------------------------------------------------------------------===//

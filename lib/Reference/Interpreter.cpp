@@ -191,6 +191,18 @@ FailureOr<Tensor> Evaluator::evaluate(Operation *op) {
         auto perm = o.getPermutation();
         return transpose(get(o.getInput()), {perm.begin(), perm.end()});
       })
+      .Case([&](SliceOp o) {
+        auto offsets = o.getOffsets(), sizes = o.getSizes();
+        return slice(get(o.getInput()), {offsets.begin(), offsets.end()},
+                     {sizes.begin(), sizes.end()});
+      })
+      .Case([&](ConcatOp o) {
+        std::vector<const Tensor *> inputs;
+        for (Value v : o.getInputs())
+          inputs.push_back(&get(v));
+        return concat(inputs,
+                      normaliseAxis(o.getAxis(), o.getType().getRank()));
+      })
       .Default([](Operation *o) -> FailureOr<Tensor> {
         return o->emitOpError("is not supported by the reference interpreter");
       });
@@ -246,6 +258,17 @@ static FailureOr<std::vector<Tensor>> evaluateBlock(Evaluator &ev,
           coeffs.getEpsilon().convertToDouble());
       ev.set(coeffs.getResultScale(), std::move(s));
       ev.set(coeffs.getResultShift(), std::move(t));
+      continue;
+    }
+    if (auto split = dyn_cast<SplitOp>(op)) {
+      const Tensor &x = ev.get(split.getInput());
+      int64_t axis = split.getNormalizedAxis();
+      std::vector<int64_t> offsets(x.rank(), 0);
+      for (Value result : split.getResults()) {
+        auto shape = cast<RankedTensorType>(result.getType()).getShape();
+        ev.set(result, slice(x, offsets, {shape.begin(), shape.end()}));
+        offsets[axis] += shape[axis];
+      }
       continue;
     }
     if (auto kernel = dyn_cast<KernelOp>(op)) {

@@ -822,3 +822,48 @@ Tensor ref::transpose(const Tensor &x, const std::vector<int64_t> &perm) {
   }
   return result;
 }
+
+Tensor ref::slice(const Tensor &x, const std::vector<int64_t> &offsets,
+                  const std::vector<int64_t> &sizes) {
+  const size_t rank = x.shape.size();
+  assert(offsets.size() == rank && sizes.size() == rank &&
+         "one offset and one size per axis");
+  std::vector<int64_t> strides(rank, 1);
+  for (size_t i = rank; i-- > 1;)
+    strides[i - 1] = strides[i] * x.shape[i];
+  Tensor result(sizes);
+  std::vector<int64_t> index;
+  for (int64_t i = 0; i < result.numel(); ++i) {
+    unravel(i, sizes, index);
+    int64_t offset = 0;
+    for (size_t j = 0; j < rank; ++j) {
+      assert(offsets[j] + index[j] < x.shape[j] && "slice out of bounds");
+      offset += (offsets[j] + index[j]) * strides[j];
+    }
+    result.data[i] = x.data[offset];
+  }
+  return result;
+}
+
+Tensor ref::concat(const std::vector<const Tensor *> &inputs, int64_t axis) {
+  assert(!inputs.empty() && "concat of nothing");
+  std::vector<int64_t> shape = inputs.front()->shape;
+  shape[axis] = 0;
+  for (const Tensor *t : inputs)
+    shape[axis] += t->shape[axis];
+  // Rows above `axis` interleave the inputs' blocks below it.
+  int64_t outer = 1, inner = 1;
+  for (int64_t i = 0; i < axis; ++i)
+    outer *= shape[i];
+  for (size_t i = axis + 1; i < shape.size(); ++i)
+    inner *= shape[i];
+  Tensor result(shape);
+  int64_t at = 0;
+  for (int64_t o = 0; o < outer; ++o)
+    for (const Tensor *t : inputs) {
+      int64_t block = t->shape[axis] * inner;
+      for (int64_t k = 0; k < block; ++k)
+        result.data[at++] = t->data[o * block + k];
+    }
+  return result;
+}

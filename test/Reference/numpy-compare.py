@@ -618,6 +618,25 @@ class Graph:
         return self.op("fuse.transpose %s {permutation = %s} : %s"
                        % (x, arr_i(perm), x.ty), val, x.dt)
 
+    def slice(self, x, offsets, sizes):
+        val = x.v[tuple(slice(o, o + n) for o, n in zip(offsets, sizes))]
+        return self.op("fuse.slice %s {offsets = %s, sizes = %s} : %s"
+                       % (x, arr_i(offsets), arr_i(sizes), x.ty), val, x.dt)
+
+    def concat(self, xs, axis):
+        val = np.concatenate([x.v for x in xs], axis=axis)
+        return self.op("fuse.concat %s {axis = %d} : %s"
+                       % (", ".join(map(str, xs)), axis,
+                          ", ".join(x.ty for x in xs)), val, xs[0].dt)
+
+    def split(self, x, axis, sizes):
+        name = "%%v%d" % self.count
+        self.count += 1
+        self.lines.append("  %s:%d = fuse.split %s {axis = %d, sizes = %s} : %s"
+                          % (name, len(sizes), x, axis, arr_i(sizes), x.ty))
+        cuts = np.cumsum(sizes)[:-1]
+        return [Val("%s#%d" % (name, i), v, x.dt)
+                for i, v in enumerate(np.split(x.v, cuts, axis=axis))]
 
 # ---------------------------------------------------------------------------
 # Cases. Each is a function (Graph) -> None that adds args, ops and results.
@@ -885,7 +904,7 @@ for _name, _dt, _shape, _axis, _scale in [
 # -- attention ----------------------------------------------------------------------
 
 def attn_case(name, b, hq, hkv, nq, nk, d, dv, dt="f32", causal=False,
-              mask=None, scale=None, mask_fn=None):
+              mask=None, scale=None, mask_fn=None, mask_dt=None):
     def build(g):
         q = g.arg((b, hq, nq, d), dt)
         k = g.arg((b, hkv, nk, d), dt)
@@ -895,7 +914,7 @@ def attn_case(name, b, hq, hkv, nq, nk, d, dv, dt="f32", causal=False,
             mval = g.rng.standard_normal(mask)
             if mask_fn is not None:
                 mval = mask_fn(mval)
-            m = g.arg(mask, dt, value=mval)
+            m = g.arg(mask, mask_dt or dt, value=mval)
         g.ret(g.attention(q, k, v, m, scale, causal))
     CASES.append((name, build))
 
@@ -913,6 +932,11 @@ def _dead_row(m):
 
 
 attn_case("attention_plain", 2, 3, 3, 7, 7, 5, 5)
+# The mask in its own dtype: f32 (exact -inf and large values) over f16.
+attn_case("attention_f16_mask_f32", 1, 2, 1, 6, 9, 8, 8, dt="f16",
+          mask=(1, 1, 6, 9), mask_fn=_some_neg_inf, mask_dt="f32")
+attn_case("attention_bf16_mask_f16", 2, 2, 2, 5, 4, 8, 8, dt="bf16",
+          mask=(5, 4), mask_dt="f16")
 attn_case("attention_dv_ne_d", 1, 3, 3, 5, 9, 6, 4)
 attn_case("attention_causal_square", 2, 3, 3, 9, 9, 5, 5, causal=True)
 attn_case("attention_causal_nq_lt_nk", 1, 2, 2, 5, 9, 4, 7, causal=True)
@@ -1131,6 +1155,75 @@ for _name, _dt, _shape, _perm in [
         x = g.arg(shape, dt)
         g.ret(g.transpose(x, perm))
     CASES.append((_name, _build))
+
+
+# -- slice, concat, split ------------------------------------------------------
+
+@case("slice_rank3_f32")
+def _(g):
+    x = g.arg((3, 7, 5))
+    g.ret(g.slice(x, (1, 2, 0), (2, 4, 5)), g.slice(x, (0, 6, 4), (3, 1, 1)))
+
+
+@case("slice_of_slice_bf16")
+def _(g):
+    x = g.arg((9, 11), "bf16")
+    g.ret(g.unary("relu", g.slice(g.slice(x, (1, 2), (7, 8)), (2, 3), (3, 5))))
+
+
+@case("concat_three_axis_last_f16")
+def _(g):
+    a, b, c = g.arg((2, 3, 1), "f16"), g.arg((2, 3, 5), "f16"), g.arg((2, 3, 2), "f16")
+    g.ret(g.concat([a, b, c], 2))
+
+
+@case("concat_axis0_and_slice_back")
+def _(g):
+    a, b = g.arg((2, 5)), g.arg((3, 5))
+    c = g.concat([a, b], 0)
+    g.ret(c, g.slice(c, (1, 1), (3, 3)), g.slice(c, (2, 0), (3, 5)))
+
+
+@case("concat_negative_axis_rank1")
+def _(g):
+    g.ret(g.concat([g.arg((4,)), g.arg((1,)), g.arg((6,))], -1))
+
+
+@case("split_qkv_bf16")
+def _(g):
+    x = g.arg((1, 6, 24), "bf16")
+    q, k, v = g.split(x, -1, (12, 8, 4))
+    g.ret(q, g.unary("silu", k), v)
+
+
+@case("split_middle_axis_then_concat")
+def _(g):
+    x = g.arg((2, 9, 3))
+    a, b = g.split(x, 1, (4, 5))
+    g.ret(g.concat([b, g.unary("tanh", a)], 1))
+
+
+@case("graph_fused_qkv_split_heads_f16")
+def _(g):
+    dt, n, f, hq, hkv, hd = "f16", 7, 16, 2, 1, 8
+    x = g.arg((1, n, f), dt)
+    w = g.arg(((hq + 2 * hkv) * hd, f), dt, scale=0.3)
+    q, k, v = g.split(g.linear(x, w), 2, (hq * hd, hkv * hd, hkv * hd))
+    q = g.transpose(g.reshape(q, (1, n, hq, hd)), (0, 2, 1, 3))
+    k = g.transpose(g.reshape(k, (1, n, hkv, hd)), (0, 2, 1, 3))
+    v = g.transpose(g.reshape(v, (1, n, hkv, hd)), (0, 2, 1, 3))
+    a = g.attention(q, k, v, causal=True)
+    g.ret(g.reshape(g.transpose(a, (0, 2, 1, 3)), (1, n, hq * hd)))
+
+
+@case("graph_unet_skip_concat_nhwc")
+def _(g):
+    x = g.arg((1, 3, 4, 6), offset=0.5)
+    skip = g.arg((1, 6, 8, 5))
+    w = g.arg((4, 3, 3, 11), scale=0.3)
+    up = g.upsample(x, "nearest", scale=(2.0, 2.0))
+    y = g.conv2d(g.concat([up, skip], 3), w, padding=(1, 1))
+    g.ret(g.unary("relu", y))
 
 
 # -- inputs given in another float format than the argument type ---------------------

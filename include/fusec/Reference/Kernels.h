@@ -193,6 +193,13 @@ Tensor reshape(const Tensor &x, std::vector<int64_t> shape);
 /// result.shape[i] = x.shape[perm[i]].
 Tensor transpose(const Tensor &x, const std::vector<int64_t> &perm);
 
+/// result[i] = x[offsets + i], result shape `sizes` (the block fits in x).
+Tensor slice(const Tensor &x, const std::vector<int64_t> &offsets,
+             const std::vector<int64_t> &sizes);
+
+/// The inputs joined along `axis`; they agree on every other extent.
+Tensor concat(const std::vector<const Tensor *> &inputs, int64_t axis);
+
 } // namespace fusec::ref
 
 #endif // FUSEC_REFERENCE_KERNELS_H

@@ -573,7 +573,7 @@ func.func @kernel_nested(%x: tensor<4xf32>) -> tensor<4xf32> {
 func.func @kernel_reshape(%x: tensor<4xf32>) -> tensor<2x2xf32> {
   %0 = fuse.kernel "k0"(%x) : (tensor<4xf32>) -> tensor<2x2xf32> {
   ^bb0(%a: tensor<4xf32>):
-    // expected-error @below {{'fuse.reshape' op cannot be part of fuse.kernel 'k0': it is neither an anchor nor elementwise}}
+    // expected-error @below {{'fuse.reshape' op cannot be part of fuse.kernel 'k0': it is neither an anchor, elementwise nor a view}}
     %1 = fuse.reshape %a : tensor<4xf32> to tensor<2x2xf32>
     fuse.yield %1 : tensor<2x2xf32>
   }
@@ -626,4 +626,68 @@ func.func @tile_out_of_range(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>) -> tensor
     fuse.yield %1 : tensor<4x8xf32>
   }
   return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @slice_rank(%x: tensor<2x3x4xf32>, %x2: tensor<2x5x4xf32>, %h: tensor<2x3x4xf16>) {
+  // expected-error @below {{'fuse.slice' op attributes 'offsets' [0, 0] and 'sizes' [1, 1] must have one value per axis of the input [2, 3, 4]}}
+  %0 = fuse.slice %x {offsets = array<i64: 0, 0>, sizes = array<i64: 1, 1>} : tensor<2x3x4xf32>
+  return
+}
+
+// -----
+
+func.func @slice_bounds(%x: tensor<2x3x4xf32>, %x2: tensor<2x5x4xf32>, %h: tensor<2x3x4xf16>) {
+  // expected-error @below {{'fuse.slice' op axis 1: offset 2 and size 2 do not fit in extent 3 (need 0 <= offset, 1 <= size, offset + size <= extent)}}
+  %0 = fuse.slice %x {offsets = array<i64: 0, 2, 0>, sizes = array<i64: 2, 2, 4>} : tensor<2x3x4xf32>
+  return
+}
+
+// -----
+
+func.func @slice_overflow(%x: tensor<2x3x4xf32>, %x2: tensor<2x5x4xf32>, %h: tensor<2x3x4xf16>) {
+  // expected-error @below {{'fuse.slice' op axis 1: offset 1 and size 9223372036854775807 do not fit in extent 3}}
+  %0 = fuse.slice %x {offsets = array<i64: 0, 1, 0>, sizes = array<i64: 2, 9223372036854775807, 4>} : tensor<2x3x4xf32>
+  return
+}
+
+// -----
+
+func.func @concat_shape(%x: tensor<2x3x4xf32>, %x2: tensor<2x5x4xf32>, %h: tensor<2x3x4xf16>) {
+  // expected-error @below {{'fuse.concat' op operand '#1' has shape [2, 5, 4] but '#0' has [2, 3, 4]; they may differ only along axis 2}}
+  %0 = fuse.concat %x, %x2 {axis = 2} : tensor<2x3x4xf32>, tensor<2x5x4xf32>
+  return
+}
+
+// -----
+
+func.func @concat_type(%x: tensor<2x3x4xf32>, %x2: tensor<2x5x4xf32>, %h: tensor<2x3x4xf16>) {
+  // expected-error @below {{'fuse.concat' op operand '#1' has element type 'f16' but '#0' has 'f32'; both must match}}
+  %0 = fuse.concat %x, %h {axis = 0} : tensor<2x3x4xf32>, tensor<2x3x4xf16>
+  return
+}
+
+// -----
+
+func.func @concat_axis(%x: tensor<2x3x4xf32>, %x2: tensor<2x5x4xf32>, %h: tensor<2x3x4xf16>) {
+  // expected-error @below {{'fuse.concat' op attribute 'axis' = 3 is out of range for rank 3 (expected -3 to 2)}}
+  %0 = fuse.concat %x, %x {axis = 3} : tensor<2x3x4xf32>, tensor<2x3x4xf32>
+  return
+}
+
+// -----
+
+func.func @split_sum(%x: tensor<2x3x4xf32>, %x2: tensor<2x5x4xf32>, %h: tensor<2x3x4xf16>) {
+  // expected-error @below {{'fuse.split' op attribute 'sizes' [1, 1] sums to 2, not to extent 3 of axis 1}}
+  %0:2 = fuse.split %x {axis = 1, sizes = array<i64: 1, 1>} : tensor<2x3x4xf32>
+  return
+}
+
+// -----
+
+func.func @split_zero(%x: tensor<2x3x4xf32>, %x2: tensor<2x5x4xf32>, %h: tensor<2x3x4xf16>) {
+  // expected-error @below {{'fuse.split' op attribute 'sizes' [4, 0] must be positive and sum to extent 4 of axis 2}}
+  %0:2 = fuse.split %x {axis = -1, sizes = array<i64: 4, 0>} : tensor<2x3x4xf32>
+  return
 }

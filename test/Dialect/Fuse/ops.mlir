@@ -172,3 +172,15 @@ func.func @data_movement(%x: tensor<2x3x4xf32>) -> (tensor<2x3x4xbf16>, tensor<6
   %2 = fuse.transpose %x {permutation = array<i64: 2, 0, 1>} : tensor<2x3x4xf32>
   return %0, %1, %2 : tensor<2x3x4xbf16>, tensor<6x4xf32>, tensor<4x2x3xf32>
 }
+
+// CHECK-LABEL: func.func @slice_concat_split
+func.func @slice_concat_split(%x: tensor<2x3x8xf16>, %y: tensor<2x3x4xf16>)
+    -> (tensor<1x2x8xf16>, tensor<2x3x12xf16>, tensor<2x3x5xf16>, tensor<2x3x3xf16>) {
+  // CHECK: fuse.slice %{{.+}} {offsets = array<i64: 1, 1, 0>, sizes = array<i64: 1, 2, 8>} : tensor<2x3x8xf16>
+  %0 = fuse.slice %x {offsets = array<i64: 1, 1, 0>, sizes = array<i64: 1, 2, 8>} : tensor<2x3x8xf16>
+  // CHECK: fuse.concat %{{.+}}, %{{.+}} {axis = -1 : i64} : tensor<2x3x8xf16>, tensor<2x3x4xf16>
+  %1 = fuse.concat %x, %y {axis = -1} : tensor<2x3x8xf16>, tensor<2x3x4xf16>
+  // CHECK: fuse.split %{{.+}} {axis = 2 : i64, sizes = array<i64: 5, 3>} : tensor<2x3x8xf16>
+  %2:2 = fuse.split %x {axis = 2, sizes = array<i64: 5, 3>} : tensor<2x3x8xf16>
+  return %0, %1, %2#0, %2#1 : tensor<1x2x8xf16>, tensor<2x3x12xf16>, tensor<2x3x5xf16>, tensor<2x3x3xf16>
+}
