@@ -27,6 +27,11 @@ static StringRef shortName(Operation *op) {
   return op->getName().stripDialect();
 }
 
+static int64_t normalisedAxis(ConcatOp op) {
+  auto axis = static_cast<int64_t>(op.getAxis());
+  return axis < 0 ? axis + op.getType().getRank() : axis;
+}
+
 namespace {
 
 /// One future kernel: its ops in program order.
@@ -114,7 +119,13 @@ void KernelFormer::growEpilogue(Group &group) {
                          << group.name << ", which stores its result permuted";
       continue;
     }
-    if (isa<ReshapeOp, TransposeOp>(user)) {
+    if (isa<ReshapeOp>(user)) {
+      user->emitRemark() << "kernel " << group.name << " ends at "
+                         << user->getName()
+                         << ", which re-views its result in place, no copy";
+      return;
+    }
+    if (isa<TransposeOp>(user)) {
       user->emitRemark() << "not fused: " << user->getName()
                          << " changes the layout, so kernel " << group.name
                          << " ends before it";
@@ -183,6 +194,21 @@ void KernelFormer::growPrologue(Group &group) {
 /// contiguous (splitting heads) and applies rotary embeddings to its Q and K
 /// tiles: such producers that only it uses join its kernel.
 void KernelFormer::growOperandViews(Group &group) {
+  // A linear layer reads weights (and biases) concatenated along the output
+  // features in place: merged projections (fusec-simplify).
+  if (auto linear = dyn_cast<LinearOp>(group.ops.front())) {
+    for (Value operand : {linear.getWeight(), linear.getBias()}) {
+      auto concat = operand ? operand.getDefiningOp<ConcatOp>() : nullptr;
+      if (!concat || groupOf.count(concat) || !concat->hasOneUse() ||
+          normalisedAxis(concat) != 0)
+        continue;
+      group.ops.insert(concat);
+      groupOf[concat] = &group;
+      concat->emitRemark() << "fused fuse.concat into kernel " << group.name
+                           << ", which reads the parts in place";
+    }
+    return;
+  }
   auto attention = dyn_cast<AttentionOp>(group.ops.front());
   if (!attention)
     return;
@@ -217,9 +243,11 @@ void KernelFormer::pullInProducers(Group &group) {
         continue;
       for (Value operand : op->getOperands()) {
         Operation *producer = operand.getDefiningOp();
+        // Views cost nothing to read through, in any kernel.
         if (!producer || groupOf.count(producer) ||
-            !isElementwise(producer) ||
-            (anchor && !isParameterOnly(producer)))
+            !(isView(producer) ||
+              (isElementwise(producer) &&
+               (!anchor || isParameterOnly(producer)))))
           continue;
         bool onlyHere = llvm::all_of(producer->getUsers(), [&](Operation *u) {
           return groupOf.lookup(u) == &group && u != anchor;
@@ -228,7 +256,11 @@ void KernelFormer::pullInProducers(Group &group) {
           continue;
         group.ops.insert(producer);
         groupOf[producer] = &group;
-        if (anchor)
+        if (isView(producer))
+          producer->emitRemark()
+              << "fused " << producer->getName() << " into kernel "
+              << group.name << ", which reads through it";
+        else if (anchor)
           producer->emitRemark()
               << "fused " << producer->getName() << " into kernel "
               << group.name << ", which recomputes it from graph parameters";
@@ -303,12 +335,16 @@ void KernelFormer::run() {
       pullInProducers(group);
     }
   }
-  // Then the elementwise ops left over, grouped backwards from the last op
+  // Then the elementwise ops and views left over, grouped backwards from the last op
   // of each chain: a producer joins when all its users are in the kernel.
   for (Operation &op : llvm::reverse(block)) {
-    if (groupOf.count(&op) || !isElementwise(&op))
+    if (groupOf.count(&op) || !(isElementwise(&op) || isView(&op)))
       continue;
     Group &group = startGroup(&op);
+    if (isView(&op))
+      op.emitRemark() << "kernel " << group.name << " materialises "
+                      << op.getName()
+                      << ": a user reads it from memory or returns it";
     llvm::SmallPtrSet<Group *, 4> users;
     for (Operation *user : op.getUsers())
       if (Group *g = groupOf.lookup(user))

@@ -162,6 +162,175 @@ struct MergeBiases : OpRewritePattern<BiasAddOp> {
   }
 };
 
+/// split(x) -> one slice per result, which fusion reads through.
+struct SplitToSlices : OpRewritePattern<SplitOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(SplitOp op,
+                                PatternRewriter &rewriter) const override {
+    int64_t axis = op.getNormalizedAxis();
+    SmallVector<int64_t> offsets(op.getInput().getType().getRank(), 0);
+    SmallVector<Value> slices;
+    for (Value result : op.getResults()) {
+      ArrayRef<int64_t> sizes =
+          cast<RankedTensorType>(result.getType()).getShape();
+      slices.push_back(SliceOp::create(rewriter, op.getLoc(), op.getInput(),
+                                       offsets, sizes));
+      offsets[axis] += sizes[axis];
+    }
+    rewriter.replaceOp(op, slices);
+    return success();
+  }
+};
+
+/// reshape(slice(x)) -> slice(reshape(x)) when the reshape only splits one
+/// axis into [f, inner...] and the inner extents divide the slice's offset
+/// and the full extent there, so that the slice keeps reading a block of
+/// the reshaped x. Splitting heads out of a slice of a fused QKV projection
+/// then stays a view.
+struct SliceBeforeReshape : OpRewritePattern<ReshapeOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(ReshapeOp op,
+                                PatternRewriter &rewriter) const override {
+    auto slice = op.getInput().getDefiningOp<SliceOp>();
+    if (!slice)
+      return failure();
+    ArrayRef<int64_t> from = slice.getType().getShape();
+    ArrayRef<int64_t> to = op.getType().getShape();
+    ArrayRef<int64_t> full = slice.getInput().getType().getShape();
+    int64_t extra = static_cast<int64_t>(to.size()) - from.size();
+    if (extra < 1)
+      return failure();
+    // The one axis `a` of `from` that becomes to[a .. a + extra].
+    int64_t a = 0;
+    while (a < static_cast<int64_t>(from.size()) && from[a] == to[a])
+      ++a;
+    if (a == static_cast<int64_t>(from.size()))
+      return failure();
+    for (int64_t i = a + 1; i < static_cast<int64_t>(from.size()); ++i)
+      if (from[i] != to[i + extra])
+        return failure();
+    int64_t inner = 1;
+    for (int64_t i = a + 1; i <= a + extra; ++i)
+      inner *= to[i];
+    if (to[a] * inner != from[a] || slice.getOffsets()[a] % inner ||
+        full[a] % inner)
+      return failure();
+    SmallVector<int64_t> shape, offsets, sizes;
+    for (int64_t i = 0; i < static_cast<int64_t>(from.size()); ++i) {
+      if (i != a) {
+        shape.push_back(full[i]);
+        offsets.push_back(slice.getOffsets()[i]);
+        sizes.push_back(from[i]);
+        continue;
+      }
+      shape.push_back(full[a] / inner);
+      offsets.push_back(slice.getOffsets()[a] / inner);
+      sizes.push_back(to[a]);
+      for (int64_t j = a + 1; j <= a + extra; ++j) {
+        shape.push_back(to[j]);
+        offsets.push_back(0);
+        sizes.push_back(to[j]);
+      }
+    }
+    auto reshaped = ReshapeOp::create(
+        rewriter, op.getLoc(),
+        RankedTensorType::get(shape, op.getType().getElementType()),
+        slice.getInput());
+    rewriter.replaceOpWithNewOp<SliceOp>(op, reshaped, offsets, sizes);
+    return success();
+  }
+};
+
+/// Whether the users of `v` read it through a slice at `offset` of its
+/// last axis without a copy: elementwise ops (which fusion reads through
+/// views), attention (through slices, transposes and ropes), and reshapes
+/// that split the last axis into pieces the offset respects.
+static bool readsThroughSlice(Value v, int64_t offset) {
+  return llvm::all_of(v.getUsers(), [&](Operation *user) {
+    if (isElementwise(user) || isa<AttentionOp>(user))
+      return true;
+    if (isa<TransposeOp, RopeOp>(user))
+      return readsThroughSlice(user->getResult(0), offset);
+    if (auto reshape = dyn_cast<ReshapeOp>(user)) {
+      ArrayRef<int64_t> from = reshape.getInput().getType().getShape();
+      ArrayRef<int64_t> to = reshape.getType().getShape();
+      if (to.size() <= from.size() ||
+          to.take_front(from.size() - 1) != from.drop_back())
+        return false;
+      int64_t inner = 1;
+      for (int64_t d : to.drop_front(from.size()))
+        inner *= d;
+      return offset % inner == 0 && readsThroughSlice(reshape, 0);
+    }
+    return false;
+  });
+}
+
+/// linear(x, w1), linear(x, w2), ... -> slices of linear(x, concat(w1, w2,
+/// ...)): projections of one input (Q, K and V; gate and up) become one
+/// GEMM, which reads the weights in place, as long as all are graph
+/// parameters, all or none have a bias, and every result is read through
+/// its slice without a copy.
+struct MergeSharedInputLinears : OpRewritePattern<LinearOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(LinearOp op,
+                                PatternRewriter &rewriter) const override {
+    auto isParameter = [&](Value v) {
+      auto arg = dyn_cast<BlockArgument>(v);
+      return arg && arg.getOwner() == op->getBlock();
+    };
+    SmallVector<LinearOp> candidates;
+    for (Operation *user : op.getInput().getUsers()) {
+      auto linear = dyn_cast<LinearOp>(user);
+      if (linear && linear.getInput() == op.getInput() &&
+          linear->getBlock() == op->getBlock() &&
+          isParameter(linear.getWeight()) &&
+          !linear.getBias() == !op.getBias() &&
+          (!linear.getBias() || isParameter(linear.getBias())))
+        candidates.push_back(linear);
+    }
+    llvm::sort(candidates, [](LinearOp a, LinearOp b) {
+      return a->isBeforeInBlock(b);
+    });
+    // In program order, the layers whose results can be read in place.
+    SmallVector<LinearOp> group;
+    int64_t offset = 0;
+    for (LinearOp linear : candidates) {
+      if (!readsThroughSlice(linear.getResult(), offset))
+        continue;
+      group.push_back(linear);
+      offset += linear.getType().getShape().back();
+    }
+    // Once per group, from its first layer.
+    if (group.size() < 2 || group.front() != op)
+      return failure();
+    SmallVector<Value> weights, biases;
+    for (LinearOp linear : group) {
+      weights.push_back(linear.getWeight());
+      if (linear.getBias())
+        biases.push_back(linear.getBias());
+    }
+    Location loc = op.getLoc();
+    Value weight = ConcatOp::create(rewriter, loc, weights, 0);
+    Value bias = biases.empty() ? Value()
+                                : ConcatOp::create(rewriter, loc, biases, 0);
+    auto merged = LinearOp::create(rewriter, loc, op.getInput(), weight, bias);
+    op->emitRemark() << "merged " << group.size()
+                     << " fuse.linear ops reading the same input into one "
+                        "GEMM, which reads their weights in place";
+    ArrayRef<int64_t> shape = merged.getType().getShape();
+    offset = 0;
+    for (LinearOp linear : group) {
+      SmallVector<int64_t> offsets(shape.size(), 0);
+      offsets.back() = offset;
+      ArrayRef<int64_t> sizes = linear.getType().getShape();
+      offset += sizes.back();
+      rewriter.replaceOpWithNewOp<SliceOp>(linear, merged, offsets, sizes);
+    }
+    return success();
+  }
+};
+
 struct FuseSimplifyPass
     : fusec::impl::FuseSimplifyBase<FuseSimplifyPass> {
   void runOnOperation() override {
@@ -177,5 +346,6 @@ struct FuseSimplifyPass
 void fusec::populateFuseSimplifyPatterns(RewritePatternSet &patterns) {
   patterns.add<BatchNormToScaleShift, FoldBiasIntoConv, FoldBiasIntoLinear,
                MergeScaleShifts, MergeBiasIntoScaleShift,
-               MergeScaleShiftIntoBias, MergeBiases>(patterns.getContext());
+               MergeScaleShiftIntoBias, MergeBiases, SplitToSlices,
+               SliceBeforeReshape, MergeSharedInputLinears>(patterns.getContext());
 }

@@ -61,7 +61,7 @@ func.func @boundaries(%x: tensor<1x8x8x2xf32>, %w: tensor<2x3x3x2xf32>) -> tenso
   // expected-remark @below {{not fused: fuse.max_pool2d is an anchor and starts its own kernel after k0_conv2d}}
   // expected-remark @below {{kernel k1_max_pool2d is anchored on fuse.max_pool2d}}
   %1 = fuse.max_pool2d %0 {kernel = array<i64: 2, 2>} : tensor<1x6x6x2xf32>
-  // expected-remark @below {{not fused: fuse.reshape changes the layout, so kernel k1_max_pool2d ends before it}}
+  // expected-remark @below {{kernel k1_max_pool2d ends at fuse.reshape, which re-views its result in place, no copy}}
   %2 = fuse.reshape %1 : tensor<1x3x3x2xf32> to tensor<1x18xf32>
   // expected-remark @below {{kernel k2_softmax is anchored on fuse.softmax}}
   %3 = fuse.softmax %2 : tensor<1x18xf32>
@@ -176,7 +176,7 @@ func.func @used_before(%x: tensor<4x64xf32>, %r: tensor<4x64xf32>) -> (tensor<4x
 func.func @split_heads(%x: tensor<1x6x16xf16>, %w: tensor<16x16xf16>, %c: tensor<6x4xf16>, %s: tensor<6x4xf16>, %kv: tensor<1x2x6x8xf16>) -> tensor<1x6x16xf16> {
   // expected-remark @below {{kernel k0_linear is anchored on fuse.linear}}
   %q = fuse.linear %x, %w : tensor<1x6x16xf16>, tensor<16x16xf16>
-  // expected-remark @below {{not fused: fuse.reshape changes the layout, so kernel k0_linear ends before it}}
+  // expected-remark @below {{kernel k0_linear ends at fuse.reshape, which re-views its result in place, no copy}}
   %q1 = fuse.reshape %q : tensor<1x6x16xf16> to tensor<1x6x2x8xf16>
   // expected-remark @below {{fused fuse.transpose into kernel k1_attention, which loads its operand through it}}
   %q2 = fuse.transpose %q1 {permutation = array<i64: 0, 2, 1, 3>} : tensor<1x6x2x8xf16>
@@ -186,7 +186,7 @@ func.func @split_heads(%x: tensor<1x6x16xf16>, %w: tensor<16x16xf16>, %c: tensor
   %a = fuse.attention %q3, %kv, %kv {causal} : tensor<1x2x6x8xf16>, tensor<1x2x6x8xf16>, tensor<1x2x6x8xf16>
   // expected-remark @below {{fused fuse.transpose into kernel k1_attention, which stores its result permuted}}
   %m = fuse.transpose %a {permutation = array<i64: 0, 2, 1, 3>} : tensor<1x2x6x8xf16>
-  // expected-remark @below {{not fused: fuse.reshape changes the layout, so kernel k1_attention ends before it}}
+  // expected-remark @below {{kernel k1_attention ends at fuse.reshape, which re-views its result in place, no copy}}
   %r = fuse.reshape %m : tensor<1x6x2x8xf16> to tensor<1x6x16xf16>
   return %r : tensor<1x6x16xf16>
 }
@@ -210,4 +210,66 @@ func.func @shared_rope(%q: tensor<1x6x2x8xf16>, %c: tensor<6x4xf16>, %s: tensor<
   // expected-remark @below {{kernel k2_attention is anchored on fuse.attention}}
   %a = fuse.attention %q3, %q3, %q3 : tensor<1x2x6x8xf16>, tensor<1x2x6x8xf16>, tensor<1x2x6x8xf16>
   return %a : tensor<1x2x6x8xf16>
+}
+
+// -----
+
+// Projections of one input merge into one GEMM reading the weights in
+// place; the attention reads Q, K and V through slices of its result.
+// CHECK-LABEL: func.func @merged_qkv
+// CHECK: fuse.kernel "k0_linear"
+// CHECK: fuse.concat
+// CHECK: fuse.linear
+// CHECK: fuse.reshape
+// CHECK: fuse.kernel "k1_attention"
+// CHECK-COUNT-3: fuse.slice
+// CHECK-NOT: fuse.kernel
+func.func @merged_qkv(%x: tensor<1x6x16xf16>, %wq: tensor<16x16xf16>, %wk: tensor<8x16xf16>, %wv: tensor<8x16xf16>) -> tensor<1x2x6x8xf16> {
+  // expected-remark @below {{merged 3 fuse.linear ops reading the same input into one GEMM, which reads their weights in place}}
+  // expected-remark @below {{kernel k0_linear is anchored on fuse.linear}}
+  // expected-remark @below {{not fused: the result of fuse.linear has 3 users, so kernel k0_linear ends here}}
+  // expected-remark @below {{fused fuse.concat into kernel k0_linear, which reads the parts in place}}
+  %q0 = fuse.linear %x, %wq : tensor<1x6x16xf16>, tensor<16x16xf16>
+  %k0 = fuse.linear %x, %wk : tensor<1x6x16xf16>, tensor<8x16xf16>
+  %v0 = fuse.linear %x, %wv : tensor<1x6x16xf16>, tensor<8x16xf16>
+  // expected-remark @below {{fused fuse.slice into kernel k1_attention, which loads its operand through it}}
+  %q1 = fuse.reshape %q0 : tensor<1x6x16xf16> to tensor<1x6x2x8xf16>
+  // expected-remark @below {{fused fuse.slice into kernel k1_attention, which loads its operand through it}}
+  %k1 = fuse.reshape %k0 : tensor<1x6x8xf16> to tensor<1x6x1x8xf16>
+  // expected-remark @below {{fused fuse.slice into kernel k1_attention, which loads its operand through it}}
+  %v1 = fuse.reshape %v0 : tensor<1x6x8xf16> to tensor<1x6x1x8xf16>
+  // expected-remark @below {{fused fuse.transpose into kernel k1_attention, which loads its operand through it}}
+  %q = fuse.transpose %q1 {permutation = array<i64: 0, 2, 1, 3>} : tensor<1x6x2x8xf16>
+  // expected-remark @below {{fused fuse.transpose into kernel k1_attention, which loads its operand through it}}
+  %k = fuse.transpose %k1 {permutation = array<i64: 0, 2, 1, 3>} : tensor<1x6x1x8xf16>
+  // expected-remark @below {{fused fuse.transpose into kernel k1_attention, which loads its operand through it}}
+  %v = fuse.transpose %v1 {permutation = array<i64: 0, 2, 1, 3>} : tensor<1x6x1x8xf16>
+  // expected-remark @below {{kernel k1_attention is anchored on fuse.attention}}
+  %a = fuse.attention %q, %k, %v {causal} : tensor<1x2x6x8xf16>, tensor<1x1x6x8xf16>, tensor<1x1x6x8xf16>
+  return %a : tensor<1x2x6x8xf16>
+}
+
+// -----
+
+// Elementwise kernels read through slices and concats; a concat that a
+// convolution reads from memory is materialised by a kernel of its own.
+// CHECK-LABEL: func.func @views_in_elementwise
+// CHECK: fuse.kernel "k2_concat"
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: fuse.concat
+// CHECK: fuse.kernel "k0_conv2d"
+// CHECK: fuse.kernel "k1_add"(%arg3, %arg0)
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: fuse.slice
+func.func @views_in_elementwise(%x: tensor<1x4x4x3xf32>, %s: tensor<1x4x4x5xf32>, %w: tensor<6x1x1x8xf32>, %y: tensor<1x4x4x9xf32>) -> (tensor<1x4x4x6xf32>, tensor<1x4x4x3xf32>) {
+  // expected-remark @below {{kernel k2_concat materialises fuse.concat: a user reads it from memory or returns it}}
+  %c = fuse.concat %x, %s {axis = 3} : tensor<1x4x4x3xf32>, tensor<1x4x4x5xf32>
+  // expected-remark @below {{kernel k0_conv2d is anchored on fuse.conv2d}}
+  %o = fuse.conv2d %c, %w : tensor<1x4x4x8xf32>, tensor<6x1x1x8xf32>
+  // expected-remark @below {{fused fuse.slice into kernel k1_add, which reads through it}}
+  %t = fuse.slice %y {offsets = array<i64: 0, 0, 0, 6>, sizes = array<i64: 1, 4, 4, 3>} : tensor<1x4x4x9xf32>
+  %u = fuse.concat %t, %x {axis = 0} : tensor<1x4x4x3xf32>, tensor<1x4x4x3xf32>
+  %v = fuse.slice %u {offsets = array<i64: 1, 0, 0, 0>, sizes = array<i64: 1, 4, 4, 3>} : tensor<2x4x4x3xf32>
+  %r = fuse.add %v, %t : tensor<1x4x4x3xf32>, tensor<1x4x4x3xf32>
+  return %o, %r : tensor<1x4x4x6xf32>, tensor<1x4x4x3xf32>
 }

@@ -110,3 +110,60 @@ func.func @identities(%x: tensor<2x3x4xf16>)
   %10 = fuse.transpose %x {permutation = array<i64: 0, 1, 2>} : tensor<2x3x4xf16>
   return %2, %3, %5, %7, %9 : tensor<2x3x4xf16>, tensor<2x3x4xbf16>, tensor<24xf16>, tensor<2x3x4xf16>, tensor<4x3x2xf16>
 }
+
+// -----
+
+// A split becomes one slice per piece; a slice moves below a reshape that
+// splits its sliced axis into heads.
+// CHECK-LABEL: func.func @split_heads_of_fused_qkv
+// CHECK: %[[Q:.+]] = fuse.slice %{{.+}} {offsets = array<i64: 0, 0, 0>, sizes = array<i64: 1, 5, 16>}
+// CHECK: fuse.relu %[[Q]]
+// CHECK: %[[R:.+]] = fuse.reshape %{{.+}} : tensor<1x5x32xf16> to tensor<1x5x4x8xf16>
+// CHECK: fuse.slice %[[R]] {offsets = array<i64: 0, 0, 2, 0>, sizes = array<i64: 1, 5, 1, 8>} : tensor<1x5x4x8xf16>
+func.func @split_heads_of_fused_qkv(%qkv: tensor<1x5x32xf16>) -> (tensor<1x5x16xf16>, tensor<1x5x1x8xf16>) {
+  %q, %k, %v = fuse.split %qkv {axis = -1, sizes = array<i64: 16, 8, 8>} : tensor<1x5x32xf16>
+  %r = fuse.relu %q : tensor<1x5x16xf16>
+  %k1 = fuse.reshape %k : tensor<1x5x8xf16> to tensor<1x5x1x8xf16>
+  return %r, %k1 : tensor<1x5x16xf16>, tensor<1x5x1x8xf16>
+}
+
+// -----
+
+// Slices of slices, and of one operand of a concat, collapse.
+// CHECK-LABEL: func.func @slice_folds
+// CHECK-SAME: (%[[X:.+]]: tensor<6x8xf32>, %[[Y:.+]]: tensor<6x3xf32>)
+// CHECK: %[[A:.+]] = fuse.slice %[[X]] {offsets = array<i64: 3, 3>, sizes = array<i64: 2, 2>}
+// CHECK: %[[B:.+]] = fuse.slice %[[Y]] {offsets = array<i64: 1, 0>, sizes = array<i64: 2, 3>}
+// CHECK: return %[[A]], %[[B]], %[[Y]]
+func.func @slice_folds(%x: tensor<6x8xf32>, %y: tensor<6x3xf32>) -> (tensor<2x2xf32>, tensor<2x3xf32>, tensor<6x3xf32>) {
+  %a = fuse.slice %x {offsets = array<i64: 1, 2>, sizes = array<i64: 4, 4>} : tensor<6x8xf32>
+  %b = fuse.slice %a {offsets = array<i64: 2, 1>, sizes = array<i64: 2, 2>} : tensor<4x4xf32>
+  %c = fuse.concat %x, %y {axis = 1} : tensor<6x8xf32>, tensor<6x3xf32>
+  %d = fuse.slice %c {offsets = array<i64: 1, 8>, sizes = array<i64: 2, 3>} : tensor<6x11xf32>
+  %e = fuse.slice %c {offsets = array<i64: 0, 8>, sizes = array<i64: 6, 3>} : tensor<6x11xf32>
+  return %b, %d, %e : tensor<2x2xf32>, tensor<2x3xf32>, tensor<6x3xf32>
+}
+
+// -----
+
+// Linear layers of one input merge into one reading concatenated weights;
+// each result becomes a slice of the merged one. A layer whose result an
+// anchor reads from memory (the layer norm) keeps its own kernel.
+// CHECK-LABEL: func.func @merge_linears
+// CHECK-DAG: %[[W:.+]] = fuse.concat %arg1, %arg2 {axis = 0 : i64} : tensor<16x8xf16>, tensor<8x8xf16>
+// CHECK-DAG: %[[B:.+]] = fuse.concat %arg4, %arg5 {axis = 0 : i64} : tensor<16xf16>, tensor<8xf16>
+// CHECK: %[[L:.+]] = fuse.linear %arg0, %[[W]], %[[B]] : tensor<3x8xf16>, tensor<24x8xf16>, tensor<24xf16>
+// CHECK: fuse.slice %[[L]] {offsets = array<i64: 0, 0>, sizes = array<i64: 3, 16>}
+// CHECK: fuse.slice %[[L]] {offsets = array<i64: 0, 16>, sizes = array<i64: 3, 8>}
+// CHECK: fuse.linear %arg0, %arg3, %arg6
+func.func @merge_linears(%x: tensor<3x8xf16>, %w1: tensor<16x8xf16>, %w2: tensor<8x8xf16>, %w3: tensor<8x8xf16>,
+                         %b1: tensor<16xf16>, %b2: tensor<8xf16>, %b3: tensor<8xf16>)
+    -> (tensor<3x16xf16>, tensor<3x8xf16>, tensor<3x8xf16>) {
+  %a = fuse.linear %x, %w1, %b1 : tensor<3x8xf16>, tensor<16x8xf16>, tensor<16xf16>
+  %b = fuse.linear %x, %w2, %b2 : tensor<3x8xf16>, tensor<8x8xf16>, tensor<8xf16>
+  %c = fuse.linear %x, %w3, %b3 : tensor<3x8xf16>, tensor<8x8xf16>, tensor<8xf16>
+  %ra = fuse.relu %a : tensor<3x16xf16>
+  %rb = fuse.silu %b : tensor<3x8xf16>
+  %n = fuse.rms_norm %c : tensor<3x8xf16>
+  return %ra, %rb, %n : tensor<3x16xf16>, tensor<3x8xf16>, tensor<3x8xf16>
+}

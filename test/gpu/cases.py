@@ -161,15 +161,16 @@ def tiled_linear_case(dt, m, k, n, tile):
             f"    fuse.yield %2 : {os_}\n  }}\n  return %0 : {os_}\n}}\n")
 
 
-def attention_case(dt, b, hq, hkv, nq, nk, d, dv, causal=False, mask=None, scale=None):
-    """fuse.attention, with an additive mask of shape `mask` if given."""
+def attention_case(dt, b, hq, hkv, nq, nk, d, dv, causal=False, mask=None, scale=None, mask_dt=None):
+    """fuse.attention, with an additive mask of shape `mask` (and dtype
+    `mask_dt`, else q's) if given."""
     g = Graph("g")
     q, k, v = g.arg([b, hq, nq, d], dt), g.arg([b, hkv, nk, d], dt), g.arg([b, hkv, nk, dv], dt)
     types = [t([b, hq, nq, d], dt), t([b, hkv, nk, d], dt), t([b, hkv, nk, dv], dt)]
     operands = [q, k, v]
     if mask:
-        operands.append(g.arg(mask, dt))
-        types.append(t(mask, dt))
+        operands.append(g.arg(mask, mask_dt or dt))
+        types.append(t(mask, mask_dt or dt))
     attrs = [a for a in ("causal" if causal else "", f"scale = {scale}" if scale else "") if a]
     attr = " {" + ", ".join(attrs) + "}" if attrs else ""
     o = g.op(f"fuse.attention {', '.join(operands)}{attr} : {', '.join(types)}")
@@ -203,6 +204,59 @@ def split_heads_case(dt, b, n, hq, hkv, d, causal):
     return g.text([(o, t([b, n, 40], dt))])
 
 
+def fused_qkv_case(dt, b, n, hq, hkv, d):
+    """One projection with a bias split into Q, K and V (fuse.split), heads
+    split out of each: the attention reads them through slices."""
+    g = Graph("g")
+    x = g.arg([b, n, 40], dt)
+    f = (hq + 2 * hkv) * d
+    w, bias = g.arg([f, 40], dt), g.arg([f], dt)
+    p = g.op(f"fuse.linear {x}, {w}, {bias} : {t([b, n, 40], dt)}, {t([f, 40], dt)}, {t([f], dt)}")
+    name = g.op(f"fuse.split {p} {{axis = 2, sizes = array<i64: {hq * d}, {hkv * d}, {hkv * d}>}} : {t([b, n, f], dt)}")
+    g.body[-1] = g.body[-1].replace(f"{name} =", f"{name}:3 =")
+    heads = []
+    for i, h in enumerate((hq, hkv, hkv)):
+        r = g.op(f"fuse.reshape {name}#{i} : {t([b, n, h * d], dt)} to {t([b, n, h, d], dt)}")
+        heads.append(g.op(f"fuse.transpose {r} {{permutation = array<i64: 0, 2, 1, 3>}} : {t([b, n, h, d], dt)}"))
+    a = g.op(f"fuse.attention {heads[0]}, {heads[1]}, {heads[2]} {{causal}} : {t([b, hq, n, d], dt)}, "
+             f"{t([b, hkv, n, d], dt)}, {t([b, hkv, n, d], dt)}")
+    return g.text([(a, t([b, hq, n, d], dt))])
+
+
+def merged_linears_case(dt):
+    """Three biased projections of one input merge into one GEMM reading the
+    weights in place; each result goes on through an elementwise op."""
+    g = Graph("g")
+    x = g.arg([2, 9, 40], dt)
+    outs = []
+    for n, act in ((24, "relu"), (16, "silu"), (72, "tanh")):
+        w, bias = g.arg([n, 40], dt), g.arg([n], dt)
+        p = g.op(f"fuse.linear {x}, {w}, {bias} : {t([2, 9, 40], dt)}, {t([n, 40], dt)}, {t([n], dt)}")
+        outs.append((g.op(f"fuse.{act} {p} : {t([2, 9, n], dt)}"), t([2, 9, n], dt)))
+    return g.text(outs)
+
+
+def views_case(dt):
+    """Slices, concats and a split read through by elementwise kernels, and
+    a concat (a U-Net skip connection) materialised for a convolution."""
+    g = Graph("g")
+    x, skip = g.arg([1, 5, 6, 16], dt), g.arg([1, 10, 12, 8], dt)
+    w = g.arg([24, 3, 3, 24], dt)
+    y = g.arg([3, 7, 33], dt)
+    up = g.op(f"fuse.upsample {x} {{scale = array<f64: 2.0, 2.0>}} : {t([1, 5, 6, 16], dt)}")
+    c = g.op(f"fuse.concat {up}, {skip} {{axis = 3}} : {t([1, 10, 12, 16], dt)}, {t([1, 10, 12, 8], dt)}")
+    o = g.op(f"fuse.conv2d {c}, {w} {{padding = array<i64: 1, 1>}} : {t([1, 10, 12, 24], dt)}, {t([24, 3, 3, 24], dt)}")
+    o = g.op(f"fuse.relu {o} : {t([1, 10, 12, 24], dt)}")
+    sp = g.op(f"fuse.split {y} {{axis = -1, sizes = array<i64: 5, 20, 8>}} : {t([3, 7, 33], dt)}")
+    g.body[-1] = g.body[-1].replace(f"{sp} =", f"{sp}:3 =")
+    e = g.op(f"fuse.silu {sp}#1 : {t([3, 7, 20], dt)}")
+    j = g.op(f"fuse.concat {sp}#2, {e}, {sp}#0 {{axis = 2}} : {t([3, 7, 8], dt)}, {t([3, 7, 20], dt)}, {t([3, 7, 5], dt)}")
+    s2 = g.op(f"fuse.slice {y} {{offsets = array<i64: 1, 2, 0>, sizes = array<i64: 2, 5, 30>}} : {t([3, 7, 33], dt)}")
+    s3 = g.op(f"fuse.slice {j} {{offsets = array<i64: 0, 1, 3>, sizes = array<i64: 2, 5, 30>}} : {t([3, 7, 33], dt)}")
+    r = g.op(f"fuse.add {s2}, {s3} : {t([2, 5, 30], dt)}, {t([2, 5, 30], dt)}")
+    return g.text([(o, t([1, 10, 12, 24], dt)), (j, t([3, 7, 33], dt)), (r, t([2, 5, 30], dt))])
+
+
 def attention_cases():
     """The tensor-core attention over odd shapes (checked against the interpreter)."""
     out = []
@@ -220,6 +274,12 @@ def attention_cases():
         add("d112_q33_k1_causal", attention_case(dt, 2, 2, 2, 33, 1, 112, 112, causal=True))
         add("d256_q100_k100_causal", attention_case(dt, 1, 2, 1, 100, 100, 256, 256, causal=True))
         add("d32_dv72_q40_k50", attention_case(dt, 2, 2, 2, 40, 50, 32, 72))
+        other = "f32" if dt == "f16" else "f16"
+        add("d64_q77_k1000_mask_" + other, attention_case(dt, 2, 2, 1, 77, 1000, 64, 64, mask=[2, 1, 77, 1000],
+                                                        mask_dt=other))
+        add("d128_q1_k77_causal_mask_f32", attention_case(dt, 1, 2, 2, 1, 77, 128, 128, causal=True,
+                                                         mask=[1, 77], mask_dt="f32"))
+        add("fused_qkv_split", fused_qkv_case(dt, 2, 45, 4, 2, 64))
         add("split_heads_causal", split_heads_case(dt, 2, 37, 4, 2, 32, True))
         add("split_heads_d64", split_heads_case(dt, 1, 70, 2, 1, 64, False))
     # f32 attention stays direct, reading through the same views.
@@ -372,6 +432,9 @@ def build_cases():
     x = g.arg([4, 6], "f32")
     v = g.op(f"fuse.relu {x} : {t([4, 6], 'f32')}")
     add("plan_copies_f32", g.text([(x, t([4, 6], "f32")), (v, t([4, 6], "f32")), (v, t([4, 6], "f32"))]), "f32")
+    for dt in ("f32", "f16", "bf16"):
+        add(f"views_{dt}", views_case(dt), dt)
+        add(f"merged_linears_{dt}", merged_linears_case(dt), dt)
     for name, text, dtype, flags in gemm_cases() + attention_cases():
         add(name, text, dtype, flags)
     here = os.path.dirname(os.path.abspath(__file__))

@@ -12,7 +12,10 @@ def FuseSimplify : Pass<"fusec-simplify", "mlir::func::FuncOp"> {
     coefficients come from `fuse.batch_norm_coefficients`; a bias right after
     a convolution or linear layer moves into it; chains of biases and
     scale/shifts on the same axis merge into one; no-op casts, reshapes and
-    transposes vanish and chains of them collapse.
+    transposes vanish and chains of them collapse. A split becomes one
+    slice per piece, a slice moves below a reshape that splits its sliced
+    axis (so splitting heads out of a fused QKV result stays a view), and
+    slices of slices or of one concat operand collapse.
   }];
   let dependentDialects = ["mlir::fuse::FuseDialect"];
 }

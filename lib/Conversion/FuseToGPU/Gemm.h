@@ -93,6 +93,12 @@ struct GemmOperand {
   int64_t vector = 1;
   /// The element at (batch, i, k), i being m for A and n for B.
   std::function<GemmAddress(Value batch, Value i, Value k)> address;
+  /// When not empty, `memref` is unused and the operand is these kernel
+  /// arguments concatenated along their first axis, each with the index
+  /// there at which it starts: the weights of linear layers merged into one
+  /// (fuse.concat, read in place). `address` indexes the concatenation;
+  /// GemmKernel::accessOperand finds the part.
+  SmallVector<std::pair<Value, int64_t>> parts;
 };
 
 /// What the epilogue reads of columns n...n+width-1 alone, computed once
@@ -143,6 +149,14 @@ protected:
   /// `axis`) from accumulators `acc` of `columns`.
   void storeGemmResults(ArrayRef<Value> coords, int64_t axis,
                         const GemmColumns &columns, ArrayRef<Value> acc);
+
+  /// Emits `access(memref, indices)` on the memref holding `operand`'s
+  /// element at `indices`: its memref, or the part of a concatenation, in a
+  /// branch per part (indices past the end go to the last part). Returns
+  /// what `access` returns, of type `type` (none when null).
+  Value accessOperand(const GemmOperand &operand, SmallVector<Value> indices,
+                      Type type,
+                      function_ref<Value(Value, SmallVector<Value>)> access);
 
 private:
   GemmProblem convProblem(Conv2dOp op);

@@ -311,10 +311,13 @@ void GemmMmaSyncKernel::copyAsync(const SmemTile &tile, Value tile0,
     auto copy = [&] {
       Value row = divi(e, chunks), col = muli(remi(e, chunks), idx(v));
       GemmAddress address = addressOf(tile, tile0, kTile, row, col);
-      emitCopyChunk(b, type, tile.buffer,
-                    {stage, row, swizzle(tile, row, col)},
-                    tile.operand->memref, address.indices(),
-                    address.inBounds);
+      SmallVector<Value> dst{stage, row, swizzle(tile, row, col)};
+      accessOperand(*tile.operand, address.indices(), Type(),
+                    [&](Value memref, SmallVector<Value> indices) {
+                      emitCopyChunk(b, type, tile.buffer, dst, memref,
+                                    indices, address.inBounds);
+                      return Value();
+                    });
     };
     if ((r + 1) * threads <= items)
       copy();
@@ -343,10 +346,15 @@ SmallVector<Value> GemmMmaSyncKernel::loadElements(const SmemTile &tile,
     Value inBounds = address.inBounds;
     if ((r + 1) * threads > items)
       inBounds = andi(inBounds, ltc(addi(tid, idx(r * threads)), items));
-    Value memref = tile.operand->memref;
     values.push_back(ifElse(
         inBounds,
-        [&] { return memref::LoadOp::create(b, memref, address.indices()); },
+        [&] {
+          return accessOperand(
+              *tile.operand, address.indices(), elementType,
+              [&](Value memref, SmallVector<Value> indices) -> Value {
+                return memref::LoadOp::create(b, memref, indices);
+              });
+        },
         [&] {
           return arith::ConstantOp::create(b, b.getZeroAttr(elementType));
         },

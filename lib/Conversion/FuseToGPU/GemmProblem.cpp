@@ -195,8 +195,16 @@ GemmProblem GemmKernel::linearProblem(LinearOp op) {
   int64_t m = product(inShape) / k;
   ArrayRef<int64_t> lead = inShape.drop_back();
   Value x = argOf.lookup(op.getInput()), weight = argOf.lookup(op.getWeight());
-  Value bias = op.getBias() ? argOf.lookup(op.getBias()) : Value();
+  Value bias = op.getBias();
   GemmProblem problem;
+  // Merged linear layers read their weights in place (fusec-simplify).
+  if (auto concat = op.getWeight().getDefiningOp<ConcatOp>()) {
+    int64_t start = 0;
+    for (Value part : concat.getInputs()) {
+      problem.b.parts.emplace_back(argOf.lookup(part), start);
+      start += shapeOf(part).front();
+    }
+  }
   problem.a.memref = x;
   problem.a.address = [=, this](Value, Value mi, Value ki) {
     return GemmAddress{andi(ltc(mi, m), ltc(ki, k)), [=, this] {
@@ -222,8 +230,12 @@ GemmProblem GemmKernel::linearProblem(LinearOp op) {
       Value lane = mini(i ? addi(ni, idx(i)) : ni, idx(n - 1));
       if (i == 0)
         columns.channel = lane;
-      if (bias)
-        columns.bias.push_back(load(bias, {lane}));
+      // A kernel argument, or the concatenated biases of merged layers.
+      if (bias) {
+        cache.clear();
+        columns.bias.push_back(evalAt(bias, {lane}));
+        cache.clear();
+      }
       columns.channelValues.push_back(evalChannel(channelAxis, lane));
     }
     return columns;
@@ -302,4 +314,37 @@ GemmProblem GemmKernel::matmulProblem(MatmulOp op) {
     };
   };
   return problem;
+}
+
+Value GemmKernel::accessOperand(
+    const GemmOperand &operand, SmallVector<Value> indices, Type type,
+    function_ref<Value(Value, SmallVector<Value>)> access) {
+  if (operand.parts.empty())
+    return access(operand.memref, indices);
+  std::function<Value(size_t)> from = [&](size_t i) -> Value {
+    auto [memref, start] = operand.parts[i];
+    auto here = [&, memref = memref, start = start]() -> Value {
+      SmallVector<Value> at(indices);
+      if (start)
+        at[0] = subi(at[0], idx(start));
+      return access(memref, at);
+    };
+    if (i + 1 == operand.parts.size())
+      return here();
+    Value inPart = ltc(indices[0], operand.parts[i + 1].second);
+    auto ifOp = scf::IfOp::create(b, type ? TypeRange(type) : TypeRange(),
+                                  inPart, /*withElseRegion=*/true);
+    OpBuilder::InsertionGuard guard(b);
+    for (auto [block, fn] :
+         {std::pair<Block *, std::function<Value()>>{ifOp.thenBlock(), here},
+          {ifOp.elseBlock(), [&] { return from(i + 1); }}}) {
+      if (!block->empty())
+        block->back().erase();
+      b.setInsertionPointToEnd(block);
+      Value value = fn();
+      scf::YieldOp::create(b, type ? ValueRange(value) : ValueRange());
+    }
+    return type ? ifOp.getResult(0) : Value();
+  };
+  return from(0);
 }

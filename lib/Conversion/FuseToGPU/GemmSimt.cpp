@@ -147,6 +147,23 @@ GemmSimtKernel::emitGemm(const GemmProblem &problem) {
   auto loadItem = [&](const Operand &op, Value i, Value k,
                       SmallVector<Value> &regs) {
     GemmAddress address = op.gemm->address(batch, i, k);
+    if (!op.gemm->parts.empty()) {
+      // Merged weights: element by element, each from its part.
+      for (int64_t lane = 0; lane < op.width; ++lane)
+        regs.push_back(ifElse(
+            address.inBounds,
+            [&] {
+              SmallVector<Value> at = address.indices();
+              at.back() = addi(at.back(), idx(lane));
+              return accessOperand(
+                  *op.gemm, at, b.getF32Type(),
+                  [&](Value memref, SmallVector<Value> indices) {
+                    return load(memref, indices);
+                  });
+            },
+            [&] { return f32(0.0); }));
+      return;
+    }
     if (op.width > 1)
       llvm::append_range(regs, loadVectorOrZero(address.inBounds,
                                                 op.gemm->memref,

@@ -318,6 +318,43 @@ static SmallVector<Value> inputCoords(TransposeOp op, ArrayRef<Value> coords) {
   return in;
 }
 
+SmallVector<Value> KernelBuilder::sliceSourceCoords(SliceOp op,
+                                                    ArrayRef<Value> coords) {
+  SmallVector<Value> in(coords);
+  for (auto [c, offset] : llvm::zip_equal(in, op.getOffsets()))
+    if (offset)
+      c = addi(c, idx(offset));
+  return in;
+}
+
+Value KernelBuilder::evalConcat(ConcatOp op, ArrayRef<Value> coords) {
+  auto axis = static_cast<int64_t>(op.getAxis());
+  if (axis < 0)
+    axis += coords.size();
+  // Only the operand holding the element is read: a branch per boundary.
+  // Values computed inside a branch do not dominate what follows it, so
+  // the cache is restored after each.
+  std::function<Value(size_t, int64_t)> from = [&](size_t i,
+                                                   int64_t start) -> Value {
+    Value operand = op.getInputs()[i];
+    auto read = [&, operand, start]() -> Value {
+      SmallVector<Value> at(coords);
+      if (start)
+        at[axis] = subi(at[axis], idx(start));
+      llvm::DenseMap<Value, Value> saved = cache;
+      Value value = evalAt(operand, at);
+      cache = std::move(saved);
+      return value;
+    };
+    if (i + 1 == op.getInputs().size())
+      return read();
+    int64_t end = start + shapeOf(operand)[axis];
+    return ifElse(ltc(coords[axis], end), read,
+                  [&] { return from(i + 1, end); });
+  };
+  return from(0, 0);
+}
+
 Value KernelBuilder::evalAt(Value v, ArrayRef<Value> coords) {
   if (v == anchorResult)
     return anchorScalar;
@@ -342,6 +379,10 @@ Value KernelBuilder::evalAt(Value v, ArrayRef<Value> coords) {
   };
   Value result =
       llvm::TypeSwitch<Operation *, Value>(op)
+          .Case([&](SliceOp o) {
+            return evalAt(o.getInput(), sliceSourceCoords(o, coords));
+          })
+          .Case([&](ConcatOp o) { return evalConcat(o, coords); })
           .Case([&](TransposeOp o) {
             // A transpose of the anchor's result (isAnchorView).
             return evalAt(o.getInput(), inputCoords(o, coords));
@@ -430,7 +471,9 @@ KernelBuilder::loadFullInputs(ArrayRef<Value> coords, int64_t width) {
   ArrayRef<int64_t> shape = shapeOf(yield().getValues()[0]);
   SmallVector<std::pair<BlockArgument, Value>> full;
   for (BlockArgument arg : kernel.getBody().getArguments())
-    if (shapeOf(arg) == shape && !arg.use_empty())
+    // An argument read through a view is read at other coordinates.
+    if (shapeOf(arg) == shape && !arg.use_empty() &&
+        llvm::none_of(arg.getUsers(), isView))
       full.emplace_back(arg, loadVector(argOf.lookup(arg), coords, width));
   return full;
 }
@@ -488,9 +531,14 @@ SmallVector<Value> KernelBuilder::storedCoords(ArrayRef<Value> coords) {
 std::pair<Value, SmallVector<Value>>
 KernelBuilder::viewSource(Value v, ArrayRef<Value> coords) {
   SmallVector<Value> at(coords);
-  while (auto transpose = v.getDefiningOp<TransposeOp>()) {
-    at = inputCoords(transpose, at);
-    v = transpose.getInput();
+  while (Operation *view = v.getDefiningOp()) {
+    if (auto transpose = dyn_cast<TransposeOp>(view))
+      at = inputCoords(transpose, at);
+    else if (auto slice = dyn_cast<SliceOp>(view))
+      at = sliceSourceCoords(slice, at);
+    else
+      break;
+    v = view->getOperand(0);
   }
   return {argOf.lookup(v), at};
 }

@@ -238,7 +238,11 @@ protected:
   /// Where the anchor's element at `coords` is stored: permuted by the
   /// transposes between the anchor and the kernel's results.
   SmallVector<Value> storedCoords(ArrayRef<Value> coords);
-  /// The kernel argument (a memref) under `v`'s transposes, and `coords`
+  /// `coords` of `op`'s result mapped to its input.
+  SmallVector<Value> sliceSourceCoords(SliceOp op, ArrayRef<Value> coords);
+  /// A concat's element at `coords`, read from the operand that holds it.
+  Value evalConcat(ConcatOp op, ArrayRef<Value> coords);
+  /// The kernel argument (a memref) under `v`'s transposes and slices, and `coords`
   /// (in `v`'s shape) mapped to it.
   std::pair<Value, SmallVector<Value>> viewSource(Value v,
                                                   ArrayRef<Value> coords);
