@@ -69,6 +69,9 @@ ATTENTION_DTYPES = ("f16", "bf16")
 # width, causal, rope)
 BLOCKS = [("block_example", 1, 128, 256, 4, 2, 64, 1024, True, True),
           ("block_vit_b", 8, 197, 768, 12, 12, 64, 3072, False, False)]
+# LLaMA-style decoder blocks (RMSNorm, RoPE, causal GQA, SiLU-gated FFN, no
+# biases): (name, batch, tokens, features, q heads, kv heads, head dim, ffn).
+LLAMA_BLOCKS = [("block_llama_7b", 1, 2048, 4096, 32, 32, 128, 11008)]
 
 
 def t(shape, dt):
@@ -212,6 +215,42 @@ def block_graph(name, b, n, dm, hq, hkv, d, ffn, causal, rope, dt="bf16"):
     return f"func.func @{name}({', '.join(args)}) -> {x} {{\n" + "\n".join(body) + f"\n  return %y : {x}\n}}\n"
 
 
+def llama_graph(name, b, n, dm, hq, hkv, d, ffn, dt="bf16"):
+    """A LLaMA-style block as a fuse graph; arguments in the order of the
+    benchmark's parameter dict."""
+    x, row = t([b, n, dm], dt), t([dm], dt)
+    args = [f"%x: {x}", f"%g1: {row}", f"%wq: {t([hq * d, dm], dt)}", f"%wk: {t([hkv * d, dm], dt)}",
+            f"%wv: {t([hkv * d, dm], dt)}", f"%wo: {t([dm, hq * d], dt)}", f"%cos: {t([n, d // 2], dt)}",
+            f"%sin: {t([n, d // 2], dt)}", f"%g2: {row}", f"%wg: {t([ffn, dm], dt)}",
+            f"%wu: {t([ffn, dm], dt)}", f"%wd: {t([dm, ffn], dt)}"]
+    body = [f"  %h = fuse.rms_norm %x scale(%g1 : {row}) : {x}"]
+    names = {}
+    for v, h in (("q", hq), ("k", hkv), ("v", hkv)):
+        body.append(f"  %{v}0 = fuse.linear %h, %w{v} : {x}, {t([h * d, dm], dt)}")
+        body.append(f"  %{v}1 = fuse.reshape %{v}0 : {t([b, n, h * d], dt)} to {t([b, n, h, d], dt)}")
+        body.append(f"  %{v}2 = fuse.transpose %{v}1 {{permutation = array<i64: 0, 2, 1, 3>}} : "
+                    f"{t([b, n, h, d], dt)}")
+        names[v] = f"%{v}2"
+        if v != "v":
+            body.append(f"  %{v}3 = fuse.rope %{v}2, %cos, %sin : {t([b, h, n, d], dt)}, {t([n, d // 2], dt)}")
+            names[v] = f"%{v}3"
+    qt, kt = t([b, hq, n, d], dt), t([b, hkv, n, d], dt)
+    body.append(f"  %a = fuse.attention {names['q']}, {names['k']}, {names['v']} {{causal}} : {qt}, {kt}, {kt}")
+    body.append(f"  %a1 = fuse.transpose %a {{permutation = array<i64: 0, 2, 1, 3>}} : {qt}")
+    body.append(f"  %a2 = fuse.reshape %a1 : {t([b, n, hq, d], dt)} to {t([b, n, hq * d], dt)}")
+    body.append(f"  %o = fuse.linear %a2, %wo : {t([b, n, hq * d], dt)}, {t([dm, hq * d], dt)}")
+    body.append(f"  %r1 = fuse.add %x, %o : {x}, {x}")
+    body.append(f"  %h2 = fuse.rms_norm %r1 scale(%g2 : {row}) : {x}")
+    f = t([b, n, ffn], dt)
+    body.append(f"  %fg = fuse.linear %h2, %wg : {x}, {t([ffn, dm], dt)}")
+    body.append(f"  %fu = fuse.linear %h2, %wu : {x}, {t([ffn, dm], dt)}")
+    body.append(f"  %fs = fuse.silu %fg : {f}")
+    body.append(f"  %fm = fuse.mul %fs, %fu : {f}, {f}")
+    body.append(f"  %fd = fuse.linear %fm, %wd : {f}, {t([dm, ffn], dt)}")
+    body.append(f"  %y = fuse.add %r1, %fd : {x}, {x}")
+    return f"func.func @{name}({', '.join(args)}) -> {x} {{\n" + "\n".join(body) + f"\n  return %y : {x}\n}}\n"
+
+
 def workloads():
     """(tag, graph text, fusec flags) of every workload, in run order."""
     jobs = []
@@ -225,6 +264,8 @@ def workloads():
         jobs.append((f"{part}_bf16", ffn_graph(part), []))
     for blk in BLOCKS:
         jobs.append((f"{blk[0]}_bf16", block_graph(*blk), []))
+    for blk in LLAMA_BLOCKS:
+        jobs.append((f"{blk[0]}_bf16", llama_graph(*blk), []))
     for dt in ATTENTION_DTYPES:
         for shape in ATTENTION:
             for causal in (False, True):
@@ -662,6 +703,49 @@ def run_bench(args):
             ms = interleaved(dict(fusec=fusec, **eager_and_compiled(lambda wrap: [wrap(block)])))
         flops = 2 * bsz * n * dm * (hq * hd + 2 * hkv * hd + hq * hd + 2 * ffn) + \
             4 * bsz * hq * n * n * hd // (2 if causal else 1)
+        compute_row(name, "bf16", ms.pop("fusec"), ms, flops, err, kernels=kernels)
+        rt.lib.fusec_module_release(module)
+
+    for (name, bsz, n, dm, hq, hkv, hd, ffn) in LLAMA_BLOCKS:
+        tag = f"{name}_bf16"
+        if not wanted(tag):
+            continue
+        module = load(tag)
+        with open(os.path.join(args.dir, tag + ".ptx")) as f:
+            kernels = f.read().count(".entry ")
+        d = torch.bfloat16
+
+        def rnd(*shape, s=1.0):
+            return torch.randn(*shape, device=dev, dtype=d) * s
+        ang = torch.arange(n, device=dev)[:, None] * 10000 ** (-torch.arange(hd // 2, device=dev) / (hd // 2))
+        p = dict(x=rnd(bsz, n, dm), g1=1 + rnd(dm, s=0.1), wq=rnd(hq * hd, dm, s=dm ** -0.5),
+                 wk=rnd(hkv * hd, dm, s=dm ** -0.5), wv=rnd(hkv * hd, dm, s=dm ** -0.5),
+                 wo=rnd(dm, hq * hd, s=(hq * hd) ** -0.5), cos=ang.cos().to(d), sin=ang.sin().to(d),
+                 g2=1 + rnd(dm, s=0.1), wg=rnd(ffn, dm, s=dm ** -0.5), wu=rnd(ffn, dm, s=dm ** -0.5),
+                 wd=rnd(dm, ffn, s=ffn ** -0.5))
+
+        def llama(p=p, bsz=bsz, n=n, dm=dm, hq=hq, hkv=hkv, hd=hd):
+            def rot(v):
+                v0, v1 = v[..., :hd // 2], v[..., hd // 2:]
+                return torch.cat([v0 * p["cos"] - v1 * p["sin"], v1 * p["cos"] + v0 * p["sin"]], -1)
+            h = F.rms_norm(p["x"], (dm,), p["g1"], eps=1e-6)
+            q = rot(F.linear(h, p["wq"]).view(bsz, n, hq, hd).transpose(1, 2))
+            k = rot(F.linear(h, p["wk"]).view(bsz, n, hkv, hd).transpose(1, 2))
+            v = F.linear(h, p["wv"]).view(bsz, n, hkv, hd).transpose(1, 2)
+            a = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=hq != hkv)
+            r1 = p["x"] + F.linear(a.transpose(1, 2).reshape(bsz, n, hq * hd), p["wo"])
+            h2 = F.rms_norm(r1, (dm,), p["g2"], eps=1e-6)
+            return r1 + F.linear(F.silu(F.linear(h2, p["wg"])) * F.linear(h2, p["wu"]), p["wd"])
+        out = torch.full_like(p["x"], float("nan"))
+        fusec = [rt.runner(module, stream(), list(p.values()), [out])]
+        with torch.no_grad():
+            fusec[0]()
+            torch.cuda.synchronize()
+            ref = llama({k_: v_.double() for k_, v_ in p.items()})
+            err = relerr(out, ref)
+            del ref
+            ms = interleaved(dict(fusec=fusec, **eager_and_compiled(lambda wrap: [wrap(llama)])))
+        flops = 2 * bsz * n * dm * (2 * hq * hd + 2 * hkv * hd + 3 * ffn) + 4 * bsz * hq * n * n * hd // 2
         compute_row(name, "bf16", ms.pop("fusec"), ms, flops, err, kernels=kernels)
         rt.lib.fusec_module_release(module)
 

@@ -61,7 +61,7 @@ run)
     # The user's command on a GPU: compile, run, compare with the reference.
     python3 -c "import lzma, sys; open('/tmp/fusec', 'wb').write(lzma.open(sys.argv[1]).read())" \
       "$STAGE/fusec.xz" && chmod +x /tmp/fusec
-    for e in resnet_block mobilenet_block transformer_block; do
+    for e in resnet_block mobilenet_block transformer_block llama_block unet_decoder; do
       /tmp/fusec run "examples/$e.mlir" --device=gpu 2>&1 | tee -a "$out/fusec-run.log" || fusec_run=1
     done
   fi

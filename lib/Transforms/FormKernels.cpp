@@ -190,6 +190,8 @@ void KernelFormer::growPrologue(Group &group) {
     remark << ", which also writes its result for the other users";
 }
 
+/// Linear layers read concatenated weights, convolutions inputs joined
+/// along channels, in place.
 /// Attention reads its operands through transposes that keep rows
 /// contiguous (splitting heads) and applies rotary embeddings to its Q and K
 /// tiles: such producers that only it uses join its kernel.
@@ -207,6 +209,18 @@ void KernelFormer::growOperandViews(Group &group) {
       concat->emitRemark() << "fused fuse.concat into kernel " << group.name
                            << ", which reads the parts in place";
     }
+    return;
+  }
+  // A convolution reads inputs joined along its channel axis in place.
+  if (auto conv = dyn_cast<Conv2dOp>(group.ops.front())) {
+    auto concat = conv.getInput().getDefiningOp<ConcatOp>();
+    if (!concat || groupOf.count(concat) || !concat->hasOneUse() ||
+        normalisedAxis(concat) != channelAxis(conv.getLayout(), 4))
+      return;
+    group.ops.insert(concat);
+    groupOf[concat] = &group;
+    concat->emitRemark() << "fused fuse.concat into kernel " << group.name
+                         << ", which reads the parts in place";
     return;
   }
   auto attention = dyn_cast<AttentionOp>(group.ops.front());

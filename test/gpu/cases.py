@@ -439,7 +439,8 @@ def build_cases():
         add(name, text, dtype, flags)
     here = os.path.dirname(os.path.abspath(__file__))
     examples = os.path.join(here, "..", "..", "examples")
-    for name, dt in (("resnet_block", "f32"), ("mobilenet_block", "f16"), ("transformer_block", "bf16")):
+    for name, dt in (("resnet_block", "f32"), ("mobilenet_block", "f16"), ("transformer_block", "bf16"),
+                     ("llama_block", "bf16"), ("unet_decoder", "f16")):
         with open(os.path.join(examples, name + ".mlir")) as f:
             add("example_" + name, f.read(), dt)
     return cases

@@ -20,7 +20,8 @@ private:
   FailureOr<LaunchConfig> emitBody() override {
     auto op = cast<Conv2dOp>(anchor);
     int64_t width = vectorWidth(shapeOf(op.getResult()));
-    if (isVectorDepthwise(op, width))
+    // An input read through a concat goes element by element.
+    if (isVectorDepthwise(op, width) && argOf.contains(op.getInput()))
       return emitDepthwiseVector(op, width);
     return emitDirectConv(op);
   }
@@ -92,6 +93,7 @@ LaunchConfig DirectConvKernel::emitDirectConv(Conv2dOp op) {
   int64_t groups = op.getGroups(), cig = ci / groups, cog = co / groups;
   auto pads = op.getPads();
   ArrayRef<int64_t> s = op.getStrides(), d = op.getDilation();
+  // Null when the input is read through a concat (U-Net skip connections).
   Value x = argOf.lookup(op.getInput()), filter = argOf.lookup(op.getFilter());
   return perElement(product(outShape), [&](Value linear) {
     SmallVector<Value> coords = delinearize(linear, outShape);
@@ -104,9 +106,12 @@ LaunchConfig DirectConvKernel::emitDirectConv(Conv2dOp op) {
       Value ih = addi(ih0, muli(khi, idx(d[0])));
       Value iw = addi(iw0, muli(kwi, idx(d[1])));
       Value ic = addi(muli(g, idx(cig)), c);
-      Value xv = loadOrZero(andi(inRange(ih, h), inRange(iw, w)), x, [&] {
-        return joinNCHW(o.n, ic, ih, iw, layout);
-      });
+      auto at = [&] { return joinNCHW(o.n, ic, ih, iw, layout); };
+      Value inside = andi(inRange(ih, h), inRange(iw, w));
+      Value xv = x ? loadOrZero(inside, x, at)
+                   : ifElse(inside,
+                            [&] { return readThroughViews(op.getInput(), at()); },
+                            [&] { return f32(0.0); });
       SmallVector<Value> fi = nhwc ? SmallVector<Value>{o.c, khi, kwi, c}
                                    : SmallVector<Value>{o.c, c, khi, kwi};
       return fma(xv, load(filter, fi), acc);

@@ -94,11 +94,14 @@ struct GemmOperand {
   /// The element at (batch, i, k), i being m for A and n for B.
   std::function<GemmAddress(Value batch, Value i, Value k)> address;
   /// When not empty, `memref` is unused and the operand is these kernel
-  /// arguments concatenated along their first axis, each with the index
-  /// there at which it starts: the weights of linear layers merged into one
-  /// (fuse.concat, read in place). `address` indexes the concatenation;
+  /// arguments concatenated along `partsAxis`, each with the index there at
+  /// which it starts: the weights of linear layers merged into one, or a
+  /// convolution's input joined along channels (fuse.concat, read in
+  /// place). `address` indexes the concatenation;
   /// GemmKernel::accessOperand finds the part.
   SmallVector<std::pair<Value, int64_t>> parts;
+  /// The memref axis along which the parts are concatenated.
+  int64_t partsAxis = 0;
 };
 
 /// What the epilogue reads of columns n...n+width-1 alone, computed once

@@ -128,6 +128,18 @@ GemmProblem GemmKernel::convProblem(Conv2dOp op) {
   // A(g, m, k): the input pixel under filter tap k of output pixel m, zero
   // in the padding.
   problem.a.memref = x;
+  // Inputs joined along channels are read in place (a U-Net skip).
+  bool partsAligned = true;
+  if (auto concat = op.getInput().getDefiningOp<ConcatOp>()) {
+    problem.a.partsAxis = nhwc ? 3 : 1;
+    int64_t start = 0;
+    for (Value part : concat.getInputs()) {
+      problem.a.parts.emplace_back(argOf.lookup(part), start);
+      int64_t channels = shapeOf(part)[problem.a.partsAxis];
+      partsAligned &= channels % vectorElements(op.getInput()) == 0;
+      start += channels;
+    }
+  }
   problem.a.kContiguous = nhwc;
   problem.a.address = [=, this](Value g, Value m, Value k) {
     SmallVector<Value> p = delinearize(m, {n, ho, wo});
@@ -165,6 +177,9 @@ GemmProblem GemmKernel::convProblem(Conv2dOp op) {
   int64_t width = vectorElements(op.getInput());
   if (nhwc && cig % width == 0 && ci % width == 0)
     problem.a.vector = problem.b.vector = width;
+  // A vector never straddles two parts.
+  if (!partsAligned)
+    problem.a.vector = 1;
   int64_t channelAxis = nhwc ? 3 : 1;
   problem.columns = [=, this](Value g, Value nn, int64_t width) {
     GemmColumns columns{nn, width};
@@ -325,13 +340,15 @@ Value GemmKernel::accessOperand(
     auto [memref, start] = operand.parts[i];
     auto here = [&, memref = memref, start = start]() -> Value {
       SmallVector<Value> at(indices);
+      int64_t axis = operand.partsAxis;
       if (start)
-        at[0] = subi(at[0], idx(start));
+        at[axis] = subi(at[axis], idx(start));
       return access(memref, at);
     };
     if (i + 1 == operand.parts.size())
       return here();
-    Value inPart = ltc(indices[0], operand.parts[i + 1].second);
+    Value inPart =
+        ltc(indices[operand.partsAxis], operand.parts[i + 1].second);
     auto ifOp = scf::IfOp::create(b, type ? TypeRange(type) : TypeRange(),
                                   inPart, /*withElseRegion=*/true);
     OpBuilder::InsertionGuard guard(b);

@@ -238,6 +238,15 @@ protected:
   /// Where the anchor's element at `coords` is stored: permuted by the
   /// transposes between the anchor and the kernel's results.
   SmallVector<Value> storedCoords(ArrayRef<Value> coords);
+  /// `v`, computed from kernel arguments through views (slices, concats),
+  /// at `coords`, read anew on each call (unlike evalAt, which computes a
+  /// value once per element).
+  Value readThroughViews(Value v, ArrayRef<Value> coords) {
+    cache.clear();
+    Value value = evalAt(v, coords);
+    cache.clear();
+    return value;
+  }
   /// `coords` of `op`'s result mapped to its input.
   SmallVector<Value> sliceSourceCoords(SliceOp op, ArrayRef<Value> coords);
   /// A concat's element at `coords`, read from the operand that holds it.
