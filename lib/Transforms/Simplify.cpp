@@ -11,6 +11,7 @@
 #include "Fuse/FuseOps.h"
 
 #include "mlir/IR/PatternMatch.h"
+#include "llvm/ADT/SmallPtrSet.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 namespace fusec {
@@ -266,6 +267,22 @@ static bool readsThroughSlice(Value v, int64_t offset) {
   });
 }
 
+/// The elementwise ops computed from `v`, transitively.
+static SmallVector<Operation *> elementwiseUsers(Value v) {
+  SmallVector<Operation *> found;
+  SmallVector<Value> work{v};
+  llvm::SmallPtrSet<Operation *, 16> seen;
+  while (!work.empty()) {
+    Value at = work.pop_back_val();
+    for (Operation *user : at.getUsers())
+      if (isElementwise(user) && seen.insert(user).second) {
+        found.push_back(user);
+        llvm::append_range(work, user->getResults());
+      }
+  }
+  return found;
+}
+
 /// linear(x, w1), linear(x, w2), ... -> slices of linear(x, concat(w1, w2,
 /// ...)): projections of one input (Q, K and V; gate and up) become one
 /// GEMM, which reads the weights in place, as long as all are graph
@@ -292,12 +309,20 @@ struct MergeSharedInputLinears : OpRewritePattern<LinearOp> {
     llvm::sort(candidates, [](LinearOp a, LinearOp b) {
       return a->isBeforeInBlock(b);
     });
-    // In program order, the layers whose results can be read in place.
+    // In program order, the layers whose results can be read in place and
+    // meet no earlier member's in an elementwise op: kept apart, the later
+    // layer's epilogue computes that op (SiLU gating), while merged, it
+    // would take a kernel and two more passes over both results.
     SmallVector<LinearOp> group;
+    llvm::SmallPtrSet<Operation *, 16> reached;
     int64_t offset = 0;
     for (LinearOp linear : candidates) {
       if (!readsThroughSlice(linear.getResult(), offset))
         continue;
+      SmallVector<Operation *> chain = elementwiseUsers(linear.getResult());
+      if (llvm::any_of(chain, [&](Operation *u) { return reached.count(u); }))
+        continue;
+      reached.insert(chain.begin(), chain.end());
       group.push_back(linear);
       offset += linear.getType().getShape().back();
     }

@@ -167,3 +167,18 @@ func.func @merge_linears(%x: tensor<3x8xf16>, %w1: tensor<16x8xf16>, %w2: tensor
   %n = fuse.rms_norm %c : tensor<3x8xf16>
   return %ra, %rb, %n : tensor<3x16xf16>, tensor<3x8xf16>, tensor<3x8xf16>
 }
+
+// -----
+
+// Gate and up projections whose results meet in the gating multiply stay
+// apart: the later one's epilogue computes silu(gate) * up.
+// CHECK-LABEL: func.func @gate_up_stay_apart
+// CHECK-NOT: fuse.concat
+// CHECK-COUNT-2: fuse.linear %arg0
+func.func @gate_up_stay_apart(%x: tensor<3x8xbf16>, %wg: tensor<16x8xbf16>, %wu: tensor<16x8xbf16>) -> tensor<3x16xbf16> {
+  %g = fuse.linear %x, %wg : tensor<3x8xbf16>, tensor<16x8xbf16>
+  %u = fuse.linear %x, %wu : tensor<3x8xbf16>, tensor<16x8xbf16>
+  %s = fuse.silu %g : tensor<3x16xbf16>
+  %m = fuse.mul %s, %u : tensor<3x16xbf16>, tensor<3x16xbf16>
+  return %m : tensor<3x16xbf16>
+}

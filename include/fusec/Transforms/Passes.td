@@ -15,7 +15,15 @@ def FuseSimplify : Pass<"fusec-simplify", "mlir::func::FuncOp"> {
     transposes vanish and chains of them collapse. A split becomes one
     slice per piece, a slice moves below a reshape that splits its sliced
     axis (so splitting heads out of a fused QKV result stays a view), and
-    slices of slices or of one concat operand collapse.
+    slices of slices or of one concat operand collapse. Linear layers of
+    one input (Q, K and V) merge into one linear layer over their
+    concatenated weights and biases, each result becoming a slice of it
+    (remark: "merged N fuse.linear ops ..."), when the weights are graph
+    parameters, all or none have a bias, and every result is read in place
+    (by elementwise ops, reshapes splitting the last axis, transposes, ropes
+    and attention). Layers whose results meet in an elementwise op (gate
+    and up of a SiLU-gated FFN) stay apart: the later one's epilogue then
+    computes that op.
   }];
   let dependentDialects = ["mlir::fuse::FuseDialect"];
 }
@@ -30,9 +38,13 @@ def FormKernels : Pass<"fusec-form-kernels", "mlir::func::FuncOp"> {
     that only combine graph parameters (batch-norm coefficients, merged
     biases) join the kernel that alone uses them, and are recomputed there.
     Elementwise ops left over form kernels of their own. An attention takes
-    in the single-user transposes (keeping rows contiguous) and ropes that
-    produce its operands, and a transpose of its result: it loads, rotates
-    and stores through them. Otherwise a value with several users, a
+    in the single-user slices and transposes (keeping rows contiguous) and
+    ropes that produce its operands, and a transpose of its result: it
+    loads, rotates and stores through them. Slices and concats (views) join
+    whichever kernel reads them, which reads through them; a linear layer
+    takes in a concat of its weights or biases along the output features,
+    and a convolution a concat of inputs along channels, reading the parts
+    in place. A view nothing reads through gets a kernel of its own. Otherwise a value with several users, a
     reshape or transpose, or an edge between two anchors ends a kernel;
     reshapes between kernels are free views. Every decision is reported as a remark (`fused ...` or
     `not fused ...`), which `fusec --remarks` prints.
