@@ -157,14 +157,15 @@ func.func @heuristic(%x: tensor<32x28x28x128xf16>, %w: tensor<128x3x3x128xf16>) 
 
 // Attention on tensor cores (FlashAttention-2 style): Q and the K/V tiles
 // arrive by cp.async, read through the transpose that splits heads (from
-// the [B, N, H, D] memref), Q is rotated in shared memory, S = Q K^T and
+// the [B, N, H, D] memref), Q is rotated in shared memory (16-byte vectors
+// of the pairs and of the cos table), S = Q K^T and
 // O += P V run on mma.sync, the online softmax uses exp2 and quad shuffles,
 // and the result is stored permuted back to [B, N, H, D].
 // CHECK-LABEL: func.func @attention(
 // CHECK: gpu.func @k0_attention({{.+}}) kernel attributes {fusec.family = "attention_mma_sync"
 // CHECK: nvgpu.device_async_copy %{{.+}} : memref<1x6x2x64xf16> to memref<1x128x64xf16, #gpu.address_space<workgroup>>
 // CHECK: nvvm.cp.async.commit.group
-// CHECK: memref.load %{{.+}} : memref<6x32xf16>
+// CHECK: vector.load %{{.+}} : memref<6x32xf16>, vector<8xf16>
 // CHECK: nvgpu.ldmatrix
 // CHECK: scf.for
 // CHECK: nvvm.mma.sync {{.+}} shape = #nvvm.shape<m = 16, n = 8, k = 16>
