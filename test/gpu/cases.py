@@ -223,6 +223,24 @@ def fused_qkv_case(dt, b, n, hq, hkv, d):
     return g.text([(a, t([b, hq, n, d], dt))])
 
 
+def channel_elementwise_case(dt):
+    """Elementwise kernels with per-channel operands on the innermost axis:
+    batch norm + ReLU in NHWC (70 rows, not a multiple of the 4 rows a thread
+    walks), bias + GeLU on [rows, features] (24 rows), and channels that no
+    vector divides (33)."""
+    g = Graph("g")
+    x, y, z = g.arg([2, 5, 7, 24], dt), g.arg([24, 40], dt), g.arg([3, 11, 33], dt)
+    ps = [g.arg([24], dt) for _ in range(4)]
+    b, c = g.arg([40], dt), g.arg([33], dt)
+    v = g.op(f"fuse.batch_norm {x}, {', '.join(ps)} : {t([2, 5, 7, 24], dt)}, {t([24], dt)}")
+    v = g.op(f"fuse.relu {v} : {t([2, 5, 7, 24], dt)}")
+    w = g.op(f"fuse.bias_add {y}, {b} : {t([24, 40], dt)}, {t([40], dt)}")
+    w = g.op(f"fuse.gelu {w} : {t([24, 40], dt)}")
+    u = g.op(f"fuse.bias_add {z}, {c} : {t([3, 11, 33], dt)}, {t([33], dt)}")
+    u = g.op(f"fuse.silu {u} : {t([3, 11, 33], dt)}")
+    return g.text([(v, t([2, 5, 7, 24], dt)), (w, t([24, 40], dt)), (u, t([3, 11, 33], dt))])
+
+
 def merged_linears_case(dt):
     """Three biased projections of one input merge into one GEMM reading the
     weights in place; each result goes on through an elementwise op."""
@@ -435,6 +453,7 @@ def build_cases():
     for dt in ("f32", "f16", "bf16"):
         add(f"views_{dt}", views_case(dt), dt)
         add(f"merged_linears_{dt}", merged_linears_case(dt), dt)
+        add(f"channel_elementwise_{dt}", channel_elementwise_case(dt), dt)
     for name, text, dtype, flags in gemm_cases() + attention_cases():
         add(name, text, dtype, flags)
     here = os.path.dirname(os.path.abspath(__file__))
