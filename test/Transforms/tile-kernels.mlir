@@ -103,3 +103,25 @@ func.func @dw_vector(%x: tensor<1x9x9x32xbf16>, %w: tensor<32x3x3x1xbf16>) -> te
   %1 = fuse.relu6 %0 : tensor<1x9x9x32xbf16>
   return %1 : tensor<1x9x9x32xbf16>
 }
+
+// -----
+
+// A row of 4096 bf16 is 2 vectors per thread of a 256-thread block: it is
+// read once into registers (no loop over the row), each reduction shuffles
+// within warps and combines the 8 warps' partials through shared memory
+// (two barriers); the residual sum is written beside the normalised row.
+// CHECK-LABEL: func.func @resident_row(
+// CHECK: gpu.func @k0_layer_norm
+// CHECK-NOT: scf.for
+// CHECK-COUNT-2: vector.load %{{.+}} : memref<3x4096xbf16>, vector<8xbf16>
+// CHECK-COUNT-5: gpu.shuffle xor
+// CHECK: gpu.barrier
+// CHECK: gpu.barrier
+// CHECK-COUNT-5: gpu.shuffle xor
+// CHECK-NOT: scf.for
+// CHECK: gpu.return
+func.func @resident_row(%x: tensor<3x4096xbf16>, %r: tensor<3x4096xbf16>) -> (tensor<3x4096xbf16>, tensor<3x4096xbf16>) {
+  %h = fuse.add %x, %r : tensor<3x4096xbf16>, tensor<3x4096xbf16>
+  %0 = fuse.layer_norm %h : tensor<3x4096xbf16>
+  return %0, %h : tensor<3x4096xbf16>, tensor<3x4096xbf16>
+}

@@ -241,6 +241,22 @@ def channel_elementwise_case(dt):
     return g.text([(v, t([2, 5, 7, 24], dt)), (w, t([24, 40], dt)), (u, t([3, 11, 33], dt))])
 
 
+def resident_rows_case(dt):
+    """Row reductions whose rows fit a thread's registers (256 threads x up
+    to 8 vectors): residual add + layer norm (both results written), RMS
+    norm, softmax."""
+    n = 4096 if dt != "f32" else 2048
+    g = Graph("g")
+    x, r = g.arg([5, n], dt), g.arg([5, n], dt)
+    w, b = g.arg([n], dt), g.arg([n], dt)
+    y = g.arg([3, 2, n // 2], dt)
+    h = g.op(f"fuse.add {x}, {r} : {t([5, n], dt)}, {t([5, n], dt)}")
+    ln = g.op(f"fuse.layer_norm {h} scale({w} : {t([n], dt)}) shift({b} : {t([n], dt)}) : {t([5, n], dt)}")
+    rms = g.op(f"fuse.rms_norm {x} scale({w} : {t([n], dt)}) : {t([5, n], dt)}")
+    sm = g.op(f"fuse.softmax {y} : {t([3, 2, n // 2], dt)}")
+    return g.text([(ln, t([5, n], dt)), (h, t([5, n], dt)), (rms, t([5, n], dt)), (sm, t([3, 2, n // 2], dt))])
+
+
 def merged_linears_case(dt):
     """Three biased projections of one input merge into one GEMM reading the
     weights in place; each result goes on through an elementwise op."""
@@ -454,6 +470,7 @@ def build_cases():
         add(f"views_{dt}", views_case(dt), dt)
         add(f"merged_linears_{dt}", merged_linears_case(dt), dt)
         add(f"channel_elementwise_{dt}", channel_elementwise_case(dt), dt)
+        add(f"resident_rows_{dt}", resident_rows_case(dt), dt)
     for name, text, dtype, flags in gemm_cases() + attention_cases():
         add(name, text, dtype, flags)
     here = os.path.dirname(os.path.abspath(__file__))

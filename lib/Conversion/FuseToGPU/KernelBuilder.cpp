@@ -486,9 +486,10 @@ void KernelBuilder::selectLane(ArrayRef<std::pair<BlockArgument, Value>> full,
     preloaded[arg] = toF32(vector::ExtractOp::create(b, vec, lane));
 }
 
-void KernelBuilder::storeVectorResults(ArrayRef<Value> coords, int64_t width,
-                                       ArrayRef<Value> anchorValues) {
-  auto full = loadFullInputs(coords, width);
+void KernelBuilder::storeVectorResults(
+    ArrayRef<Value> coords, int64_t width, ArrayRef<Value> anchorValues,
+    const SmallVector<std::pair<BlockArgument, Value>> *loaded) {
+  auto full = loaded ? *loaded : loadFullInputs(coords, width);
   SmallVector<SmallVector<Value>> lanes(outputs.size());
   for (int64_t i = 0; i < width; ++i) {
     SmallVector<Value> at(coords);

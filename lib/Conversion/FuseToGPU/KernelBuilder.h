@@ -282,9 +282,11 @@ protected:
   Value loadVector(Value memref, ArrayRef<Value> coords, int64_t width);
   /// Computes and stores `width` consecutive elements along the innermost
   /// axis from `coords` as aligned vectors, reading full-size kernel inputs
-  /// as vectors too; `anchorValues` holds the anchor's value per element.
-  void storeVectorResults(ArrayRef<Value> coords, int64_t width,
-                          ArrayRef<Value> anchorValues);
+  /// as vectors too (or taking them from `full`, loadFullInputs' result at
+  /// `coords`); `anchorValues` holds the anchor's value per element.
+  void storeVectorResults(
+      ArrayRef<Value> coords, int64_t width, ArrayRef<Value> anchorValues,
+      const SmallVector<std::pair<BlockArgument, Value>> *full = nullptr);
   /// The kernel inputs of the iteration shape, as vectors at `coords`.
   SmallVector<std::pair<BlockArgument, Value>>
   loadFullInputs(ArrayRef<Value> coords, int64_t width);

@@ -1,9 +1,11 @@
 //===- RowReduction.cpp - Normalisations and softmax ----------------------===//
 //
-// layer_norm, rms_norm and softmax: one block per row, shared-memory tree
-// reductions (mean then variance; max then sum), contiguous rows moving as
-// 16-byte vectors; a fused prologue (a residual add, say) is computed per
-// element in every pass and its result written once.
+// layer_norm, rms_norm and softmax: one block per row, reductions by warp
+// shuffles then across warps in shared memory (mean then variance; max then
+// sum), contiguous rows moving as 16-byte vectors. A row of up to 8 vectors
+// per thread (4096 bf16, 2048 f32) is read once into registers; longer rows
+// are read once per pass, a fused prologue (a residual add, say) computed per
+// element in every pass. The prologue's result is written once.
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,6 +24,8 @@ private:
   Value blockReduce(Value partial, bool isMax);
 
   Value reduceBuffer;
+  /// The most 16-byte vectors of a row one thread keeps in registers.
+  static constexpr int64_t kResident = 8;
 };
 } // namespace
 
@@ -33,20 +37,25 @@ fusec::tiling::makeRowReductionKernel(KernelOp kernel,
 }
 
 Value RowReductionKernel::blockReduce(Value partial, bool isMax) {
+  // Within each warp by shuffles, then across the warps' partials in
+  // shared memory: two barriers instead of one per halving.
+  auto combine = [&](Value a, Value c) { return isMax ? maxf(a, c) : addf(a, c); };
+  for (int32_t offset = 16; offset > 0; offset /= 2)
+    partial = combine(partial, gpu::ShuffleOp::create(b, partial, offset, 32,
+                                                      gpu::ShuffleMode::XOR)
+                                   .getShuffleResult());
   Value tid = threadId();
-  memref::StoreOp::create(b, partial, reduceBuffer, ValueRange{tid});
+  ifThen(arith::CmpIOp::create(b, arith::CmpIPredicate::eq, remi(tid, 32),
+                               idx(0)),
+         [&] {
+           memref::StoreOp::create(b, partial, reduceBuffer,
+                                   ValueRange{divi(tid, 32)});
+         });
   gpu::BarrierOp::create(b);
-  for (int64_t stride = kBlock / 2; stride > 0; stride /= 2) {
-    ifThen(ltc(tid, stride), [&] {
-      Value other = memref::LoadOp::create(b, reduceBuffer,
-                                           ValueRange{addi(tid, idx(stride))});
-      Value mine = memref::LoadOp::create(b, reduceBuffer, ValueRange{tid});
-      memref::StoreOp::create(b, isMax ? maxf(mine, other) : addf(mine, other),
-                              reduceBuffer, ValueRange{tid});
-    });
-    gpu::BarrierOp::create(b);
-  }
   Value result = memref::LoadOp::create(b, reduceBuffer, ValueRange{idx(0)});
+  for (int64_t w = 1; w < kBlock / 32; ++w)
+    result = combine(result, memref::LoadOp::create(b, reduceBuffer,
+                                                    ValueRange{idx(w)}));
   // Nobody may overwrite the buffer before everyone has read the result.
   gpu::BarrierOp::create(b);
   return result;
@@ -107,7 +116,8 @@ FailureOr<LaunchConfig> RowReductionKernel::emitBody() {
     cache.clear();
     return lanes;
   };
-  auto rowSum = [&](std::function<Value(Value)> term, bool isMax) {
+  std::function<Value(std::function<Value(Value)>, bool)> rowSum =
+      [&](std::function<Value(Value)> term, bool isMax) {
     Value partial =
         loop(tid, idx(length / step), idx(kBlock),
              {isMax ? f32(-INFINITY) : f32(0)},
@@ -121,7 +131,8 @@ FailureOr<LaunchConfig> RowReductionKernel::emitBody() {
              })[0];
     return blockReduce(partial, isMax);
   };
-  auto writeRow = [&](std::function<Value(Value, ArrayRef<Value>)> value) {
+  std::function<void(std::function<Value(Value, ArrayRef<Value>)>)> writeRow =
+      [&](std::function<Value(Value, ArrayRef<Value>)> value) {
     (void)loop(tid, idx(length / step), idx(kBlock), {},
                [&](Value g, ValueRange) -> SmallVector<Value> {
                  SmallVector<Value> coords =
@@ -141,6 +152,53 @@ FailureOr<LaunchConfig> RowReductionKernel::emitBody() {
                  return {};
                });
   };
+  // A row of at most kResident vectors per thread stays in registers: the
+  // input (and a prologue's operands) is read once, not once per pass.
+  int64_t groups = length / step;
+  int64_t perThread = width && groups % kBlock == 0 ? groups / kBlock : 0;
+  using Full = SmallVector<std::pair<BlockArgument, Value>>;
+  SmallVector<SmallVector<Value>> residentCoords, residentLanes;
+  SmallVector<Full> residentFull;
+  if (perThread >= 1 && perThread <= kResident) {
+    for (int64_t i = 0; i < perThread; ++i) {
+      SmallVector<Value> coords =
+          elementCoords(muli(addi(tid, idx(i * kBlock)), idx(step)));
+      Full full = loadFullInputs(coords, width);
+      SmallVector<Value> lanes;
+      for (int64_t l = 0; l < width; ++l) {
+        SmallVector<Value> at(coords);
+        at.back() = addi(coords.back(), idx(l));
+        selectLane(full, l);
+        lanes.push_back(evalAt(input, at));
+      }
+      preloaded.clear();
+      cache.clear();
+      residentCoords.push_back(coords);
+      residentLanes.push_back(lanes);
+      residentFull.push_back(full);
+    }
+    rowSum = [&](std::function<Value(Value)> term, bool isMax) {
+      Value partial = isMax ? f32(-INFINITY) : f32(0);
+      for (ArrayRef<Value> lanes : residentLanes)
+        for (Value v : lanes) {
+          Value t = term(v);
+          partial = isMax ? maxf(partial, t) : addf(partial, t);
+        }
+      return blockReduce(partial, isMax);
+    };
+    writeRow = [&](std::function<Value(Value, ArrayRef<Value>)> value) {
+      for (auto [coords, lanes, full] :
+           llvm::zip_equal(residentCoords, residentLanes, residentFull)) {
+        SmallVector<Value> anchorValues;
+        for (int64_t l = 0; l < width; ++l) {
+          SmallVector<Value> at(coords);
+          at.back() = addi(coords.back(), idx(l));
+          anchorValues.push_back(value(lanes[l], at));
+        }
+        storeVectorResults(coords, width, anchorValues, &full);
+      }
+    };
+  }
   Value invLength = f32(1.0 / static_cast<double>(length));
   if (isa<SoftmaxOp>(op)) {
     Value max = rowSum([](Value v) { return v; }, /*isMax=*/true);
