@@ -479,7 +479,14 @@ def run_bench(args):
                                       folded=[lambda x=x: F.relu(F.conv2d(x, wf, bf, s, pd, 1, g)) for x in xs],
                                       cudnn_conv_relu=conv_relu))
             flops = 2 * n * ho * wo * co * (ci // g) * k * k
-            compute_row(f"conv_bn_relu {name}", dt, ms.pop("fusec"), ms, flops, err)
+            extra = {}
+            if g == ci:
+                # Depthwise is memory-bound: input once + output once against
+                # the copy bandwidth (issue 9's bar).
+                esize = 2 if dt in ("f16", "bf16") else 4
+                tbps = (n * h * w * ci + n * ho * wo * co) * esize / ms["fusec"] / 1e9
+                extra = dict(fusec_TBps=tbps, copy_fraction=tbps / ceil["copy_TBps"])
+            compute_row(f"conv_bn_relu {name}", dt, ms.pop("fusec"), ms, flops, err, **extra)
             rt.lib.fusec_module_release(module)
             del xs, outs, conv, bn, fusec
         allow_tf32(False)

@@ -392,6 +392,9 @@ def build_cases():
         # Depthwise with channels in 16-byte vectors (and a bias).
         add(f"conv_dw_vector_{dt}", conv_case("g", dt, "nhwc", 2, 16, 11, 13, 16, 3, s=2, p=1, g=16,
                                               bias=True, act="relu6"), dt)
+        # Stride 1, dilated, batch norm: pixels per thread share input columns.
+        add(f"conv_dw_vector_s1_{dt}", conv_case("g", dt, "nhwc", 1, 24, 9, 10, 24, 3, p=2, d=2, g=24,
+                                                 act="relu"), dt)
         # Big enough for the 128x64 (8x4 per thread) and 128x128 (8x8) tiles.
         add(f"conv_tile128x64_{dt}", conv_case("g", dt, "nhwc", 1, 8, 130, 131, 50, 3, p=1, act="relu"), dt)
         g = Graph("g")

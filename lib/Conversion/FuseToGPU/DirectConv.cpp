@@ -3,7 +3,8 @@
 // Depthwise and other grouped convolutions whose groups are too narrow for
 // a GEMM tile: one thread per output element, the window unrolled when
 // small; NHWC depthwise with 16-bit channels in vectors of 8 moves inputs
-// and outputs as 16-byte vectors, one thread per vector.
+// and outputs as 16-byte vectors, a thread computing 4 neighbouring pixels of
+// one vector of channels (filter taps and input columns loaded once).
 //
 //===----------------------------------------------------------------------===//
 
@@ -26,6 +27,8 @@ private:
     return emitDirectConv(op);
   }
   LaunchConfig emitDepthwiseVector(Conv2dOp op, int64_t width);
+  /// Output pixels along W per thread in emitDepthwiseVector.
+  static constexpr int64_t kPixelsPerThread = 4;
   LaunchConfig emitDirectConv(Conv2dOp op);
 
   /// An NHWC depthwise convolution whose channels split into vectors of 8
@@ -54,30 +57,69 @@ LaunchConfig DirectConvKernel::emitDepthwiseVector(Conv2dOp op, int64_t width) {
   auto pads = op.getPads();
   ArrayRef<int64_t> s = op.getStrides(), d = op.getDilation();
   Value x = argOf.lookup(op.getInput()), filter = argOf.lookup(op.getFilter());
-  return perElement(product(outShape) / width, [&](Value group) {
-    SmallVector<Value> coords = delinearize(muli(group, idx(width)), outShape);
-    Value ih0 = subi(muli(coords[1], idx(s[0])), idx(pads[0]));
-    Value iw0 = subi(muli(coords[2], idx(s[1])), idx(pads[2]));
-    SmallVector<Value> acc(width, f32(0));
-    for (int64_t i = 0; i < kh; ++i) {
+  // A thread computes `tw` neighbouring output pixels of one run of `width`
+  // channels: the filter taps, the per-channel epilogue values and the
+  // input columns the pixels share are loaded once.
+  int64_t ho = outShape[1], wo = outShape[2];
+  int64_t tw = std::min(kPixelsPerThread, wo);
+  int64_t wBlocks = ceilDiv(wo, tw), runs = outShape[3] / width;
+  int64_t span = (tw - 1) * s[1] + (kw - 1) * d[1] + 1;
+  int64_t total = outShape[0] * ho * wBlocks * runs;
+  return perElement(total, [&](Value t) {
+    // Channel runs vary fastest, so a warp's loads and stores are contiguous.
+    Value c0 = muli(remi(t, runs), idx(width));
+    Value rest = divi(t, runs);
+    Value wo0 = muli(remi(rest, wBlocks), idx(tw));
+    rest = divi(rest, wBlocks);
+    Value oh = remi(rest, ho), n = divi(rest, ho);
+    SmallVector<SmallVector<Value>> taps;
+    for (int64_t i = 0; i < kh; ++i)
       for (int64_t j = 0; j < kw; ++j) {
-        Value ih = addi(ih0, idx(i * d[0])), iw = addi(iw0, idx(j * d[1]));
+        SmallVector<Value> lanes;
+        for (int64_t l = 0; l < width; ++l)
+          lanes.push_back(load(filter, {addi(c0, idx(l)), idx(i), idx(j),
+                                        idx(0)}));
+        taps.push_back(lanes);
+      }
+    SmallVector<llvm::DenseMap<Value, Value>> values;
+    for (int64_t l = 0; l < width; ++l)
+      values.push_back(evalChannel(3, addi(c0, idx(l))));
+    Value ih0 = subi(muli(oh, idx(s[0])), idx(pads[0]));
+    Value iw0 = subi(muli(wo0, idx(s[1])), idx(pads[2]));
+    SmallVector<SmallVector<Value>> acc(tw, SmallVector<Value>(width, f32(0)));
+    for (int64_t i = 0; i < kh; ++i) {
+      Value ih = addi(ih0, idx(i * d[0]));
+      Value rowOk = inRange(ih, h);
+      for (int64_t col = 0; col < span; ++col) {
+        Value iw = addi(iw0, idx(col));
         SmallVector<Value> xv = loadVectorOrZero(
-            andi(inRange(ih, h), inRange(iw, w)), x,
-            [&] { return SmallVector<Value>{coords[0], ih, iw, coords[3]}; },
-            width);
-        for (int64_t l = 0; l < width; ++l) {
-          Value wv = load(filter, {addi(coords[3], idx(l)), idx(i), idx(j),
-                                   idx(0)});
-          acc[l] = fma(xv[l], wv, acc[l]);
-        }
+            andi(rowOk, inRange(iw, w)), x,
+            [&] { return SmallVector<Value>{n, ih, iw, c0}; }, width);
+        for (int64_t p = 0; p < tw; ++p)
+          for (int64_t j = 0; j < kw; ++j)
+            if (p * s[1] + j * d[1] == col)
+              for (int64_t l = 0; l < width; ++l)
+                acc[p][l] = fma(xv[l], taps[i * kw + j][l], acc[p][l]);
       }
     }
     if (Value bias = op.getBias())
-      for (int64_t l = 0; l < width; ++l)
-        acc[l] = addf(acc[l], load(argOf.lookup(bias),
-                                   {addi(coords[3], idx(l))}));
-    storeVectorResults(coords, width, acc);
+      for (int64_t l = 0; l < width; ++l) {
+        Value bv = load(argOf.lookup(bias), {addi(c0, idx(l))});
+        for (int64_t p = 0; p < tw; ++p)
+          acc[p][l] = addf(acc[p][l], bv);
+      }
+    channelAxis = 3;
+    channelValues = values;
+    for (int64_t p = 0; p < tw; ++p) {
+      Value ow = addi(wo0, idx(p));
+      auto store = [&] { storeVectorResults({n, oh, ow, c0}, width, acc[p]); };
+      if (wo % tw == 0)
+        store();
+      else
+        ifThen(ltc(ow, wo), store);
+    }
+    channelAxis = -1;
+    channelValues = {};
   });
 }
 
