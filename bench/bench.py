@@ -50,7 +50,10 @@ BN_RELU = ("bn_relu_infer", 64, 256, 56, 56)  # WORKLOADS.md section 3
 BN_DTYPES = ("bf16", "f32")
 # Residual add + norm (out and sum written) and bias + GeLU on [T, H].
 ROWS = (16384, 4096)
-ROW_WORKLOADS = [("add_layernorm", "bf16"), ("add_rmsnorm", "bf16"), ("bias_gelu", "bf16"), ("bias_gelu", "f32")]
+ROW_WORKLOADS = [("add_layernorm", "bf16"), ("add_rmsnorm", "bf16"), ("bias_gelu", "bf16"), ("bias_gelu", "f32"),
+                 ("softmax", "bf16")]
+# Pooling and resampling (issue 9), NHWC bf16: (name, n, c, h, w).
+SPATIAL = [("maxpool_3x3s2", 64, 64, 112, 112), ("upsample_bilinear2x", 16, 128, 64, 64)]
 # ResNet-50's first bottleneck (conv2_x, block 1): 64 -> 64 -> 64 -> 256 with
 # a 1x1 projection of the input; and a later block, 256 -> 64 -> 256, whose
 # shortcut is the input itself. NHWC, batch 32, 56x56 (WORKLOADS.md section 5).
@@ -106,6 +109,9 @@ def row_graph(name, dt):
         return (f"func.func @{name}(%x: {tt}, %b: {h}) -> {tt} {{\n"
                 f"  %0 = fuse.bias_add %x, %b : {tt}, {h}\n"
                 f"  %1 = fuse.gelu %0 : {tt}\n  return %1 : {tt}\n}}\n")
+    if name == "softmax":
+        return (f"func.func @{name}(%x: {tt}) -> {tt} {{\n"
+                f"  %0 = fuse.softmax %x : {tt}\n  return %0 : {tt}\n}}\n")
     if name == "add_layernorm":
         return (f"func.func @{name}(%x: {tt}, %r: {tt}, %w: {h}, %b: {h}) -> ({tt}, {tt}) {{\n"
                 f"  %h = fuse.add %x, %r : {tt}, {tt}\n"
@@ -115,6 +121,19 @@ def row_graph(name, dt):
             f"  %h = fuse.add %x, %r : {tt}, {tt}\n"
             f"  %0 = fuse.rms_norm %h scale(%w : {h}) : {tt}\n"
             f"  return %0, %h : {tt}, {tt}\n}}\n")
+
+
+def spatial_graph(name, n, c, h, w):
+    dt = "bf16"
+    x = t([n, h, w, c], dt)
+    if name.startswith("maxpool"):
+        return (f"func.func @{name}(%x: {x}) -> {t([n, h // 2, w // 2, c], dt)} {{\n"
+                f"  %0 = fuse.max_pool2d %x {{kernel = array<i64: 3, 3>, strides = array<i64: 2, 2>, "
+                f"padding = array<i64: 1, 1>}} : {x}\n  return %0 : {t([n, h // 2, w // 2, c], dt)}\n}}\n")
+    o = t([n, 2 * h, 2 * w, c], dt)
+    return (f"func.func @{name}(%x: {x}) -> {o} {{\n"
+            f"  %0 = fuse.upsample %x {{mode = #fuse.upsample_mode<bilinear>, scale = array<f64: 2.0, 2.0>}} : {x}\n"
+            f"  return %0 : {o}\n}}\n")
 
 
 def bottleneck_graph(name, cin):
@@ -275,6 +294,8 @@ def workloads():
         jobs.append((f"{name}_{dt}", bn_graph(name, n, c, h, w, dt), []))
     for name, dt in ROW_WORKLOADS:
         jobs.append((f"{name}_{dt}", row_graph(name, dt), []))
+    for spatial in SPATIAL:
+        jobs.append((f"{spatial[0]}_bf16", spatial_graph(*spatial), []))
     return jobs
 
 
@@ -793,9 +814,15 @@ def run_bench(args):
         w = torch.randn(H, device=dev, dtype=d)
         b = torch.randn(H, device=dev, dtype=d)
         eb = x.element_size()
-        outs = [torch.full_like(x, float("nan")) for _ in range(1 if name == "bias_gelu" else 2)]
-        ins = {"bias_gelu": [x, b], "add_layernorm": [x, r, w, b], "add_rmsnorm": [x, r, w]}[name]
-        if name == "bias_gelu":
+        outs = [torch.full_like(x, float("nan")) for _ in range(1 if name in ("bias_gelu", "softmax") else 2)]
+        ins = {"bias_gelu": [x, b], "add_layernorm": [x, r, w, b], "add_rmsnorm": [x, r, w],
+               "softmax": [x]}[name]
+        if name == "softmax":
+            def eager():
+                return F.softmax(x, -1)
+            ref = [F.softmax(x.double(), -1)]
+            nbytes = 2 * T * H * eb
+        elif name == "bias_gelu":
             def eager():
                 return F.gelu(x + b)
             ref = [F.gelu(x.double() + b.double())]
@@ -821,6 +848,29 @@ def run_bench(args):
             err = max(relerr(o, rf) for o, rf in zip(outs, ref))
             ms = interleaved(dict(fusec=fusec, **eager_and_compiled(lambda wrap: [wrap(eager)])))
         memory_row(name, dt, ms.pop("fusec"), ms, nbytes, err)
+        rt.lib.fusec_module_release(module)
+    for (name, n, c, h, w) in SPATIAL:
+        tag = f"{name}_bf16"
+        if not wanted(tag):
+            continue
+        module = load(tag)
+        x = torch.randn(n, c, h, w, device=dev, dtype=torch.bfloat16).to(memory_format=torch.channels_last)
+        if name.startswith("maxpool"):
+            def eager(x=x):
+                return F.max_pool2d(x, 3, 2, 1)
+            ref = F.max_pool2d(x.double(), 3, 2, 1)
+        else:
+            def eager(x=x):
+                return F.interpolate(x, scale_factor=2, mode="bilinear", align_corners=False)
+            ref = F.interpolate(x.double(), scale_factor=2, mode="bilinear", align_corners=False)
+        out = torch.full(ref.permute(0, 2, 3, 1).shape, float("nan"), device=dev, dtype=torch.bfloat16)
+        fusec = [rt.runner(module, stream(), [x.permute(0, 2, 3, 1)], [out])]
+        with torch.no_grad():
+            fusec[0]()
+            torch.cuda.synchronize()
+            err = relerr(out.permute(0, 3, 1, 2), ref)
+            ms = interleaved(dict(fusec=fusec, **eager_and_compiled(lambda wrap: [wrap(eager)])))
+        memory_row(name, "bf16", ms.pop("fusec"), ms, (x.numel() + out.numel()) * 2, err)
         rt.lib.fusec_module_release(module)
         del x, r, outs, ins, ref
 
