@@ -872,7 +872,7 @@ def run_bench(args):
             ms = interleaved(dict(fusec=fusec, **eager_and_compiled(lambda wrap: [wrap(eager)])))
         memory_row(name, "bf16", ms.pop("fusec"), ms, (x.numel() + out.numel()) * 2, err)
         rt.lib.fusec_module_release(module)
-        del x, r, outs, ins, ref
+        del x, out, ref
 
     print()
     print(f"ceilings: copy {ceil['copy_TBps']:.2f} TB/s; GEMM 8192^3 bf16 {ceil['gemm_bf16_TFLOPs']:.0f}, "

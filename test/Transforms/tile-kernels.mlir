@@ -132,3 +132,20 @@ func.func @resident_row(%x: tensor<3x4096xbf16>, %r: tensor<3x4096xbf16>) -> (te
   %0 = fuse.layer_norm %h : tensor<3x4096xbf16>
   return %0, %h : tensor<3x4096xbf16>, tensor<3x4096xbf16>
 }
+
+// -----
+
+// NHWC pooling and resampling move a 16-byte vector of channels per
+// thread: one window of index math for 8 bf16 channels.
+// CHECK-LABEL: func.func @pool_resample_vector(
+// CHECK: gpu.func @k0_max_pool2d
+// CHECK-COUNT-9: vector.load %{{.+}} : memref<1x9x9x16xbf16>, vector<8xbf16>
+// CHECK: vector.store %{{.+}} : memref<1x5x5x16xbf16>, vector<8xbf16>
+// CHECK: gpu.func @k1_upsample
+// CHECK-COUNT-4: vector.load %{{.+}} : memref<1x9x9x16xbf16>, vector<8xbf16>
+// CHECK: vector.store %{{.+}} : memref<1x18x18x16xbf16>, vector<8xbf16>
+func.func @pool_resample_vector(%x: tensor<1x9x9x16xbf16>) -> (tensor<1x5x5x16xbf16>, tensor<1x18x18x16xbf16>) {
+  %0 = fuse.max_pool2d %x {kernel = array<i64: 3, 3>, strides = array<i64: 2, 2>, padding = array<i64: 1, 1>} : tensor<1x9x9x16xbf16>
+  %1 = fuse.upsample %x {mode = #fuse.upsample_mode<bilinear>, scale = array<f64: 2.0, 2.0>} : tensor<1x9x9x16xbf16>
+  return %0, %1 : tensor<1x5x5x16xbf16>, tensor<1x18x18x16xbf16>
+}

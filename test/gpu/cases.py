@@ -392,6 +392,16 @@ def build_cases():
         # Depthwise with channels in 16-byte vectors (and a bias).
         add(f"conv_dw_vector_{dt}", conv_case("g", dt, "nhwc", 2, 16, 11, 13, 16, 3, s=2, p=1, g=16,
                                               bias=True, act="relu6"), dt)
+        # Pooling and resampling with a vector of channels per thread.
+        add(f"maxpool_vector_{dt}", pool_case("g", dt, "nhwc", "max_pool2d", 2, 16, 13, 11, 3, 2, 1), dt)
+        add(f"avgpool_vector_{dt}", pool_case("g", dt, "nhwc", "avg_pool2d", 1, 24, 9, 10, 3, 2, 1,
+                                              ", count_include_pad = false"), dt)
+        g = Graph("g")
+        x = g.arg([2, 5, 7, 16], dt)
+        u1 = g.op(f"fuse.upsample {x} {{scale = array<f64: 2.0, 2.0>}} : {t([2, 5, 7, 16], dt)}")
+        u2 = g.op(f"fuse.upsample {x} {{mode = #fuse.upsample_mode<bilinear>, size = array<i64: 11, 13>}} : "
+                  f"{t([2, 5, 7, 16], dt)}")
+        add(f"resample_vector_{dt}", g.text([(u1, t([2, 10, 14, 16], dt)), (u2, t([2, 11, 13, 16], dt))]), dt)
         # Stride 1, dilated, batch norm: pixels per thread share input columns.
         add(f"conv_dw_vector_s1_{dt}", conv_case("g", dt, "nhwc", 1, 24, 9, 10, 24, 3, p=2, d=2, g=24,
                                                  act="relu"), dt)

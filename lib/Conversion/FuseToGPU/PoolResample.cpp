@@ -29,6 +29,31 @@ private:
   LaunchConfig emitPool(Operation *op);
   LaunchConfig emitGlobalAvgPool(GlobalAvgPoolOp op);
   LaunchConfig emitUpsample(UpsampleOp op);
+
+  /// NHWC outputs whose channels split into 16-byte vectors move a vector
+  /// of channels per thread: the window's index math is done once for
+  /// them. The vector width, or 0.
+  int64_t channelVector(Layout layout, ArrayRef<int64_t> outShape) {
+    return layout == Layout::NHWC ? vectorWidth(outShape) : 0;
+  }
+  /// The `max(width, 1)` channels from `indices()` on (f32), zero where
+  /// `inBounds` (when given) is false.
+  SmallVector<Value> readChannels(Value memref, Value inBounds,
+                                  std::function<SmallVector<Value>()> indices,
+                                  int64_t width) {
+    if (!inBounds)
+      inBounds = arith::ConstantIntOp::create(b, 1, 1);
+    if (!width)
+      return {loadOrZero(inBounds, memref, indices)};
+    return loadVectorOrZero(inBounds, memref, indices, width);
+  }
+  void storeChannels(ArrayRef<Value> coords, ArrayRef<Value> values,
+                     int64_t width) {
+    if (!width)
+      storeResults(coords, values[0]);
+    else
+      storeVectorResults(coords, width, values);
+  }
 };
 } // namespace
 
@@ -55,20 +80,24 @@ LaunchConfig PoolResampleKernel::emitPool(Operation *op) {
   (void)n;
   (void)c;
   Value x = argOf.lookup(input);
-  return perElement(product(outShape), [&](Value linear) {
-    SmallVector<Value> coords = delinearize(linear, outShape);
+  int64_t width = channelVector(layout, outShape);
+  int64_t step = std::max<int64_t>(width, 1);
+  return perElement(product(outShape) / step, [&](Value linear) {
+    SmallVector<Value> coords = delinearize(muli(linear, idx(step)), outShape);
     NCHW o = splitNCHW(coords, layout);
     Value h0 = subi(muli(o.h, idx(strides[0])), idx(pads[0]));
     Value w0 = subi(muli(o.w, idx(strides[1])), idx(pads[2]));
-    Value acc = isMax ? f32(-INFINITY) : f32(0);
+    SmallVector<Value> acc(step, isMax ? f32(-INFINITY) : f32(0));
     for (int64_t i = 0; i < kernelSize[0]; ++i) {
       for (int64_t j = 0; j < kernelSize[1]; ++j) {
         Value ih = addi(h0, idx(i)), iw = addi(w0, idx(j));
         Value ok = andi(inRange(ih, h), inRange(iw, w));
-        Value v = ifElse(
-            ok, [&] { return load(x, joinNCHW(o.n, o.c, ih, iw, layout)); },
-            [&] { return isMax ? f32(-INFINITY) : f32(0); });
-        acc = isMax ? maxf(acc, v) : addf(acc, v);
+        SmallVector<Value> v = readChannels(x, ok, [&] {
+          return joinNCHW(o.n, o.c, ih, iw, layout);
+        }, width);
+        for (int64_t l = 0; l < step; ++l)
+          acc[l] = isMax ? maxf(acc[l], select(ok, v[l], f32(-INFINITY)))
+                         : addf(acc[l], v[l]);
       }
     }
     if (!isMax) {
@@ -86,9 +115,10 @@ LaunchConfig PoolResampleKernel::emitPool(Operation *op) {
       }
       Value countF = arith::SIToFPOp::create(
           b, b.getF32Type(), arith::IndexCastOp::create(b, b.getI32Type(), count));
-      acc = divf(acc, countF);
+      for (Value &a : acc)
+        a = divf(a, countF);
     }
-    storeResults(coords, acc);
+    storeChannels(coords, acc, width);
   });
 }
 
@@ -133,10 +163,18 @@ LaunchConfig PoolResampleKernel::emitUpsample(UpsampleOp op) {
     return arith::IndexCastOp::create(
         b, b.getIndexType(), arith::FPToSIOp::create(b, b.getI32Type(), f));
   };
-  return perElement(product(outShape), [&](Value linear) {
-    SmallVector<Value> coords = delinearize(linear, outShape);
+  int64_t width = channelVector(layout, outShape);
+  int64_t lanes = std::max<int64_t>(width, 1);
+  return perElement(product(outShape) / lanes, [&](Value linear) {
+    SmallVector<Value> coords =
+        delinearize(muli(linear, idx(lanes)), outShape);
     NCHW o = splitNCHW(coords, layout);
     std::array<Value, 2> dst = {o.h, o.w};
+    auto at = [&](Value hh, Value ww) {
+      return readChannels(x, Value(), [&] {
+        return joinNCHW(o.n, o.c, hh, ww, layout);
+      }, width);
+    };
     if (!bilinear) {
       // PyTorch's nearest index, in f32.
       std::array<Value, 2> src;
@@ -152,8 +190,7 @@ LaunchConfig PoolResampleKernel::emitUpsample(UpsampleOp op) {
                                     f32(static_cast<float>(step[i]))))),
                         idx(in - 1));
       }
-      storeResults(coords,
-                   load(x, joinNCHW(o.n, o.c, src[0], src[1], layout)));
+      storeChannels(coords, at(src[0], src[1]), width);
       return;
     }
     std::array<Value, 2> i0, i1, frac;
@@ -173,13 +210,14 @@ LaunchConfig PoolResampleKernel::emitUpsample(UpsampleOp op) {
       i1[i] = mini(addi(lo, idx(1)), idx(in - 1));
       frac[i] = subf(src, toF(lo));
     }
-    auto at = [&](Value hh, Value ww) {
-      return load(x, joinNCHW(o.n, o.c, hh, ww, layout));
-    };
-    Value top = fma(frac[1], subf(at(i0[0], i1[1]), at(i0[0], i0[1])),
-                    at(i0[0], i0[1]));
-    Value bottom = fma(frac[1], subf(at(i1[0], i1[1]), at(i1[0], i0[1])),
-                       at(i1[0], i0[1]));
-    storeResults(coords, fma(frac[0], subf(bottom, top), top));
+    SmallVector<Value> a = at(i0[0], i0[1]), bb = at(i0[0], i1[1]),
+                       c = at(i1[0], i0[1]), d = at(i1[0], i1[1]);
+    SmallVector<Value> values;
+    for (int64_t l = 0; l < lanes; ++l) {
+      Value top = fma(frac[1], subf(bb[l], a[l]), a[l]);
+      Value bottom = fma(frac[1], subf(d[l], c[l]), c[l]);
+      values.push_back(fma(frac[0], subf(bottom, top), top));
+    }
+    storeChannels(coords, values, width);
   });
 }
