@@ -196,31 +196,28 @@ void KernelFormer::growPrologue(Group &group) {
 /// contiguous (splitting heads) and applies rotary embeddings to its Q and K
 /// tiles: such producers that only it uses join its kernel.
 void KernelFormer::growOperandViews(Group &group) {
-  // A linear layer reads weights (and biases) concatenated along the output
-  // features in place: merged projections (fusec-simplify).
-  if (auto linear = dyn_cast<LinearOp>(group.ops.front())) {
-    for (Value operand : {linear.getWeight(), linear.getBias()}) {
-      auto concat = operand ? operand.getDefiningOp<ConcatOp>() : nullptr;
-      if (!concat || groupOf.count(concat) || !concat->hasOneUse() ||
-          normalisedAxis(concat) != 0)
-        continue;
-      group.ops.insert(concat);
-      groupOf[concat] = &group;
-      concat->emitRemark() << "fused fuse.concat into kernel " << group.name
-                           << ", which reads the parts in place";
-    }
-    return;
-  }
-  // A convolution reads inputs joined along its channel axis in place.
-  if (auto conv = dyn_cast<Conv2dOp>(group.ops.front())) {
-    auto concat = conv.getInput().getDefiningOp<ConcatOp>();
+  // A concat only the anchor reads, along `axis`, joins its kernel, which
+  // reads the parts in place.
+  auto absorbConcat = [&](Value operand, int64_t axis) {
+    auto concat = operand ? operand.getDefiningOp<ConcatOp>() : nullptr;
     if (!concat || groupOf.count(concat) || !concat->hasOneUse() ||
-        normalisedAxis(concat) != channelAxis(conv.getLayout(), 4))
+        normalisedAxis(concat) != axis)
       return;
     group.ops.insert(concat);
     groupOf[concat] = &group;
     concat->emitRemark() << "fused fuse.concat into kernel " << group.name
                          << ", which reads the parts in place";
+  };
+  // A linear layer: weights and biases joined along the output features
+  // (merged projections, fusec-simplify).
+  if (auto linear = dyn_cast<LinearOp>(group.ops.front())) {
+    absorbConcat(linear.getWeight(), 0);
+    absorbConcat(linear.getBias(), 0);
+    return;
+  }
+  // A convolution: inputs joined along its channel axis (a U-Net skip).
+  if (auto conv = dyn_cast<Conv2dOp>(group.ops.front())) {
+    absorbConcat(conv.getInput(), channelAxis(conv.getLayout(), 4));
     return;
   }
   auto attention = dyn_cast<AttentionOp>(group.ops.front());
