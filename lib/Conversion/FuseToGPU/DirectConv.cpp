@@ -27,7 +27,10 @@ private:
     return emitDirectConv(op);
   }
   LaunchConfig emitDepthwiseVector(Conv2dOp op, int64_t width);
-  /// Output pixels along W per thread in emitDepthwiseVector.
+  /// Output pixels along W per thread in emitDepthwiseVector. A 2 x 4 patch
+  /// (fewer L2 reads per output, 140 registers) measured 0.082 ms against
+  /// 0.074 ms for 1 x 4 (80 registers) on MobileNetV2's 112x112x96 layer
+  /// (H100): occupancy fell from 3 blocks per SM to 1.
   static constexpr int64_t kPixelsPerThread = 4;
   LaunchConfig emitDirectConv(Conv2dOp op);
 
