@@ -93,9 +93,12 @@ FailureOr<LaunchConfig> RowReductionKernel::emitBody() {
   int64_t step = width ? width : 1;
   // The `step` input values from `coords` on: read from memory, or computed
   // by the fused prologue (elementwise ops producing the input).
-  auto inputLanes = [&](ArrayRef<Value> coords) {
+  using Full = SmallVector<std::pair<BlockArgument, Value>>;
+  // With `keep`, the full-size inputs loaded on the way are kept there for
+  // the stores (register-resident rows).
+  auto inputLanes = [&](ArrayRef<Value> coords, Full *keep = nullptr) {
     SmallVector<Value> lanes;
-    if (auto arg = dyn_cast<BlockArgument>(input)) {
+    if (auto arg = dyn_cast<BlockArgument>(input); arg && !keep) {
       Value x = argOf.lookup(arg);
       if (!width)
         return SmallVector<Value>{load(x, coords)};
@@ -104,8 +107,7 @@ FailureOr<LaunchConfig> RowReductionKernel::emitBody() {
         lanes.push_back(toF32(vector::ExtractOp::create(b, vec, i)));
       return lanes;
     }
-    auto full = width ? loadFullInputs(coords, width)
-                      : SmallVector<std::pair<BlockArgument, Value>>();
+    Full full = width ? loadFullInputs(coords, width) : Full();
     for (int64_t i = 0; i < step; ++i) {
       SmallVector<Value> at(coords);
       at.back() = addi(coords.back(), idx(i));
@@ -114,7 +116,22 @@ FailureOr<LaunchConfig> RowReductionKernel::emitBody() {
     }
     preloaded.clear();
     cache.clear();
+    if (keep)
+      *keep = std::move(full);
     return lanes;
+  };
+  // Stores the `width` results from `coords` on, the anchor's value of each
+  // computed by `value` from its input lane.
+  auto storeLanes = [&](ArrayRef<Value> coords, ArrayRef<Value> lanes,
+                        function_ref<Value(Value, ArrayRef<Value>)> value,
+                        const Full *full) {
+    SmallVector<Value> anchorValues;
+    for (int64_t i = 0; i < width; ++i) {
+      SmallVector<Value> at(coords);
+      at.back() = addi(coords.back(), idx(i));
+      anchorValues.push_back(value(lanes[i], at));
+    }
+    storeVectorResults(coords, width, anchorValues, full);
   };
   std::function<Value(std::function<Value(Value)>, bool)> rowSum =
       [&](std::function<Value(Value)> term, bool isMax) {
@@ -142,13 +159,7 @@ FailureOr<LaunchConfig> RowReductionKernel::emitBody() {
                    storeResults(coords, value(lanes[0], coords));
                    return {};
                  }
-                 SmallVector<Value> anchorValues;
-                 for (int64_t i = 0; i < width; ++i) {
-                   SmallVector<Value> at(coords);
-                   at.back() = addi(coords.back(), idx(i));
-                   anchorValues.push_back(value(lanes[i], at));
-                 }
-                 storeVectorResults(coords, width, anchorValues);
+                 storeLanes(coords, lanes, value, nullptr);
                  return {};
                });
   };
@@ -156,26 +167,14 @@ FailureOr<LaunchConfig> RowReductionKernel::emitBody() {
   // input (and a prologue's operands) is read once, not once per pass.
   int64_t groups = length / step;
   int64_t perThread = width && groups % kBlock == 0 ? groups / kBlock : 0;
-  using Full = SmallVector<std::pair<BlockArgument, Value>>;
   SmallVector<SmallVector<Value>> residentCoords, residentLanes;
   SmallVector<Full> residentFull;
   if (perThread >= 1 && perThread <= kResident) {
     for (int64_t i = 0; i < perThread; ++i) {
-      SmallVector<Value> coords =
-          elementCoords(muli(addi(tid, idx(i * kBlock)), idx(step)));
-      Full full = loadFullInputs(coords, width);
-      SmallVector<Value> lanes;
-      for (int64_t l = 0; l < width; ++l) {
-        SmallVector<Value> at(coords);
-        at.back() = addi(coords.back(), idx(l));
-        selectLane(full, l);
-        lanes.push_back(evalAt(input, at));
-      }
-      preloaded.clear();
-      cache.clear();
-      residentCoords.push_back(coords);
-      residentLanes.push_back(lanes);
-      residentFull.push_back(full);
+      residentCoords.push_back(
+          elementCoords(muli(addi(tid, idx(i * kBlock)), idx(step))));
+      residentLanes.push_back(
+          inputLanes(residentCoords.back(), &residentFull.emplace_back()));
     }
     rowSum = [&](std::function<Value(Value)> term, bool isMax) {
       Value partial = isMax ? f32(-INFINITY) : f32(0);
@@ -188,15 +187,8 @@ FailureOr<LaunchConfig> RowReductionKernel::emitBody() {
     };
     writeRow = [&](std::function<Value(Value, ArrayRef<Value>)> value) {
       for (auto [coords, lanes, full] :
-           llvm::zip_equal(residentCoords, residentLanes, residentFull)) {
-        SmallVector<Value> anchorValues;
-        for (int64_t l = 0; l < width; ++l) {
-          SmallVector<Value> at(coords);
-          at.back() = addi(coords.back(), idx(l));
-          anchorValues.push_back(value(lanes[l], at));
-        }
-        storeVectorResults(coords, width, anchorValues, &full);
-      }
+           llvm::zip_equal(residentCoords, residentLanes, residentFull))
+        storeLanes(coords, lanes, value, &full);
     };
   }
   Value invLength = f32(1.0 / static_cast<double>(length));
