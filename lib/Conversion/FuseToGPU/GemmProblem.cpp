@@ -246,11 +246,8 @@ GemmProblem GemmKernel::linearProblem(LinearOp op) {
       if (i == 0)
         columns.channel = lane;
       // A kernel argument, or the concatenated biases of merged layers.
-      if (bias) {
-        cache.clear();
-        columns.bias.push_back(evalAt(bias, {lane}));
-        cache.clear();
-      }
+      if (bias)
+        columns.bias.push_back(readThroughViews(bias, {lane}));
       columns.channelValues.push_back(evalChannel(channelAxis, lane));
     }
     return columns;
