@@ -54,6 +54,14 @@ ROW_WORKLOADS = [("add_layernorm", "bf16"), ("add_rmsnorm", "bf16"), ("bias_gelu
                  ("softmax", "bf16")]
 # Pooling and resampling (issue 9), NHWC bf16: (name, n, c, h, w).
 SPATIAL = [("maxpool_3x3s2", 64, 64, 112, 112), ("upsample_bilinear2x", 16, 128, 64, 64)]
+# Data movement (issue 9): (name, dtype, input shape). A rope on LLaMA-7B's
+# heads (cos/sin tables [tokens, 64]); a transpose that splits heads (the
+# innermost axis stays) and one that changes layout (NHWC -> NCHW, the
+# innermost axis moves); casts both ways; a layer norm over rows of 65537
+# (no 16-byte vector divides them).
+MOVES = [("rope", "bf16", (4, 32, 2048, 128)), ("transpose_heads", "bf16", (4, 2048, 32, 128)),
+         ("transpose_nhwc_nchw", "bf16", (32, 56, 56, 256)), ("cast_f32_bf16", "f32", (16384, 4096)),
+         ("cast_bf16_f32", "bf16", (16384, 4096)), ("layernorm_65537", "bf16", (512, 65537))]
 # ResNet-50's first bottleneck (conv2_x, block 1): 64 -> 64 -> 64 -> 256 with
 # a 1x1 projection of the input; and a later block, 256 -> 64 -> 256, whose
 # shortcut is the input itself. NHWC, batch 32, 56x56 (WORKLOADS.md section 5).
@@ -134,6 +142,35 @@ def spatial_graph(name, n, c, h, w):
     return (f"func.func @{name}(%x: {x}) -> {o} {{\n"
             f"  %0 = fuse.upsample %x {{mode = #fuse.upsample_mode<bilinear>, scale = array<f64: 2.0, 2.0>}} : {x}\n"
             f"  return %0 : {o}\n}}\n")
+
+
+MOVE_PERMS = {"transpose_heads": (0, 2, 1, 3), "transpose_nhwc_nchw": (0, 3, 1, 2)}
+
+
+def move_tag(name, dt):
+    """Casts name both types already."""
+    return name if name.startswith("cast") else f"{name}_{dt}"
+
+
+def move_graph(name, dt, shape):
+    x = t(shape, dt)
+    if name == "rope":
+        tab = t([shape[2], shape[3] // 2], dt)
+        return (f"func.func @{name}(%x: {x}, %c: {tab}, %s: {tab}) -> {x} {{\n"
+                f"  %0 = fuse.rope %x, %c, %s : {x}, {tab}\n  return %0 : {x}\n}}\n")
+    if name in MOVE_PERMS:
+        perm = MOVE_PERMS[name]
+        o = t([shape[p] for p in perm], dt)
+        return (f"func.func @{name}(%x: {x}) -> {o} {{\n"
+                f"  %0 = fuse.transpose %x {{permutation = array<i64: {', '.join(map(str, perm))}>}} : {x}\n"
+                f"  return %0 : {o}\n}}\n")
+    if name.startswith("cast"):
+        o = t(shape, name.split("_")[-1])
+        return (f"func.func @{name}(%x: {x}) -> {o} {{\n"
+                f"  %0 = fuse.cast %x : {x} to {o}\n  return %0 : {o}\n}}\n")
+    row = t([shape[-1]], dt)
+    return (f"func.func @{name}(%x: {x}, %w: {row}, %b: {row}) -> {x} {{\n"
+            f"  %0 = fuse.layer_norm %x scale(%w : {row}) shift(%b : {row}) : {x}\n  return %0 : {x}\n}}\n")
 
 
 def bottleneck_graph(name, cin):
@@ -296,6 +333,8 @@ def workloads():
         jobs.append((f"{name}_{dt}", row_graph(name, dt), []))
     for spatial in SPATIAL:
         jobs.append((f"{spatial[0]}_bf16", spatial_graph(*spatial), []))
+    for name, dt, shape in MOVES:
+        jobs.append((move_tag(name, dt), move_graph(name, dt, shape), []))
     return jobs
 
 
@@ -873,6 +912,61 @@ def run_bench(args):
         memory_row(name, "bf16", ms.pop("fusec"), ms, (x.numel() + out.numel()) * 2, err)
         rt.lib.fusec_module_release(module)
         del x, out, ref
+
+    for name, dt, shape in MOVES:
+        tag = move_tag(name, dt)
+        if not wanted(tag):
+            continue
+        module = load(tag)
+        d = tdt[dt]
+        x = torch.randn(*shape, device=dev, dtype=d)
+        if name == "rope":
+            n, hd = shape[2], shape[3]
+            ang = torch.arange(n, device=dev)[:, None] * 10000 ** (-torch.arange(hd // 2, device=dev) / (hd // 2))
+            cos, sin = ang.cos().to(d), ang.sin().to(d)
+            ins = [x, cos, sin]
+
+            def eager(x=x, cos=cos, sin=sin, h=hd // 2):
+                x0, x1 = x[..., :h], x[..., h:]
+                return torch.cat([x0 * cos - x1 * sin, x1 * cos + x0 * sin], -1)
+            xd, cd, sd = x.double(), cos.double(), sin.double()
+            ref = torch.cat([xd[..., :hd // 2] * cd - xd[..., hd // 2:] * sd,
+                             xd[..., hd // 2:] * cd + xd[..., :hd // 2] * sd], -1)
+            del xd
+        elif name in MOVE_PERMS:
+            perm = MOVE_PERMS[name]
+            ins = [x]
+
+            def eager(x=x, perm=perm):
+                return x.permute(*perm).contiguous()
+            ref = x.permute(*perm).double()
+        elif name.startswith("cast"):
+            to = tdt[name.split("_")[-1]]
+            ins = [x]
+
+            def eager(x=x, to=to):
+                return x.to(to)
+            ref = x.double()
+        else:
+            w = 1 + 0.1 * torch.randn(shape[-1], device=dev, dtype=d)
+            bb = 0.1 * torch.randn(shape[-1], device=dev, dtype=d)
+            ins = [x, w, bb]
+
+            def eager(x=x, w=w, bb=bb):
+                return F.layer_norm(x, (x.shape[-1],), w, bb)
+            ref = F.layer_norm(x.double(), (shape[-1],), w.double(), bb.double())
+        out = torch.full(ref.shape, float("nan"), device=dev, dtype=eager().dtype)
+        fusec = [rt.runner(module, stream(), ins, [out])]
+        with torch.no_grad():
+            fusec[0]()
+            torch.cuda.synchronize()
+            err = relerr(out, ref)
+            del ref
+            ms = interleaved(dict(fusec=fusec, **eager_and_compiled(lambda wrap: [wrap(eager)])))
+        nbytes = sum(i.numel() * i.element_size() for i in ins) + out.numel() * out.element_size()
+        memory_row(name, dt, ms.pop("fusec"), ms, nbytes, err)
+        rt.lib.fusec_module_release(module)
+        del x, out, ins
 
     print()
     print(f"ceilings: copy {ceil['copy_TBps']:.2f} TB/s; GEMM 8192^3 bf16 {ceil['gemm_bf16_TFLOPs']:.0f}, "

@@ -149,3 +149,29 @@ func.func @pool_resample_vector(%x: tensor<1x9x9x16xbf16>) -> (tensor<1x5x5x16xb
   %1 = fuse.upsample %x {mode = #fuse.upsample_mode<bilinear>, scale = array<f64: 2.0, 2.0>} : tensor<1x9x9x16xbf16>
   return %0, %1 : tensor<1x5x5x16xbf16>, tensor<1x18x18x16xbf16>
 }
+
+// -----
+
+// Gather family: a half-split rope moves 16-byte vectors (the input, its
+// partner half and the cos/sin tables, one load each); a transpose that
+// moves the innermost axis goes through a padded shared-memory tile, read
+// along the input's rows and written along the output's.
+// CHECK-LABEL: func.func @gather(
+// CHECK: gpu.func @k0_rope({{.+}}) kernel attributes {fusec.family = "gather"
+// CHECK-COUNT-2: vector.load %arg0{{.+}} {alignment = 16 : i64} : memref<2x3x7x32xbf16>, vector<8xbf16>
+// CHECK: vector.load %arg1{{.+}} : memref<7x16xbf16>, vector<8xbf16>
+// CHECK: vector.load %arg2{{.+}} : memref<7x16xbf16>, vector<8xbf16>
+// CHECK: vector.store {{.+}}, %arg3{{.+}} {alignment = 16 : i64} : memref<2x3x7x32xbf16>, vector<8xbf16>
+// CHECK: gpu.func @k1_transpose({{.+}}) kernel attributes {fusec.family = "gather"
+// CHECK: %[[TILE:.+]] = memref.view {{.+}} to memref<64x65xf32, #gpu.address_space<workgroup>>
+// CHECK: %[[V:.+]] = memref.load %arg0[%{{.+}}, %[[ROW:.+]], %[[COL:.+]]] : memref<3x37x45xf16>
+// CHECK: memref.store {{.+}}, %[[TILE]][%[[ROW]], %[[COL]]]
+// CHECK: gpu.barrier
+// CHECK: memref.load %[[TILE]][%[[COL]], %[[ROW]]]
+// CHECK: memref.store {{.+}}, %arg1[%{{.+}}, %[[ROW]], %[[COL]]] : memref<3x45x37xf16>
+func.func @gather(%x: tensor<2x3x7x32xbf16>, %c: tensor<7x16xbf16>, %s: tensor<7x16xbf16>,
+                  %y: tensor<3x37x45xf16>) -> (tensor<2x3x7x32xbf16>, tensor<3x45x37xf16>) {
+  %0 = fuse.rope %x, %c, %s : tensor<2x3x7x32xbf16>, tensor<7x16xbf16>
+  %1 = fuse.transpose %y {permutation = array<i64: 0, 2, 1>} : tensor<3x37x45xf16>
+  return %0, %1 : tensor<2x3x7x32xbf16>, tensor<3x45x37xf16>
+}

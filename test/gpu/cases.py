@@ -291,6 +291,30 @@ def views_case(dt):
     return g.text([(o, t([1, 10, 12, 24], dt)), (j, t([3, 7, 33], dt)), (r, t([2, 5, 30], dt))])
 
 
+def gather_case(dt):
+    """Ropes and transposes a thread moves as vectors (half-split and
+    interleaved ropes, read through a transpose that splits heads), and
+    transposes that move the innermost axis through shared-memory tiles:
+    odd extents (partial tiles, element stores) and even ones (paired
+    stores), rank 3 and an NHWC -> NCHW change of layout."""
+    g = Graph("g")
+    x = g.arg([2, 7, 3, 32], dt)
+    c, s = g.arg([7, 16], dt), g.arg([7, 16], dt)
+    y = g.arg([3, 5, 16], dt)
+    c2, s2 = g.arg([5, 8], dt), g.arg([5, 8], dt)
+    z = g.arg([3, 37, 45], dt)
+    w = g.arg([2, 9, 70, 66], dt)
+    h = g.op(f"fuse.transpose {x} {{permutation = array<i64: 0, 2, 1, 3>}} : {t([2, 7, 3, 32], dt)}")
+    r1 = g.op(f"fuse.rope {h}, {c}, {s} : {t([2, 3, 7, 32], dt)}, {t([7, 16], dt)}")
+    r2 = g.op(f"fuse.rope {y}, {c2}, {s2} {{interleaved}} : {t([3, 5, 16], dt)}, {t([5, 8], dt)}")
+    r2 = g.op(f"fuse.silu {r2} : {t([3, 5, 16], dt)}")
+    t1 = g.op(f"fuse.transpose {z} {{permutation = array<i64: 0, 2, 1>}} : {t([3, 37, 45], dt)}")
+    t2 = g.op(f"fuse.transpose {w} {{permutation = array<i64: 0, 3, 1, 2>}} : {t([2, 9, 70, 66], dt)}")
+    t2 = g.op(f"fuse.relu {t2} : {t([2, 66, 9, 70], dt)}")
+    return g.text([(r1, t([2, 3, 7, 32], dt)), (r2, t([3, 5, 16], dt)), (t1, t([3, 45, 37], dt)),
+                   (t2, t([2, 66, 9, 70], dt))])
+
+
 def attention_cases():
     """The tensor-core attention over odd shapes (checked against the interpreter)."""
     out = []
@@ -484,6 +508,7 @@ def build_cases():
         add(f"merged_linears_{dt}", merged_linears_case(dt), dt)
         add(f"channel_elementwise_{dt}", channel_elementwise_case(dt), dt)
         add(f"resident_rows_{dt}", resident_rows_case(dt), dt)
+        add(f"gather_{dt}", gather_case(dt), dt)
     for name, text, dtype, flags in gemm_cases() + attention_cases():
         add(name, text, dtype, flags)
     here = os.path.dirname(os.path.abspath(__file__))

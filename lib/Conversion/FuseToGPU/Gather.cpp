@@ -1,7 +1,11 @@
 //===- Gather.cpp - Transposes and rotary embeddings ------------------------===//
 //
-// Ops whose outputs gather their inputs from elsewhere in the tensor: one
-// thread per output element.
+// Ops whose outputs gather their inputs from elsewhere in the tensor. Where
+// the innermost axis stays innermost (a rope, a transpose that splits or
+// merges heads) a thread moves a 16-byte vector of it; a transpose that
+// moves the innermost axis goes through a shared-memory tile, so that both
+// its reads and its writes are contiguous; otherwise one thread per output
+// element.
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,8 +19,8 @@ public:
   using KernelBuilder::KernelBuilder;
 
 private:
-  FailureOr<LaunchConfig> emitBody() override { return emitGather(anchor); }
-  LaunchConfig emitGather(Operation *op);
+  FailureOr<LaunchConfig> emitBody() override;
+  LaunchConfig emitTiledTranspose(TransposeOp op);
 };
 } // namespace
 
@@ -26,12 +30,113 @@ fusec::tiling::makeGatherKernel(KernelOp kernel, gpu::GPUModuleOp module,
   return std::make_unique<GatherKernel>(kernel, module, target);
 }
 
-LaunchConfig GatherKernel::emitGather(Operation *op) {
-  // Each output element reads its source elements through the op, as an
-  // attention reads its operands through such views (KernelBuilder).
-  ArrayRef<int64_t> shape = shapeOf(op->getResult(0));
+FailureOr<LaunchConfig> GatherKernel::emitBody() {
+  ArrayRef<int64_t> shape = shapeOf(anchorResult);
+  auto transpose = dyn_cast<TransposeOp>(anchor);
+  if (transpose && transpose.getPermutation().back() !=
+                       static_cast<int64_t>(shape.size()) - 1)
+    return emitTiledTranspose(transpose);
+  // Each output reads its sources through the op, as an attention reads its
+  // operands through such views (KernelBuilder).
+  int64_t width = vectorWidth(shape);
+  if (width && canLoadVectorThroughViews(anchorResult, width))
+    return perElement(product(shape) / width, [&](Value group) {
+      SmallVector<Value> coords =
+          delinearize(muli(group, idx(width)), shape);
+      storeVectorResults(coords, width,
+                         loadVectorThroughViews(anchorResult, coords, width));
+    });
   return perElement(product(shape), [&](Value linear) {
     SmallVector<Value> coords = delinearize(linear, shape);
-    storeResults(coords, loadThroughViews(op->getResult(0), coords));
+    storeResults(coords, loadThroughViews(anchorResult, coords));
   });
+}
+
+LaunchConfig GatherKernel::emitTiledTranspose(TransposeOp op) {
+  // The output's innermost axis comes from input axis `from`; the input's
+  // innermost axis goes to output axis `to`. A block moves a tile x tile
+  // square of those two axes: it reads rows of the input along its
+  // innermost axis into shared memory, and writes rows of the output along
+  // its own, each thread moving `pack` neighbouring elements (4 bytes) at a
+  // time, 32 threads across a row.
+  ArrayRef<int64_t> outShape = shapeOf(op.getResult());
+  ArrayRef<int64_t> perm = op.getPermutation();
+  int64_t rank = outShape.size(), last = rank - 1;
+  int64_t to = llvm::find(perm, last) - perm.begin();
+  int64_t bits = cast<ShapedType>(op.getType()).getElementTypeBitWidth();
+  int64_t pack = std::max<int64_t>(1, 32 / bits);
+  int64_t tile = 32 * pack, rowsPerPass = kBlock / 32;
+  // Output extents along `to` (the input's rows) and `last` (its columns).
+  int64_t rowsTo = outShape[to], colsLast = outShape[last];
+  int64_t tilesTo = ceilDiv(rowsTo, tile), tilesLast = ceilDiv(colsLast, tile);
+  SmallVector<int64_t> batchShape;
+  for (int64_t i = 0; i < rank; ++i)
+    if (i != to && i != last)
+      batchShape.push_back(outShape[i]);
+  int64_t batches = product(batchShape);
+  // f32 in shared memory whatever the type, padded against bank conflicts.
+  Value buffer = allocShared({tile, tile + 1}, b.getF32Type());
+
+  Value block = blockId(gpu::Dimension::x), tid = threadId();
+  Value tx = remi(tid, 32), ty = divi(tid, 32);
+  Value lastTile = remi(block, tilesLast);
+  Value rest = divi(block, tilesLast);
+  Value toTile = remi(rest, tilesTo);
+  SmallVector<Value> batchCoords = delinearize(divi(rest, tilesTo), batchShape);
+  Value to0 = muli(toTile, idx(tile)), last0 = muli(lastTile, idx(tile));
+  // Output coordinates with `toIndex` on axis `to` and `lastIndex` innermost.
+  auto outCoords = [&](Value toIndex, Value lastIndex) {
+    SmallVector<Value> coords;
+    for (int64_t i = 0, j = 0; i < rank; ++i)
+      coords.push_back(i == to     ? toIndex
+                       : i == last ? lastIndex
+                                   : batchCoords[j++]);
+    return coords;
+  };
+  // Read: tile row r is output column last0 + r (input axis `from`), tile
+  // column c is output row to0 + c (the input's innermost axis).
+  for (int64_t r = 0; r < tile; r += rowsPerPass) {
+    Value row = addi(ty, idx(r));
+    for (int64_t p = 0; p < pack; ++p) {
+      Value col = addi(muli(tx, idx(pack)), idx(p));
+      Value toIndex = addi(to0, col), lastIndex = addi(last0, row);
+      ifThen(andi(ltc(toIndex, rowsTo), ltc(lastIndex, colsLast)), [&] {
+        SmallVector<Value> coords = outCoords(toIndex, lastIndex);
+        Value v = loadThroughViews(op.getInput(),
+                                   [&] {
+                                     SmallVector<Value> in(rank);
+                                     for (auto [i, q] : llvm::enumerate(perm))
+                                       in[q] = coords[i];
+                                     return in;
+                                   }());
+        memref::StoreOp::create(b, v, buffer, ValueRange{row, col});
+      });
+    }
+  }
+  gpu::BarrierOp::create(b);
+  // Write: the same tile transposed, `pack` neighbours along the output's
+  // innermost axis per thread.
+  bool vectors = pack > 1 && colsLast % pack == 0;
+  for (int64_t r = 0; r < tile; r += rowsPerPass) {
+    Value row = addi(ty, idx(r));
+    Value toIndex = addi(to0, row);
+    Value lastBase = addi(last0, muli(tx, idx(pack)));
+    SmallVector<Value> values;
+    for (int64_t p = 0; p < pack; ++p)
+      values.push_back(memref::LoadOp::create(
+          b, buffer, ValueRange{addi(muli(tx, idx(pack)), idx(p)), row}));
+    if (vectors) {
+      ifThen(andi(ltc(toIndex, rowsTo), ltc(lastBase, colsLast)), [&] {
+        storeVectorResults(outCoords(toIndex, lastBase), pack, values);
+      });
+      continue;
+    }
+    for (int64_t p = 0; p < pack; ++p) {
+      Value lastIndex = addi(lastBase, idx(p));
+      ifThen(andi(ltc(toIndex, rowsTo), ltc(lastIndex, colsLast)), [&] {
+        storeResults(outCoords(toIndex, lastIndex), values[p]);
+      });
+    }
+  }
+  return {{tilesTo * tilesLast * batches, 1, 1}, {kBlock, 1, 1}};
 }

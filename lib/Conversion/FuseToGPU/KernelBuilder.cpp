@@ -575,3 +575,71 @@ Value KernelBuilder::loadThroughViews(Value v, ArrayRef<Value> coords) {
   Value ys = mulf(y, s);
   return fma(x, c, select(first, arith::NegFOp::create(b, ys), ys));
 }
+
+bool KernelBuilder::canLoadVectorThroughViews(Value v, int64_t width) {
+  int64_t last = shapeOf(v).size() - 1;
+  if (auto rope = v.getDefiningOp<RopeOp>()) {
+    // Half-split: a run stays within one half, and its partner run and
+    // angles are aligned too. Interleaved: runs hold whole pairs.
+    int64_t dim = shapeOf(v).back();
+    bool runs = rope.getInterleaved() ? width % 2 == 0 && dim % width == 0
+                                      : (dim / 2) % width == 0;
+    return runs && canLoadVectorThroughViews(rope.getInput(), width);
+  }
+  if (auto transpose = v.getDefiningOp<TransposeOp>())
+    return transpose.getPermutation().back() == last &&
+           canLoadVectorThroughViews(transpose.getInput(), width);
+  if (auto slice = v.getDefiningOp<SliceOp>())
+    return slice.getOffsets().back() % width == 0 &&
+           canLoadVectorThroughViews(slice.getInput(), width);
+  return isa<BlockArgument>(v) && shapeOf(v).back() % width == 0;
+}
+
+SmallVector<Value>
+KernelBuilder::loadVectorThroughViews(Value v, ArrayRef<Value> coords,
+                                      int64_t width) {
+  auto lanesOf = [&](Value vec) {
+    SmallVector<Value> lanes;
+    for (int64_t i = 0; i < cast<VectorType>(vec.getType()).getNumElements();
+         ++i)
+      lanes.push_back(toF32(vector::ExtractOp::create(b, vec, i)));
+    return lanes;
+  };
+  auto rope = v.getDefiningOp<RopeOp>();
+  if (!rope) {
+    auto [memref, at] = viewSource(v, coords);
+    return lanesOf(loadVector(memref, at, width));
+  }
+  // As loadThroughViews, a run at a time: the angles of a half-split run
+  // are one run of the tables, those of an interleaved run half of one.
+  int64_t half = shapeOf(v).back() / 2;
+  Value d = coords.back(), pos = coords[coords.size() - 2];
+  Value cosTable = argOf.lookup(rope.getCos());
+  Value sinTable = argOf.lookup(rope.getSin());
+  SmallVector<Value> x = loadVectorThroughViews(rope.getInput(), coords, width);
+  SmallVector<Value> out;
+  if (rope.getInterleaved()) {
+    Value pair = divi(d, 2);
+    SmallVector<Value> c = lanesOf(loadVector(cosTable, {pos, pair}, width / 2));
+    SmallVector<Value> s = lanesOf(loadVector(sinTable, {pos, pair}, width / 2));
+    for (int64_t j = 0; j < width / 2; ++j) {
+      Value x0 = x[2 * j], x1 = x[2 * j + 1];
+      out.push_back(fma(x0, c[j], arith::NegFOp::create(b, mulf(x1, s[j]))));
+      out.push_back(fma(x1, c[j], mulf(x0, s[j])));
+    }
+    return out;
+  }
+  Value first = ltc(d, half);
+  SmallVector<Value> other(coords);
+  other.back() = select(first, addi(d, idx(half)), subi(d, idx(half)));
+  SmallVector<Value> y = loadVectorThroughViews(rope.getInput(), other, width);
+  Value pair = remi(d, half);
+  SmallVector<Value> c = lanesOf(loadVector(cosTable, {pos, pair}, width));
+  SmallVector<Value> s = lanesOf(loadVector(sinTable, {pos, pair}, width));
+  // first: x c - y s; second: x c + y s.
+  for (int64_t i = 0; i < width; ++i) {
+    Value ys = mulf(y[i], s[i]);
+    out.push_back(fma(x[i], c[i], select(first, arith::NegFOp::create(b, ys), ys)));
+  }
+  return out;
+}

@@ -258,6 +258,13 @@ protected:
   /// `v`, a kernel argument under transposes and a rope, at `coords` (f32),
   /// read from memory on every call.
   Value loadThroughViews(Value v, ArrayRef<Value> coords);
+  /// Whether loadVectorThroughViews can read `v` in runs of `width` along
+  /// the innermost axis: every view keeps that axis innermost and aligned.
+  bool canLoadVectorThroughViews(Value v, int64_t width);
+  /// The `width` elements of `v` from `coords` on along the innermost axis
+  /// (f32), read as aligned vectors.
+  SmallVector<Value> loadVectorThroughViews(Value v, ArrayRef<Value> coords,
+                                            int64_t width);
 
   YieldOp yield() {
     return cast<YieldOp>(kernel.getBody().front().getTerminator());
