@@ -134,6 +134,41 @@ struct GemmProblem {
   std::function<GemmRowStore(Value batch, Value m)> epilogue;
 };
 
+/// Where the f32 accumulators of a tensor-core tile live: m16n8 fragments
+/// of mma.sync's layout (lane 4g + t holds rows g and g + 8, columns 2t and
+/// 2t + 1 of each), which wgmma's m64nN accumulators share, a warp of the
+/// warpgroup holding 16 rows. The warps form a warpsM x warpsN grid over the
+/// bm x bn tile, kGroups times over when groups of warps split k.
+struct AccumulatorLayout {
+  int64_t bm = 0, bn = 0, warpsM = 1, warpsN = 1, kGroups = 1;
+  /// The threads holding accumulators, who run the epilogue.
+  int64_t threads = 0;
+  /// This thread among them, its lane, and its warp's place in the grid.
+  Value tid, lane, warpM, warpN, warpK;
+  /// Bytes of shared memory, from offset 0, the staged epilogue may use
+  /// (the pipeline's, idle by then).
+  int64_t stagingBytes = 0;
+  /// Synchronises the threads holding accumulators.
+  std::function<void()> barrier;
+
+  int64_t fragsM() const { return bm / warpsM / 16; }
+  int64_t fragsN() const { return bn / warpsN / 8; }
+};
+
+/// Whether the epilogue of a tile bn wide, run by `threads` threads, may go
+/// through shared memory: rows of 16-byte vectors (4 f32 at least) and a
+/// whole number of rows per pass of the threads.
+bool canStageEpilogue(const GemmShape &shape, int64_t bn, int64_t threads);
+/// Passes of whole warp rows in which the staged epilogue moves the
+/// accumulators (kGroups slices of bm x bn, rows padded by 8 floats)
+/// through `bytes` of shared memory; bytesPerPass says what one needs.
+int64_t stagingPasses(int64_t bm, int64_t bn, int64_t warpsM, int64_t kGroups,
+                      int64_t bytes);
+inline int64_t stagingBytesPerPass(int64_t bm, int64_t bn, int64_t kGroups,
+                                   int64_t passes) {
+  return kGroups * bm / passes * (bn + 8) * 4;
+}
+
 /// The base of the GEMM families: describes the anchor as a GemmProblem and
 /// lets the family compute it.
 class GemmKernel : public KernelBuilder {
@@ -152,6 +187,21 @@ protected:
   /// `axis`) from accumulators `acc` of `columns`.
   void storeGemmResults(ArrayRef<Value> coords, int64_t axis,
                         const GemmColumns &columns, ArrayRef<Value> acc);
+
+  /// Applies the epilogue to accumulators `acc` (layout's fragments, 4 per
+  /// m16n8 fragment, fragment (fm, fn) at 4 (fm fragsN + fn)) of the tile
+  /// at (tileM, tileN) of `batch`, in their fragments, pairs of columns at
+  /// a time...
+  void emitFragmentEpilogue(const GemmProblem &problem,
+                            const AccumulatorLayout &layout,
+                            ArrayRef<Value> acc, Value tileM, Value tileN,
+                            Value batch);
+  /// ... or after staging them through shared memory, GemmShape::outVector
+  /// columns at a time (canStageEpilogue), summing the k groups' slices.
+  void emitStagedEpilogue(const GemmProblem &problem,
+                          const AccumulatorLayout &layout,
+                          ArrayRef<Value> acc, Value tileM, Value tileN,
+                          Value batch);
 
   /// Emits `access(memref, indices)` on the memref holding `operand`'s
   /// element at `indices`: its memref, or the part of a concatenation, in a

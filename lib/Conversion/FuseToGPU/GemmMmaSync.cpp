@@ -96,14 +96,6 @@ private:
                         {stage, row, swizzle(tile, row, col)}, tiles,
                         transpose);
   }
-  /// Applies the epilogue to the accumulators in their fragments, pairs of
-  /// columns at a time.
-  void emitFragmentEpilogue(const GemmProblem &problem, ArrayRef<Value> acc,
-                            Value tileM, Value tileN);
-  /// ... or after staging them through shared memory, outVector columns at
-  /// a time.
-  void emitStagedEpilogue(const GemmProblem &problem, ArrayRef<Value> acc,
-                          Value tileM, Value tileN);
   /// acc += A x B on one m16n8 fragment.
   SmallVector<Value> mma(ArrayRef<Value> a, ArrayRef<Value> bRegs,
                          ArrayRef<Value> acc) {
@@ -136,29 +128,21 @@ static int64_t pipelineBytes(const GemmTile &tile, int64_t bytes) {
 /// Passes of whole warp rows in which the staged epilogue moves the
 /// accumulators of `tile` through the pipeline's shared memory.
 static int64_t stagingPasses(const GemmTile &tile, int64_t bytes) {
-  int64_t passes = 1;
-  while (passes < tile.warpsM &&
-         tile.kGroups() * tile.bm / passes * (tile.bn + 8) * 4 >
-             pipelineBytes(tile, bytes))
-    passes *= 2;
-  return passes;
+  return stagingPasses(tile.bm, tile.bn, tile.warpsM, tile.kGroups(),
+                       pipelineBytes(tile, bytes));
 }
 
-/// Whether the epilogue of `tile` goes through shared memory: rows of
-/// 16-byte vectors (4 f32 at least), a whole number of rows per pass of the
-/// block's threads.
-static bool stagedEpilogue(const GemmShape &shape, const GemmTile &tile,
-                           const TilingOptions &) {
-  int64_t threads = 32 * tile.warpsM * tile.warpsN * tile.kGroups();
-  int64_t perRow = tile.bn / std::max<int64_t>(shape.outVector, 1);
-  return shape.outVector >= 4 && perRow >= 1 && threads % perRow == 0;
+/// Whether the epilogue of `tile` goes through shared memory.
+static bool stagedEpilogue(const GemmShape &shape, const GemmTile &tile) {
+  return canStageEpilogue(shape, tile.bn,
+                          32 * tile.warpsM * tile.warpsN * tile.kGroups());
 }
 
 /// Shared memory of `tile`: its pipeline, or its epilogue's staging if more.
 static int64_t sharedBytesOf(const GemmTile &tile, int64_t bytes) {
   return std::max(pipelineBytes(tile, bytes),
-                  tile.kGroups() * tile.bm / stagingPasses(tile, bytes) *
-                      (tile.bn + 8) * 4);
+                  stagingBytesPerPass(tile.bm, tile.bn, tile.kGroups(),
+                                      stagingPasses(tile, bytes)));
 }
 
 /// Estimated registers per thread of `tile`: the accumulators, the A and B
@@ -241,7 +225,7 @@ LogicalResult fusec::tiling::verifyMmaSyncTile(KernelOp kernel,
   int64_t kSteps = tile.bk / (32 / bytes);
   // Sliced k sums the groups' parts in the staged epilogue, which stores
   // rows of 16-byte vectors.
-  bool staged = stagedEpilogue(shape, tile, options);
+  bool staged = stagedEpilogue(shape, tile);
   bool ok = warps && tile.stages >= 2 && warps <= 32 &&
             kSteps % tile.kGroups() == 0 &&
             (tile.kGroups() == 1 || staged) &&
@@ -589,142 +573,23 @@ GemmMmaSyncKernel::emitGemm(const GemmProblem &problem) {
   // No copies may be in flight when the kernel exits.
   NVVM::CpAsyncWaitGroupOp::create(b, 0);
 
-  if (stagedEpilogue(shape, t, TilingOptions{}))
-    emitStagedEpilogue(problem, acc, tileM, tileN);
+  AccumulatorLayout layout;
+  layout.bm = t.bm;
+  layout.bn = t.bn;
+  layout.warpsM = t.warpsM;
+  layout.warpsN = t.warpsN;
+  layout.kGroups = t.kGroups();
+  layout.threads = threads;
+  layout.tid = tid;
+  layout.lane = lane;
+  layout.warpM = warpM;
+  layout.warpN = warpN;
+  layout.warpK = warpK;
+  layout.stagingBytes = pipelineBytes(t, type.bytes);
+  layout.barrier = [&] { gpu::BarrierOp::create(b); };
+  if (stagedEpilogue(shape, t))
+    emitStagedEpilogue(problem, layout, acc, tileM, tileN, batch);
   else
-    emitFragmentEpilogue(problem, acc, tileM, tileN);
+    emitFragmentEpilogue(problem, layout, acc, tileM, tileN, batch);
   return LaunchConfig{{tilesM * tilesN, shape.batch, 1}, {threads, 1, 1}};
-}
-
-//===----------------------------------------------------------------------===//
-// Epilogues
-//===----------------------------------------------------------------------===//
-
-void GemmMmaSyncKernel::emitFragmentEpilogue(const GemmProblem &problem,
-                                             ArrayRef<Value> acc, Value tileM,
-                                             Value tileN) {
-  // Accumulator r of fragment (fm, fn) is C[m][n] with m = 16 fm + g +
-  // 8 (r / 2) and n = 8 fn + 2 t + r % 2 within the warp's tile. A thread's
-  // columns are fixed: their per-channel values are computed once.
-  const GemmTile &t = tile;
-  const GemmShape &shape = problem.shape;
-  int64_t fragsM = t.bm / t.warpsM / 16, fragsN = t.bn / t.warpsN / 8;
-  Value g = divi(lane, 4), tq = remi(lane, 4);
-  Value mWarp = addi(tileM, muli(warpM, idx(t.bm / t.warpsM)));
-  Value nWarp = addi(tileN, muli(warpN, idx(t.bn / t.warpsN)));
-  // Pairs of columns are stored as one vector where N is even (n is).
-  bool pairs = shape.outVector >= 2;
-  SmallVector<Value> ns;
-  SmallVector<GemmColumns> columns;
-  for (int64_t fn = 0; fn < fragsN; ++fn) {
-    Value n = addi(nWarp, addi(muli(tq, idx(2)), idx(fn * 8)));
-    ns.push_back(n);
-    if (pairs) {
-      columns.push_back(problem.columns(batch, n, 2));
-      continue;
-    }
-    Value n1 = addi(n, idx(1));
-    ns.push_back(n1);
-    columns.push_back(problem.columns(batch, n, 1));
-    columns.push_back(problem.columns(batch, n1, 1));
-  }
-  for (int64_t fm = 0; fm < fragsM; ++fm) {
-    for (int64_t half = 0; half < 2; ++half) {
-      Value m = addi(mWarp, addi(g, idx(fm * 16 + half * 8)));
-      ifThen(ltc(m, shape.m), [&] {
-        GemmRowStore store = problem.epilogue(batch, m);
-        for (int64_t fn = 0; fn < fragsN; ++fn) {
-          Value c0 = acc[(fm * fragsN + fn) * 4 + half * 2];
-          Value c1 = acc[(fm * fragsN + fn) * 4 + half * 2 + 1];
-          if (pairs) {
-            ifThen(ltc(ns[fn], shape.n), [&] { store(columns[fn], {c0, c1}); });
-            continue;
-          }
-          for (int64_t j = 0; j < 2; ++j)
-            ifThen(ltc(ns[2 * fn + j], shape.n), [&] {
-              store(columns[2 * fn + j], {j ? c1 : c0});
-            });
-        }
-      });
-    }
-  }
-}
-
-void GemmMmaSyncKernel::emitStagedEpilogue(const GemmProblem &problem,
-                                           ArrayRef<Value> acc, Value tileM,
-                                           Value tileN) {
-  // The accumulators go through shared memory (over the pipeline's
-  // buffers, which no copy or warp uses any more) so that each thread then
-  // reads `width` neighbouring columns of a row: the epilogue stores (and
-  // reads full-size operands) as 16-byte vectors, coalesced along rows. Rows
-  // are padded by 8 floats, which keeps the fragment stores free of bank
-  // conflicts. Where the tile does not fit in the pipeline's memory, it goes
-  // in passes of whole warp rows.
-  const GemmTile &t = tile;
-  const GemmShape &shape = problem.shape;
-  int64_t width = shape.outVector;
-  int64_t fragsM = t.bm / t.warpsM / 16, fragsN = t.bn / t.warpsN / 8;
-  int64_t stride = t.bn + 8;
-  int64_t passes = stagingPasses(t, type.bytes);
-  int64_t passRows = t.bm / passes, warpRowsPerPass = t.warpsM / passes;
-  // One slice per group of warps along k; the readers sum them.
-  Value staging =
-      aliasShared(0, {t.kGroups(), passRows, stride}, b.getF32Type());
-  Value g = divi(lane, 4), tq = remi(lane, 4);
-  Value nWarp = muli(warpN, idx(t.bn / t.warpsN));
-  auto pair = VectorType::get({2}, b.getF32Type());
-  auto quad = VectorType::get({4}, b.getF32Type());
-
-  int64_t perRow = t.bn / width, rowsPerRound = threads / perRow;
-  Value col = muli(remi(tid, perRow), idx(width));
-  Value n = addi(tileN, col);
-  GemmColumns columns = problem.columns(batch, n, width);
-  for (int64_t pass = 0; pass < passes; ++pass) {
-    // Everyone is done with the pipeline, or with the previous pass.
-    gpu::BarrierOp::create(b);
-    Value warpRow = subi(warpM, idx(pass * warpRowsPerPass));
-    ifThen(andi(cmpi(arith::CmpIPredicate::sge, warpRow, idx(0)),
-                ltc(warpRow, warpRowsPerPass)),
-           [&] {
-             Value mWarp = muli(warpRow, idx(t.bm / t.warpsM));
-             for (int64_t fm = 0; fm < fragsM; ++fm)
-               for (int64_t fn = 0; fn < fragsN; ++fn)
-                 for (int64_t half = 0; half < 2; ++half) {
-                   int64_t r = (fm * fragsN + fn) * 4 + half * 2;
-                   Value row = addi(mWarp, addi(g, idx(fm * 16 + half * 8)));
-                   Value c = addi(nWarp, addi(muli(tq, idx(2)), idx(fn * 8)));
-                   vector::StoreOp::create(
-                       b,
-                       vector::FromElementsOp::create(b, pair,
-                                                      {acc[r], acc[r + 1]}),
-                       staging, ValueRange{warpK, row, c},
-                       /*nontemporal=*/false, llvm::MaybeAlign(8));
-                 }
-           });
-    gpu::BarrierOp::create(b);
-    for (int64_t round = 0; round < ceilDiv(passRows, rowsPerRound);
-         ++round) {
-      Value row = addi(divi(tid, perRow), idx(round * rowsPerRound));
-      Value m = addi(tileM, addi(row, idx(pass * passRows)));
-      Value inside = ltc(m, shape.m);
-      if ((round + 1) * rowsPerRound > passRows)
-        inside = andi(inside, ltc(row, passRows));
-      ifThen(inside, [&] {
-        SmallVector<Value> values;
-        for (int64_t i = 0; i < width; i += 4) {
-          Value sum;
-          for (int64_t kg = 0; kg < t.kGroups(); ++kg) {
-            Value v = vector::LoadOp::create(
-                b, quad, staging, ValueRange{idx(kg), row, addi(col, idx(i))},
-                /*nontemporal=*/false, llvm::MaybeAlign(16));
-            sum = sum ? arith::AddFOp::create(b, sum, v).getResult() : v;
-          }
-          for (int64_t l = 0; l < 4; ++l)
-            values.push_back(vector::ExtractOp::create(b, sum, l));
-        }
-        GemmRowStore store = problem.epilogue(batch, m);
-        ifThen(ltc(n, shape.n), [&] { store(columns, values); });
-      });
-    }
-  }
 }

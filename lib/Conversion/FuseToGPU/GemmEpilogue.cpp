@@ -1,0 +1,160 @@
+//===- GemmEpilogue.cpp - The epilogue of the tensor-core GEMMs -----------===//
+//
+// mma.sync and wgmma leave their f32 accumulators in the same fragment
+// layout (AccumulatorLayout), so both families end the same way: the fused
+// epilogue applied in the fragments, or after a trip through shared memory
+// that lets each thread store 16-byte vectors along rows.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Gemm.h"
+
+using namespace fusec::tiling;
+
+bool fusec::tiling::canStageEpilogue(const GemmShape &shape, int64_t bn,
+                                     int64_t threads) {
+  int64_t perRow = bn / std::max<int64_t>(shape.outVector, 1);
+  return shape.outVector >= 4 && perRow >= 1 && threads % perRow == 0;
+}
+
+int64_t fusec::tiling::stagingPasses(int64_t bm, int64_t bn, int64_t warpsM,
+                                     int64_t kGroups, int64_t bytes) {
+  int64_t passes = 1;
+  while (passes < warpsM &&
+         stagingBytesPerPass(bm, bn, kGroups, passes) > bytes)
+    passes *= 2;
+  return passes;
+}
+
+void GemmKernel::emitFragmentEpilogue(const GemmProblem &problem,
+                                      const AccumulatorLayout &layout,
+                                      ArrayRef<Value> acc, Value tileM,
+                                      Value tileN, Value batch) {
+  // Accumulator r of fragment (fm, fn) is C[m][n] with m = 16 fm + g +
+  // 8 (r / 2) and n = 8 fn + 2 t + r % 2 within the warp's tile. A thread's
+  // columns are fixed: their per-channel values are computed once.
+  const GemmShape &shape = problem.shape;
+  int64_t fragsM = layout.fragsM(), fragsN = layout.fragsN();
+  Value g = divi(layout.lane, 4), tq = remi(layout.lane, 4);
+  Value mWarp =
+      addi(tileM, muli(layout.warpM, idx(layout.bm / layout.warpsM)));
+  Value nWarp =
+      addi(tileN, muli(layout.warpN, idx(layout.bn / layout.warpsN)));
+  // Pairs of columns are stored as one vector where N is even (n is).
+  bool pairs = shape.outVector >= 2;
+  SmallVector<Value> ns;
+  SmallVector<GemmColumns> columns;
+  for (int64_t fn = 0; fn < fragsN; ++fn) {
+    Value n = addi(nWarp, addi(muli(tq, idx(2)), idx(fn * 8)));
+    ns.push_back(n);
+    if (pairs) {
+      columns.push_back(problem.columns(batch, n, 2));
+      continue;
+    }
+    Value n1 = addi(n, idx(1));
+    ns.push_back(n1);
+    columns.push_back(problem.columns(batch, n, 1));
+    columns.push_back(problem.columns(batch, n1, 1));
+  }
+  for (int64_t fm = 0; fm < fragsM; ++fm) {
+    for (int64_t half = 0; half < 2; ++half) {
+      Value m = addi(mWarp, addi(g, idx(fm * 16 + half * 8)));
+      ifThen(ltc(m, shape.m), [&] {
+        GemmRowStore store = problem.epilogue(batch, m);
+        for (int64_t fn = 0; fn < fragsN; ++fn) {
+          Value c0 = acc[(fm * fragsN + fn) * 4 + half * 2];
+          Value c1 = acc[(fm * fragsN + fn) * 4 + half * 2 + 1];
+          if (pairs) {
+            ifThen(ltc(ns[fn], shape.n), [&] { store(columns[fn], {c0, c1}); });
+            continue;
+          }
+          for (int64_t j = 0; j < 2; ++j)
+            ifThen(ltc(ns[2 * fn + j], shape.n), [&] {
+              store(columns[2 * fn + j], {j ? c1 : c0});
+            });
+        }
+      });
+    }
+  }
+}
+
+void GemmKernel::emitStagedEpilogue(const GemmProblem &problem,
+                                    const AccumulatorLayout &layout,
+                                    ArrayRef<Value> acc, Value tileM,
+                                    Value tileN, Value batch) {
+  // The accumulators go through shared memory (over the pipeline's
+  // buffers, which no copy or warp uses any more) so that each thread then
+  // reads `width` neighbouring columns of a row: the epilogue stores (and
+  // reads full-size operands) as 16-byte vectors, coalesced along rows. Rows
+  // are padded by 8 floats, which keeps the fragment stores free of bank
+  // conflicts. Where the tile does not fit in that memory, it goes in passes
+  // of whole warp rows.
+  const GemmShape &shape = problem.shape;
+  const AccumulatorLayout &l = layout;
+  int64_t width = shape.outVector;
+  int64_t fragsM = l.fragsM(), fragsN = l.fragsN();
+  int64_t stride = l.bn + 8;
+  int64_t passes =
+      stagingPasses(l.bm, l.bn, l.warpsM, l.kGroups, l.stagingBytes);
+  int64_t passRows = l.bm / passes, warpRowsPerPass = l.warpsM / passes;
+  // One slice per group of warps along k; the readers sum them.
+  Value staging =
+      aliasShared(0, {l.kGroups, passRows, stride}, b.getF32Type());
+  Value g = divi(l.lane, 4), tq = remi(l.lane, 4);
+  Value nWarp = muli(l.warpN, idx(l.bn / l.warpsN));
+  auto pair = VectorType::get({2}, b.getF32Type());
+  auto quad = VectorType::get({4}, b.getF32Type());
+
+  int64_t perRow = l.bn / width, rowsPerRound = l.threads / perRow;
+  Value col = muli(remi(l.tid, perRow), idx(width));
+  Value n = addi(tileN, col);
+  GemmColumns columns = problem.columns(batch, n, width);
+  for (int64_t pass = 0; pass < passes; ++pass) {
+    // Everyone is done with the pipeline, or with the previous pass.
+    l.barrier();
+    Value warpRow = subi(l.warpM, idx(pass * warpRowsPerPass));
+    ifThen(andi(cmpi(arith::CmpIPredicate::sge, warpRow, idx(0)),
+                ltc(warpRow, warpRowsPerPass)),
+           [&] {
+             Value mWarp = muli(warpRow, idx(l.bm / l.warpsM));
+             for (int64_t fm = 0; fm < fragsM; ++fm)
+               for (int64_t fn = 0; fn < fragsN; ++fn)
+                 for (int64_t half = 0; half < 2; ++half) {
+                   int64_t r = (fm * fragsN + fn) * 4 + half * 2;
+                   Value row = addi(mWarp, addi(g, idx(fm * 16 + half * 8)));
+                   Value c = addi(nWarp, addi(muli(tq, idx(2)), idx(fn * 8)));
+                   vector::StoreOp::create(
+                       b,
+                       vector::FromElementsOp::create(b, pair,
+                                                      {acc[r], acc[r + 1]}),
+                       staging, ValueRange{l.warpK, row, c},
+                       /*nontemporal=*/false, llvm::MaybeAlign(8));
+                 }
+           });
+    l.barrier();
+    for (int64_t round = 0; round < ceilDiv(passRows, rowsPerRound);
+         ++round) {
+      Value row = addi(divi(l.tid, perRow), idx(round * rowsPerRound));
+      Value m = addi(tileM, addi(row, idx(pass * passRows)));
+      Value inside = ltc(m, shape.m);
+      if ((round + 1) * rowsPerRound > passRows)
+        inside = andi(inside, ltc(row, passRows));
+      ifThen(inside, [&] {
+        SmallVector<Value> values;
+        for (int64_t i = 0; i < width; i += 4) {
+          Value sum;
+          for (int64_t kg = 0; kg < l.kGroups; ++kg) {
+            Value v = vector::LoadOp::create(
+                b, quad, staging, ValueRange{idx(kg), row, addi(col, idx(i))},
+                /*nontemporal=*/false, llvm::MaybeAlign(16));
+            sum = sum ? arith::AddFOp::create(b, sum, v).getResult() : v;
+          }
+          for (int64_t lane = 0; lane < 4; ++lane)
+            values.push_back(vector::ExtractOp::create(b, sum, lane));
+        }
+        GemmRowStore store = problem.epilogue(batch, m);
+        ifThen(ltc(n, shape.n), [&] { store(columns, values); });
+      });
+    }
+  }
+}
