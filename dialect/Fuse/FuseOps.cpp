@@ -10,6 +10,7 @@
 
 #include "Fuse/FuseOps.h"
 
+#include "mlir/Dialect/LLVMIR/LLVMTypes.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallBitVector.h"
 #include "llvm/ADT/StringExtras.h"
@@ -1141,6 +1142,62 @@ TileAttr::verify(function_ref<InFlightDiagnostic()> emitError, int64_t bm,
 
 #define GET_OP_CLASSES
 #include "Fuse/FuseOps.cpp.inc"
+
+LogicalResult TensorMapOp::verify() {
+  if (!isa<LLVM::LLVMPointerType>(getMap().getType()))
+    return emitOpError("result must be !llvm.ptr, the kernel parameter that "
+                       "holds the map, not ")
+           << getMap().getType();
+  ArrayRef<int64_t> dims = getDims(), strides = getStrides(), box = getBox();
+  int64_t rank = dims.size();
+  if (rank < 1 || rank > 5)
+    return emitOpError("views a tensor of rank ")
+           << rank << "; a TMA tensor map has rank 1 to 5";
+  if (static_cast<int64_t>(strides.size()) != rank - 1 ||
+      static_cast<int64_t>(box.size()) != rank)
+    return emitOpError("has ")
+           << strides.size() << " strides and " << box.size()
+           << " box extents for " << rank
+           << " dims; it needs one stride per dim but the innermost, and one "
+              "box extent per dim";
+  auto type = cast<MemRefType>(getBuffer().getType());
+  int64_t bytes = type.getElementTypeBitWidth() / 8;
+  int64_t swizzle = getSwizzle(), offset = getOffset();
+  if (!llvm::is_contained({0, 32, 64, 128}, swizzle))
+    return emitOpError("swizzle is ")
+           << swizzle << " bytes; expected 0, 32, 64 or 128";
+  // The last byte the view reaches, with overflow checks on the way.
+  int64_t end = offset, extent;
+  if (offset < 0 || offset % 16)
+    return emitOpError("offset ") << offset
+                                  << " is not a non-negative multiple of 16";
+  for (int64_t i = 0; i < rank; ++i) {
+    if (dims[i] < 1 || dims[i] > (int64_t(1) << 32))
+      return emitOpError("dims[") << i << "] = " << dims[i]
+                                  << " is outside [1, 2^32]";
+    if (box[i] < 1 || box[i] > 256)
+      return emitOpError("box[") << i << "] = " << box[i]
+                                 << " is outside [1, 256]";
+    int64_t stride = i ? strides[i - 1] : bytes;
+    if (i && (stride < 16 || stride % 16))
+      return emitOpError("strides[")
+             << i - 1 << "] = " << stride
+             << " is not a positive multiple of 16 bytes";
+    if (llvm::MulOverflow(dims[i] - 1, stride, extent) ||
+        llvm::AddOverflow(end, extent, end))
+      return emitOpError("views more bytes than an int64 counts");
+  }
+  if (box[0] * bytes % 16 || (swizzle && box[0] * bytes > swizzle))
+    return emitOpError("box[0] spans ")
+           << box[0] * bytes << " bytes; it must span a multiple of 16 bytes"
+           << (swizzle ? ", at most the swizzle's " + std::to_string(swizzle)
+                       : std::string());
+  int64_t size = type.getNumElements() * bytes;
+  if (end + bytes > size)
+    return emitOpError("views bytes up to ")
+           << end + bytes << " of a buffer of " << size << " bytes";
+  return success();
+}
 
 bool mlir::fuse::keepsLastAxis(TransposeOp op) {
   ArrayRef<int64_t> perm = op.getPermutation();

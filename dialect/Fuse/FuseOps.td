@@ -637,6 +637,47 @@ def Fuse_KernelOp : Fuse_Op<"kernel", [IsolatedFromAbove,
   ];
 }
 
+//===----------------------------------------------------------------------===//
+// Launch plans
+//===----------------------------------------------------------------------===//
+
+def Fuse_TensorMapOp : Fuse_Op<"tensor_map", [Pure]> {
+  let summary = "A TMA tensor map over a buffer of a launch plan";
+  let description = [{
+    Made by `fusec-tile-kernels` in a launch plan, for a kernel whose tensor
+    memory accelerator (TMA) copies read `buffer`: the kernel takes the map
+    (a `CUtensorMap`, 128 bytes) by value, and the runtime encodes it with
+    the buffer's address at each run (`cuTensorMapEncodeTiled`).
+
+    - `dims`: the extents of the tensor the map views, innermost first (1 to
+      5 of them);
+    - `strides`: the byte stride of each axis but the innermost (multiples
+      of 16);
+    - `offset`: the byte offset of the tensor's first element in `buffer`
+      (a multiple of 16);
+    - `box`: the tile one copy moves, innermost first (1 to 256 each; the
+      innermost box extent spans a multiple of 16 bytes);
+    - `swizzle`: the shared-memory swizzle in bytes: 0, 32, 64 or 128 (the
+      innermost box extent spans at most that many bytes).
+
+    The tensor lies within the buffer. Elements of a box outside the tensor
+    read as zero.
+
+    ```mlir
+    %map = fuse.tensor_map %x {dims = array<i64: 4096, 8192>,
+        strides = array<i64: 8192>, box = array<i64: 64, 128>}
+        : memref<8192x4096xbf16> -> !llvm.ptr
+    ```
+  }];
+  let arguments = (ins AnyStaticShapeMemRef:$buffer, DenseI64ArrayAttr:$dims,
+                       DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$box,
+                       DefaultValuedAttr<I64Attr, "0">:$offset,
+                       DefaultValuedAttr<I64Attr, "128">:$swizzle);
+  let results = (outs AnyType:$map);
+  let assemblyFormat = "$buffer attr-dict `:` type($buffer) `->` type($map)";
+  let hasVerifier = 1;
+}
+
 def Fuse_YieldOp : Fuse_Op<"yield", [Pure, Terminator,
     HasParent<"KernelOp">]> {
   let summary = "Returns the results of a fuse.kernel";

@@ -31,14 +31,16 @@ static LogicalResult verifyKernels(ModuleOp module) {
 
 static LogicalResult verifyTiled(ModuleOp module) {
   WalkResult result = module.walk([](Operation *op) {
-    if (isa_and_present<fuse::FuseDialect>(op->getDialect())) {
+    if (isa_and_present<fuse::FuseDialect>(op->getDialect()) &&
+        !isa<fuse::TensorMapOp>(op)) {
       op->emitOpError("remains after tiling");
       return WalkResult::interrupt();
     }
     auto func = dyn_cast_if_present<func::FuncOp>(op->getParentOp());
     if (func && !isa<arith::ConstantOp, memref::AllocOp,
                      memref::ReinterpretCastOp, memref::CopyOp,
-                     gpu::LaunchFuncOp, func::ReturnOp>(op)) {
+                     fuse::TensorMapOp, gpu::LaunchFuncOp, func::ReturnOp>(
+                    op)) {
       op->emitOpError("has no meaning in a launch plan");
       return WalkResult::interrupt();
     }

@@ -42,6 +42,30 @@ using CUdevice_attribute = int;
 using CUfunction_attribute = int;
 using CUjit_option = int;
 
+// Tensor maps (cuTensorMapEncodeTiled).
+using cuuint32_t = unsigned int;
+using cuuint64_t = unsigned long long;
+using CUtensorMapDataType = int;
+using CUtensorMapInterleave = int;
+using CUtensorMapSwizzle = int;
+using CUtensorMapL2promotion = int;
+using CUtensorMapFloatOOBfill = int;
+/// cuda.h's CUtensorMap: 128 opaque bytes, 64-byte aligned.
+struct alignas(64) CUtensorMap {
+  cuuint64_t opaque[16];
+};
+enum : CUtensorMapDataType {
+  CU_TENSOR_MAP_DATA_TYPE_FLOAT16 = 6,
+  CU_TENSOR_MAP_DATA_TYPE_FLOAT32 = 7,
+  CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 = 9,
+};
+constexpr CUtensorMapInterleave CU_TENSOR_MAP_INTERLEAVE_NONE = 0;
+/// NONE, 32B, 64B, 128B are 0..3.
+constexpr CUtensorMapSwizzle CU_TENSOR_MAP_SWIZZLE_NONE = 0;
+constexpr CUtensorMapL2promotion CU_TENSOR_MAP_L2_PROMOTION_L2_128B = 2;
+/// Elements outside the tensor read as zero.
+constexpr CUtensorMapFloatOOBfill CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE = 0;
+
 enum : CUresult {
   CUDA_SUCCESS = 0,
   CUDA_ERROR_INVALID_VALUE = 1,

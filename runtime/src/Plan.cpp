@@ -126,8 +126,8 @@ Status checkObject(const json &value, const std::string &path,
     for (auto list : {required, optional})
       for (const char *key : list)
         known += (known.empty() ? "" : ", ") + std::string(key);
-    return invalid(path, "unknown field '" + it.key() +
-                             "' (plan version 1 has " + known + ")");
+    return invalid(path, "unknown field '" + it.key() + "' (expected " +
+                             known + ")");
   }
   return Status::success();
 }
@@ -176,6 +176,91 @@ Status getBufferId(const json &value, const std::string &path,
                              std::to_string(static_cast<int64_t>(numBuffers) -
                                             1) +
                              ")");
+  return Status::success();
+}
+
+/// Reads an array of integers in [lo, hi], of `minSize` to `maxSize`
+/// elements.
+Status getInts(const json &value, const std::string &path, size_t minSize,
+               size_t maxSize, int64_t lo, int64_t hi,
+               std::vector<int64_t> &out) {
+  if (!value.is_array() || value.size() < minSize || value.size() > maxSize)
+    return invalid(path, "expected an array of " + std::to_string(minSize) +
+                             (minSize == maxSize
+                                  ? ""
+                                  : " to " + std::to_string(maxSize)) +
+                             " integers, got " +
+                             (value.is_array()
+                                  ? std::to_string(value.size()) + " elements"
+                                  : kindOf(value)));
+  out.clear();
+  for (size_t i = 0; i < value.size(); ++i) {
+    int64_t v;
+    FUSEC_RETURN_IF_ERROR(getInt(value[i], indexed(path, i), lo, hi, v));
+    out.push_back(v);
+  }
+  return Status::success();
+}
+
+/// Reads a tensor-map parameter (plan version 2) over a buffer, checking
+/// what cuTensorMapEncodeTiled requires and that the view stays inside the
+/// buffer.
+Status parseTensorMap(const json &value, const std::string &path,
+                      const Plan &plan, int64_t &buffer, TensorMapDesc &map) {
+  FUSEC_RETURN_IF_ERROR(checkObject(
+      value, path, {"buffer", "dims", "strides", "box", "offset", "swizzle"}));
+  FUSEC_RETURN_IF_ERROR(getBufferId(value["buffer"], join(path, "buffer"),
+                                    plan.buffers.size(), buffer));
+  const BufferDesc &desc = plan.buffers[buffer];
+  std::vector<int64_t> dims, strides, box;
+  FUSEC_RETURN_IF_ERROR(
+      getInts(value["dims"], join(path, "dims"), 1, 5, 1, int64_t(1) << 32, dims));
+  FUSEC_RETURN_IF_ERROR(getInts(value["strides"], join(path, "strides"),
+                                dims.size() - 1, dims.size() - 1, 16,
+                                int64_t(1) << 40, strides));
+  FUSEC_RETURN_IF_ERROR(getInts(value["box"], join(path, "box"), dims.size(),
+                                dims.size(), 1, 256, box));
+  int64_t offset, swizzle;
+  FUSEC_RETURN_IF_ERROR(getInt(value["offset"], join(path, "offset"), 0,
+                               int64_t(1) << 48, offset));
+  FUSEC_RETURN_IF_ERROR(
+      getInt(value["swizzle"], join(path, "swizzle"), 0, 128, swizzle));
+  if (swizzle != 0 && swizzle != 32 && swizzle != 64 && swizzle != 128)
+    return invalid(join(path, "swizzle"),
+                   std::to_string(swizzle) + " is not 0, 32, 64 or 128");
+  for (size_t i = 0; i < strides.size(); ++i)
+    if (strides[i] % 16)
+      return invalid(indexed(join(path, "strides"), i),
+                     std::to_string(strides[i]) +
+                         " is not a multiple of 16 bytes");
+  if (offset % 16)
+    return invalid(join(path, "offset"),
+                   std::to_string(offset) + " is not a multiple of 16 bytes");
+  int64_t bytes = static_cast<int64_t>(dtypeSize(desc.dtype));
+  if (box[0] * bytes % 16 || (swizzle && box[0] * bytes > swizzle))
+    return invalid(indexed(join(path, "box"), 0),
+                   std::to_string(box[0]) + " elements span " +
+                       std::to_string(box[0] * bytes) +
+                       " bytes: a multiple of 16 is needed" +
+                       (swizzle ? ", at most the swizzle's " +
+                                      std::to_string(swizzle)
+                                : std::string()));
+  // The last byte the view reaches (each term is below 2^72 / 2^40: no
+  // overflow in the sum of at most five with 128-bit headroom checked).
+  unsigned __int128 end = static_cast<uint64_t>(offset) + bytes;
+  end += static_cast<unsigned __int128>(dims[0] - 1) * bytes;
+  for (size_t i = 1; i < dims.size(); ++i)
+    end += static_cast<unsigned __int128>(dims[i] - 1) * strides[i - 1];
+  if (end > desc.bytes)
+    return invalid(path, "the tensor it views reaches past the end of buffer " +
+                             std::to_string(buffer) + " (" +
+                             std::to_string(desc.bytes) + " bytes, " +
+                             desc.typeString() + ")");
+  map.dims.assign(dims.begin(), dims.end());
+  map.strides.assign(strides.begin(), strides.end());
+  map.box.assign(box.begin(), box.end());
+  map.offset = static_cast<uint64_t>(offset);
+  map.swizzle = static_cast<uint32_t>(swizzle);
   return Status::success();
 }
 
@@ -364,8 +449,8 @@ Status collectIndices(Plan &plan, BufferRole role,
   return Status::success();
 }
 
-Status parseStep(const json &value, const std::string &path, Plan &plan,
-                 Step &step) {
+Status parseStep(const json &value, const std::string &path, int64_t version,
+                 Plan &plan, Step &step) {
   if (!value.is_object())
     return invalid(path, "expected an object, got " + kindOf(value));
   if (!value.contains("kind"))
@@ -396,10 +481,23 @@ Status parseStep(const json &value, const std::string &path, Plan &plan,
       return invalid(argsPath, "expected an array of buffer ids, got " +
                                    kindOf(args));
     for (size_t i = 0; i < args.size(); ++i) {
+      std::string argPath = indexed(argsPath, i);
       int64_t id;
-      FUSEC_RETURN_IF_ERROR(
-          getBufferId(args[i], indexed(argsPath, i), numBuffers, id));
+      if (!args[i].is_object()) {
+        FUSEC_RETURN_IF_ERROR(getBufferId(args[i], argPath, numBuffers, id));
+        step.args.push_back(id);
+        continue;
+      }
+      if (version < 2)
+        return invalid(argPath, "a tensor map needs plan version 2 or newer");
+      FUSEC_RETURN_IF_ERROR(checkObject(args[i], argPath, {"tensor_map"}));
+      TensorMapDesc map;
+      map.param = i;
+      FUSEC_RETURN_IF_ERROR(parseTensorMap(args[i]["tensor_map"],
+                                           join(argPath, "tensor_map"), plan,
+                                           id, map));
       step.args.push_back(id);
+      step.tensorMaps.push_back(std::move(map));
     }
     if (std::find(plan.kernels.begin(), plan.kernels.end(), step.kernel) ==
         plan.kernels.end())
@@ -475,9 +573,9 @@ Status fusec::runtime::parsePlan(const std::string &text, Plan &plan) {
                                   " is newer than this runtime reads (" +
                                   std::to_string(kPlanVersion) +
                                   "): update the fusec runtime");
-  if (version != kPlanVersion)
+  if (version < 1)
     return invalid("version", "plan version " + std::to_string(version) +
-                                  " does not exist: expected " +
+                                  " does not exist: expected 1 to " +
                                   std::to_string(kPlanVersion));
 
   FUSEC_RETURN_IF_ERROR(getString(root["graph"], "graph", plan.graph));
@@ -515,7 +613,8 @@ Status fusec::runtime::parsePlan(const std::string &text, Plan &plan) {
     return invalid("steps", "expected an array, got " + kindOf(steps));
   for (size_t i = 0; i < steps.size(); ++i) {
     Step step;
-    FUSEC_RETURN_IF_ERROR(parseStep(steps[i], indexed("steps", i), plan, step));
+    FUSEC_RETURN_IF_ERROR(
+        parseStep(steps[i], indexed("steps", i), version, plan, step));
     plan.steps.push_back(std::move(step));
   }
   return Status::success();

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -36,6 +37,13 @@ Status fusec::runtime::readFile(const std::string &path,
 
 static std::string bytesString(uint64_t bytes) {
   return std::to_string(bytes) + " bytes";
+}
+
+static std::string hexString(uint64_t value) {
+  char text[17];
+  std::snprintf(text, sizeof(text), "%llx",
+                static_cast<unsigned long long>(value));
+  return text;
 }
 
 static std::string dim3String(const std::array<uint32_t, 3> &d) {
@@ -416,9 +424,12 @@ Status Module::load(std::shared_ptr<Device> device, const std::string &artifact,
                    sourceName + ": allowing kernel '" + kernel + "' " +
                        bytesString(shared) + " of dynamic shared memory");
   }
-  for (const Step &step : plan.steps)
+  for (const Step &step : plan.steps) {
     m->stepFunctions_.push_back(
         step.kind == Step::Kind::Launch ? functions[step.kernel] : nullptr);
+    m->tensorMaps_.resize(m->tensorMaps_.size() + step.tensorMaps.size());
+  }
+  m->tensorMapAddresses_.assign(m->tensorMaps_.size(), 0);
 
   // Intermediates: allocated once, reused by every run.
   m->intermediates_.assign(plan.buffers.size(), 0);
@@ -516,6 +527,7 @@ Status Module::run(Stream stream, Span<BufferRef> inputs,
 
   std::vector<CUdeviceptr> argValues;
   std::vector<void *> params;
+  size_t nextMap = 0;
   for (size_t i = 0; i < plan_.steps.size(); ++i) {
     const Step &step = plan_.steps[i];
     std::string stepName = sourceName_ + ": steps[" + std::to_string(i) + "]";
@@ -538,6 +550,44 @@ Status Module::run(Stream stream, Span<BufferRef> inputs,
     for (size_t a = 0; a < step.args.size(); ++a) {
       argValues[a] = addresses[step.args[a]];
       params[a] = &argValues[a];
+    }
+    // Tensor-map parameters: 128 bytes each, encoded for this run's
+    // address of their buffer (again only when it moved).
+    for (const TensorMapDesc &desc : step.tensorMaps) {
+      size_t slot = nextMap++;
+      CUdeviceptr address = addresses[step.args[desc.param]] + desc.offset;
+      auto *map = reinterpret_cast<CUtensorMap *>(&tensorMaps_[slot]);
+      params[desc.param] = map;
+      if (tensorMapAddresses_[slot] == address)
+        continue;
+      const BufferDesc &buffer = plan_.buffers[step.args[desc.param]];
+      CUtensorMapDataType type = buffer.dtype == DType::F32
+                                     ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32
+                                 : buffer.dtype == DType::F16
+                                     ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
+                                     : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+      std::vector<cuuint64_t> dims(desc.dims.begin(), desc.dims.end());
+      std::vector<cuuint64_t> strides(desc.strides.begin(), desc.strides.end());
+      std::vector<cuuint32_t> box(desc.box.begin(), desc.box.end());
+      std::vector<cuuint32_t> elementStrides(box.size(), 1);
+      // Swizzle modes NONE, 32B, 64B, 128B are 0..3.
+      CUtensorMapSwizzle swizzle =
+          desc.swizzle == 0 ? CU_TENSOR_MAP_SWIZZLE_NONE
+                            : desc.swizzle == 32 ? 1 : desc.swizzle == 64 ? 2 : 3;
+      tensorMapAddresses_[slot] = 0;
+      FUSEC_CU_CHECK(
+          api, cuTensorMapEncodeTiled,
+          (map, type, static_cast<cuuint32_t>(dims.size()),
+           reinterpret_cast<void *>(address), dims.data(), strides.data(),
+           box.data(), elementStrides.data(), CU_TENSOR_MAP_INTERLEAVE_NONE,
+           swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+           CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
+          stepName + ": encoding the tensor map of parameter " +
+              std::to_string(desc.param) + " of kernel '" + step.kernel +
+              "' over buffer " + std::to_string(step.args[desc.param]) +
+              " at address 0x" + hexString(address) +
+              " (TMA needs 16-byte aligned buffers)");
+      tensorMapAddresses_[slot] = address;
     }
     FUSEC_CU_CHECK(api, cuLaunchKernel,
                    (static_cast<CUfunction>(stepFunctions_[i]), step.grid[0],

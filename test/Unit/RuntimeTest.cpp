@@ -178,8 +178,8 @@ TEST(RuntimePlan, RejectsMissingAndUnknownFields) {
   p = validPlan();
   p["buffers"][0]["dtyp"] = "f32";
   EXPECT_EQ(planError(p),
-            "buffers[0]: unknown field 'dtyp' (plan version 1 has id, role, "
-            "dtype, shape, bytes, index)");
+            "buffers[0]: unknown field 'dtyp' (expected id, role, dtype, "
+            "shape, bytes, index)");
 
   p = validPlan();
   p["buffers"][2].erase("index");
@@ -197,12 +197,15 @@ TEST(RuntimePlan, RejectsWrongFormatAndVersion) {
   p["format"] = "onnx";
   EXPECT_EQ(planError(p), "format: expected \"fusec-plan\", got \"onnx\"");
   p = validPlan();
+  p["version"] = 3;
+  EXPECT_EQ(planError(p), "version: plan version 3 is newer than this "
+                          "runtime reads (2): update the fusec runtime");
+  // Version 2 only adds tensor maps: a version-1 plan reads the same.
   p["version"] = 2;
-  EXPECT_EQ(planError(p), "version: plan version 2 is newer than this "
-                          "runtime reads (1): update the fusec runtime");
+  EXPECT_EQ(planError(p), "ok");
   p["version"] = 0;
   EXPECT_EQ(planError(p),
-            "version: plan version 0 does not exist: expected 1");
+            "version: plan version 0 does not exist: expected 1 to 2");
   p["version"] = "1";
   EXPECT_EQ(planError(p), "version: expected an integer, got a string");
 }
@@ -337,8 +340,71 @@ TEST(RuntimePlan, RejectsBadSteps) {
 
   p = validPlan();
   p["steps"][1]["kernel"] = "k1";
-  EXPECT_EQ(planError(p), "steps[1]: unknown field 'kernel' (plan version 1 "
-                          "has kind, src, dst, bytes)");
+  EXPECT_EQ(planError(p), "steps[1]: unknown field 'kernel' (expected kind, "
+                          "src, dst, bytes)");
+}
+
+/// validPlan() in version 2, the conv taking a tensor map over its input
+/// after its three pointers: [1, 56, 56, 64] f32 seen as 3136 rows of 64.
+json tensorMapPlan() {
+  json p = validPlan();
+  p["version"] = 2;
+  p["steps"][0]["args"].push_back(json::parse(R"({"tensor_map": {
+      "buffer": 0, "dims": [64, 3136], "strides": [256], "box": [32, 128],
+      "offset": 0, "swizzle": 128}})"));
+  return p;
+}
+
+TEST(RuntimePlan, ParsesTensorMaps) {
+  Plan plan;
+  Status status = parsePlan(tensorMapPlan().dump(), plan);
+  ASSERT_TRUE(status) << status.message();
+  const Step &launch = plan.steps[0];
+  // The map's parameter names its buffer in args, like a pointer's.
+  EXPECT_EQ(launch.args, (std::vector<int64_t>{0, 1, 2, 0}));
+  ASSERT_EQ(launch.tensorMaps.size(), 1u);
+  const TensorMapDesc &map = launch.tensorMaps[0];
+  EXPECT_EQ(map.param, 3u);
+  EXPECT_EQ(map.dims, (std::vector<uint64_t>{64, 3136}));
+  EXPECT_EQ(map.strides, (std::vector<uint64_t>{256}));
+  EXPECT_EQ(map.box, (std::vector<uint32_t>{32, 128}));
+  EXPECT_EQ(map.offset, 0u);
+  EXPECT_EQ(map.swizzle, 128u);
+}
+
+TEST(RuntimePlan, RejectsBadTensorMaps) {
+  auto withMap = [](const char *key, const json &value) {
+    json p = tensorMapPlan();
+    p["steps"][0]["args"][3]["tensor_map"][key] = value;
+    return planError(p);
+  };
+  const std::string at = "steps[0].args[3].tensor_map";
+  json p = tensorMapPlan();
+  p["version"] = 1;
+  EXPECT_EQ(planError(p),
+            "steps[0].args[3]: a tensor map needs plan version 2 or newer");
+  EXPECT_EQ(withMap("swizzle", 48), at + ".swizzle: 48 is not 0, 32, 64 or 128");
+  EXPECT_EQ(withMap("strides", json::array({200})),
+            at + ".strides[0]: 200 is not a multiple of 16 bytes");
+  EXPECT_EQ(withMap("strides", json::array({256, 256})),
+            at + ".strides: expected an array of 1 integers, got 2 elements");
+  EXPECT_EQ(withMap("box", json::array({64, 128})),
+            at + ".box[0]: 64 elements span 256 bytes: a multiple of 16 is "
+                 "needed, at most the swizzle's 128");
+  EXPECT_EQ(withMap("box", json::array({32, 512})),
+            at + ".box[1]: 512 is out of range: expected in [1, 256]");
+  EXPECT_EQ(withMap("dims", json::array({64, 3137})),
+            at + ": the tensor it views reaches past the end of buffer 0 "
+                 "(802816 bytes, f32 [1,56,56,64])");
+  EXPECT_EQ(withMap("offset", 8),
+            at + ".offset: 8 is not a multiple of 16 bytes");
+  EXPECT_EQ(withMap("buffer", 7),
+            at + ".buffer: buffer 7 does not exist (the plan has 3 buffers, "
+                 "ids 0..2)");
+  p = tensorMapPlan();
+  p["steps"][0]["args"][3]["tensor_map"]["mode"] = "im2col";
+  EXPECT_EQ(planError(p), at + ": unknown field 'mode' (expected buffer, dims, "
+                               "strides, box, offset, swizzle)");
 }
 
 TEST(RuntimeArtifact, FindsThePlanLineAndChecksKernels) {
@@ -460,8 +526,18 @@ struct Launch {
   std::array<unsigned, 3> grid, block;
   unsigned shared;
   CUstream stream;
+  /// Pointer parameters; for a tensor map, the address it was encoded for.
   std::vector<CUdeviceptr> args;
   bool extraIsNull;
+};
+
+/// What one cuTensorMapEncodeTiled call was asked for.
+struct Encode {
+  CUtensorMapDataType type;
+  CUdeviceptr address;
+  std::vector<cuuint64_t> dims, strides;
+  std::vector<cuuint32_t> box, elementStrides;
+  CUtensorMapSwizzle swizzle;
 };
 
 struct Copy {
@@ -481,8 +557,10 @@ struct State {
   std::string jitErrorLog;
   CUresult launchResult = CUDA_SUCCESS;
   size_t failAllocAbove = ~size_t(0);
-  /// Parameters of each kernel, as the real driver knows from the PTX.
+  /// Parameters of each kernel, as the real driver knows from the PTX, and
+  /// which of them are tensor maps.
   std::map<std::string, size_t> arity;
+  std::map<std::string, std::set<size_t>> tensorMapParams;
 
   // Record.
   std::vector<std::string> calls;
@@ -493,6 +571,7 @@ struct State {
   std::map<std::string, int> maxDynamicShared;
   std::vector<Launch> launches;
   std::vector<Copy> copies;
+  std::vector<Encode> encodes;
   std::map<CUdeviceptr, size_t> live; // allocations not yet freed
   CUdeviceptr nextPtr = 0x7f0000000000;
   int contextRefs = 0;
@@ -626,11 +705,34 @@ DriverApi makeApi() {
     launch.stream = stream;
     // As the driver does: one pointer per parameter, each pointing at the
     // parameter's value (a 64-bit device pointer).
-    for (size_t i = 0; i < state.arity.at(launch.kernel); ++i)
+    // A tensor map is 128 bytes, 64-byte aligned; the fake encoding keeps
+    // the address in its first word.
+    for (size_t i = 0; i < state.arity.at(launch.kernel); ++i) {
+      if (state.tensorMapParams[launch.kernel].count(i))
+        EXPECT_EQ(reinterpret_cast<uintptr_t>(params[i]) % 64, 0u);
       launch.args.push_back(*static_cast<CUdeviceptr *>(params[i]));
+    }
     launch.extraIsNull = extra == nullptr;
     state.launches.push_back(launch);
     return state.launchResult;
+  };
+  api.cuTensorMapEncodeTiled =
+      [](CUtensorMap *map, CUtensorMapDataType type, cuuint32_t rank,
+         void *address, const cuuint64_t *dims, const cuuint64_t *strides,
+         const cuuint32_t *box, const cuuint32_t *elementStrides,
+         CUtensorMapInterleave, CUtensorMapSwizzle swizzle,
+         CUtensorMapL2promotion, CUtensorMapFloatOOBfill) -> CUresult {
+    state.calls.push_back("encode");
+    Encode e{type,
+             reinterpret_cast<CUdeviceptr>(address),
+             {dims, dims + rank},
+             {strides, strides + rank - 1},
+             {box, box + rank},
+             {elementStrides, elementStrides + rank},
+             swizzle};
+    state.encodes.push_back(e);
+    map->opaque[0] = e.address;
+    return CUDA_SUCCESS;
   };
   api.cuMemAlloc = [](CUdeviceptr *ptr, size_t bytes) -> CUresult {
     if (bytes > state.failAllocAbove)
@@ -789,6 +891,37 @@ TEST_F(RuntimeLaunch, RunsThePlanAsWritten) {
   module.reset();
   EXPECT_TRUE(fake::state.live.empty());
   EXPECT_FALSE(fake::state.moduleLoaded);
+}
+
+TEST_F(RuntimeLaunch, EncodesTensorMapsWhenTheirBufferMoves) {
+  fake::state.arity["k0_conv2d"] = 4;
+  fake::state.tensorMapParams["k0_conv2d"] = {3};
+  std::shared_ptr<Device> device = openDevice();
+  std::unique_ptr<Module> module;
+  Status status = Module::load(device, artifactOf(tensorMapPlan(), {"k0_conv2d"}),
+                               module, "tma.ptx");
+  ASSERT_TRUE(status) << status.message();
+  const DevicePtr y = 0xB000000;
+  // Two runs on one input encode once; a new input address, again.
+  for (DevicePtr x : {DevicePtr(0xA000000), DevicePtr(0xA000000),
+                      DevicePtr(0xC000000)}) {
+    fake::state.launches.clear();
+    status = module->run(nullptr, {{x, 802816}}, {{y, 802816}});
+    ASSERT_TRUE(status) << status.message();
+    ASSERT_EQ(fake::state.launches.size(), 1u);
+    EXPECT_EQ(fake::state.launches[0].args[0], x);
+    EXPECT_EQ(fake::state.launches[0].args[3], x);
+  }
+  ASSERT_EQ(fake::state.encodes.size(), 2u);
+  const fake::Encode &e = fake::state.encodes[0];
+  EXPECT_EQ(e.type, fake::CU_TENSOR_MAP_DATA_TYPE_FLOAT32);
+  EXPECT_EQ(e.address, 0xA000000u);
+  EXPECT_EQ(e.dims, (std::vector<fake::cuuint64_t>{64, 3136}));
+  EXPECT_EQ(e.strides, (std::vector<fake::cuuint64_t>{256}));
+  EXPECT_EQ(e.box, (std::vector<fake::cuuint32_t>{32, 128}));
+  EXPECT_EQ(e.elementStrides, (std::vector<fake::cuuint32_t>{1, 1}));
+  EXPECT_EQ(e.swizzle, 3); // CU_TENSOR_MAP_SWIZZLE_128B
+  EXPECT_EQ(fake::state.encodes[1].address, 0xC000000u);
 }
 
 TEST_F(RuntimeLaunch, ChecksBindingsBeforeEnqueueing) {

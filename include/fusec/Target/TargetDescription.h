@@ -27,6 +27,12 @@ enum class TensorCores {
   Wgmma,
 };
 
+/// The gpu.func attribute that lists, as an array of indices, the parameters
+/// that are TMA tensor maps the host passes by value (128 bytes); the PTX
+/// backend makes them grid constants. A function attribute because the
+/// lowering to NVVM keeps those and drops argument attributes.
+constexpr llvm::StringLiteral kTensorMapArgsAttr = "fusec.tensor_map_args";
+
 struct TargetDescription {
   /// "sm_90", "sm_90a", ...
   std::string chip;

@@ -61,9 +61,9 @@ def VerifyStage : Pass<"fusec-verify-stage", "mlir::ModuleOp"> {
     - `kernels`: graph functions whose bodies hold only `fuse.kernel`,
       `fuse.reshape` and `func.return`.
     - `tiled`: launch plans (functions of memrefs holding `memref.alloc`,
-      `memref.reinterpret_cast`, `memref.copy`, `gpu.launch_func`,
-      `arith.constant` and `func.return`) and `gpu.module`s of kernels, with
-      no fuse op left anywhere.
+      `memref.reinterpret_cast`, `memref.copy`, `fuse.tensor_map`,
+      `gpu.launch_func`, `arith.constant` and `func.return`) and
+      `gpu.module`s of kernels, with no other fuse op left anywhere.
   }];
   let options = [
     Option<"stage", "stage", "std::string", /*default=*/"\"kernels\"",

@@ -10,6 +10,8 @@
 
 #include "KernelBuilder.h"
 
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+
 #include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/TypeSwitch.h"
 
@@ -62,6 +64,7 @@ FailureOr<LaunchConfig> KernelBuilder::build() {
   if (failed(config))
     return failure();
   config->sharedBytes = sharedBytes;
+  config->tensorMaps = tensorMaps;
   if (sharedBytes > target.sharedBytesPerBlockOptIn)
     return kernel.emitOpError("needs ")
            << sharedBytes << " bytes of shared memory, but " << target.chip
@@ -186,6 +189,21 @@ Value KernelBuilder::aliasShared(int64_t offset, ArrayRef<int64_t> shape,
       offset + product(shape) * elementType.getIntOrFloatBitWidth() / 8);
   return memref::ViewOp::create(b, type, dynamicShared, idx(offset),
                                 ValueRange());
+}
+
+Value KernelBuilder::addTensorMap(TensorMapParam map) {
+  auto ptr = LLVM::LLVMPointerType::get(b.getContext());
+  unsigned index = func.getNumArguments();
+  func.insertArgument(index, ptr, DictionaryAttr(), func.getLoc());
+  // Which parameters are maps: the lowering to NVVM drops argument
+  // attributes but keeps the function's.
+  SmallVector<int64_t> indices;
+  if (auto known = func->getAttrOfType<DenseI64ArrayAttr>(fusec::kTensorMapArgsAttr))
+    llvm::append_range(indices, known.asArrayRef());
+  indices.push_back(index);
+  func->setAttr(fusec::kTensorMapArgsAttr, b.getDenseI64ArrayAttr(indices));
+  tensorMaps.push_back(std::move(map));
+  return func.getArgument(index);
 }
 
 LaunchConfig KernelBuilder::perElement(int64_t total,

@@ -34,12 +34,23 @@ using namespace mlir;
 using namespace mlir::fuse;
 using fusec::TargetDescription;
 
+/// A TMA tensor map the kernel takes by value, over one of its memref
+/// parameters (fuse.tensor_map says what each field means).
+struct TensorMapParam {
+  /// The gpu.func parameter (a kernel input or result) the map views.
+  unsigned memref = 0;
+  SmallVector<int64_t> dims, strides, box;
+  int64_t offset = 0, swizzle = 128;
+};
+
 /// How the host launches a generated kernel.
 struct LaunchConfig {
   std::array<int64_t, 3> grid = {1, 1, 1};
   std::array<int64_t, 3> block = {1, 1, 1};
   /// Dynamic shared memory, in bytes (the kernel's only shared memory).
   int64_t sharedBytes = 0;
+  /// The tensor maps the kernel takes after its memrefs, in order.
+  SmallVector<TensorMapParam> tensorMaps;
 };
 
 inline int64_t product(ArrayRef<int64_t> shape) {
@@ -202,6 +213,18 @@ protected:
   Value aliasShared(int64_t offset, ArrayRef<int64_t> shape, Type elementType);
   /// Bytes of shared memory allocated so far.
   int64_t sharedBytes = 0;
+
+  //===--------------------------------------------------------------------===//
+  // TMA tensor maps
+  //===--------------------------------------------------------------------===//
+
+  /// Appends a parameter to the function for `map`, a tensor map the host
+  /// makes over one of its memrefs and passes by value (the PTX backend
+  /// marks it a grid constant), and returns it: a generic pointer to the
+  /// map, what cp.async.bulk.tensor takes.
+  Value addTensorMap(TensorMapParam map);
+  /// The tensor maps added so far.
+  SmallVector<TensorMapParam> tensorMaps;
 
   //===--------------------------------------------------------------------===//
   // The epilogue: the kernel's yielded values at one element

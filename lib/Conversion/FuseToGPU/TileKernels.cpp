@@ -10,6 +10,7 @@
 
 #include "Strategy.h"
 
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 
@@ -128,6 +129,13 @@ static LogicalResult lowerGraph(func::FuncOp func, gpu::GPUModuleOp module,
                              arith::ConstantIndexOp::create(b, loc, d[1]),
                              arith::ConstantIndexOp::create(b, loc, d[2])};
     };
+    // Tensor maps follow the memrefs, each over one of them.
+    auto ptr = LLVM::LLVMPointerType::get(b.getContext());
+    for (const TensorMapParam &map : config->tensorMaps)
+      args.push_back(TensorMapOp::create(
+          b, loc, ptr, args[map.memref], b.getDenseI64ArrayAttr(map.dims),
+          b.getDenseI64ArrayAttr(map.strides), b.getDenseI64ArrayAttr(map.box),
+          b.getI64IntegerAttr(map.offset), b.getI64IntegerAttr(map.swizzle)));
     Value sharedBytes;
     if (config->sharedBytes)
       sharedBytes = arith::ConstantIntOp::create(b, loc, b.getI32Type(),

@@ -1,12 +1,14 @@
 //===- PTX.cpp - The PTX backend and its artifact -------------------------===//
 
 #include "fusec/Target/PTX.h"
+#include "Fuse/FuseOps.h"
 #include "fusec/Target/TargetDescription.h"
 
 #include "mlir/Conversion/ConvertToLLVM/ToLLVMInterface.h"
 #include "mlir/Conversion/GPUToNVVM/GPUToNVVMPass.h"
 #include "mlir/Conversion/LLVMCommon/TypeConverter.h"
 #include "mlir/Conversion/NVGPUToNVVM/NVGPUToNVVM.h"
+#include "mlir/Conversion/NVVMToLLVM/NVVMToLLVM.h"
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -96,6 +98,31 @@ struct ExternDynamicSharedMemory
     });
   }
 };
+
+/// TMA tensor maps travel by value: a 128-byte, 64-byte aligned parameter
+/// that the kernel addresses in place (`__grid_constant__`). The lowering to
+/// NVVM drops argument attributes, so the tiling stage lists these
+/// parameters in a function attribute, applied here.
+struct GridConstantTensorMaps
+    : PassWrapper<GridConstantTensorMaps, OperationPass<gpu::GPUModuleOp>> {
+  void runOnOperation() override {
+    getOperation().walk([](LLVM::LLVMFuncOp func) {
+      auto indices = func->getAttrOfType<DenseI64ArrayAttr>(kTensorMapArgsAttr);
+      if (!indices)
+        return;
+      Builder b(func.getContext());
+      for (int64_t i : indices.asArrayRef()) {
+        func.setArgAttr(i, LLVM::LLVMDialect::getByValAttrName(),
+                        TypeAttr::get(LLVM::LLVMArrayType::get(b.getI64Type(), 16)));
+        func.setArgAttr(i, LLVM::LLVMDialect::getAlignAttrName(),
+                        b.getI64IntegerAttr(64));
+        func.setArgAttr(i, NVVM::NVVMDialect::getGridConstantAttrName(),
+                        b.getUnitAttr());
+      }
+      func->removeAttr(kTensorMapArgsAttr);
+    });
+  }
+};
 } // namespace
 
 void fusec::registerPTXBackendExtensions(DialectRegistry &registry) {
@@ -120,7 +147,11 @@ void fusec::buildPTXPipeline(OpPassManager &pm, const PTXTarget &target,
   nvvm.useBarePtrCallConv = true;
   nvvm.indexBitwidth = 32;
   gpuPm.addPass(createConvertGpuOpsToNVVMOps(nvvm));
+  // NVVM ops with no LLVM intrinsic (mbarrier waits, wgmma) become inline
+  // PTX.
+  gpuPm.addPass(createConvertNVVMToLLVMPass());
   gpuPm.addPass(std::make_unique<ExternDynamicSharedMemory>());
+  gpuPm.addPass(std::make_unique<GridConstantTensorMaps>());
   gpuPm.addPass(createCanonicalizerPass());
   gpuPm.addPass(createCSEPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
@@ -177,6 +208,7 @@ private:
 
   llvm::DenseMap<Value, int64_t> ids;
   llvm::json::Array buffers, steps;
+  int64_t version = 1;
 };
 } // namespace
 
@@ -208,8 +240,25 @@ LogicalResult PlanWriter::run(func::FuncOp plan) {
       addBuffer(alloc, "intermediate", std::nullopt);
     } else if (auto launch = dyn_cast<gpu::LaunchFuncOp>(op)) {
       llvm::json::Array args;
-      for (Value v : launch.getKernelOperands())
-        args.push_back(bufferOf(v));
+      for (Value v : launch.getKernelOperands()) {
+        auto map = v.getDefiningOp<fuse::TensorMapOp>();
+        if (!map) {
+          args.push_back(bufferOf(v));
+          continue;
+        }
+        // Plans with tensor maps are version 2; runtimes of version 1 do
+        // not know them.
+        version = 2;
+        args.push_back(llvm::json::Object{
+            {"tensor_map",
+             llvm::json::Object{
+                 {"buffer", bufferOf(map.getBuffer())},
+                 {"dims", llvm::json::Array(map.getDims())},
+                 {"strides", llvm::json::Array(map.getStrides())},
+                 {"box", llvm::json::Array(map.getBox())},
+                 {"offset", map.getOffset()},
+                 {"swizzle", map.getSwizzle()}}}});
+      }
       steps.push_back(llvm::json::Object{
           {"kind", "launch"},
           {"kernel", launch.getKernelName().getValue()},
@@ -224,12 +273,12 @@ LogicalResult PlanWriter::run(func::FuncOp plan) {
           {"dst", bufferOf(copy.getTarget())},
           {"bytes", byteSize(cast<MemRefType>(copy.getTarget().getType()))}});
     } else if (!isa<arith::ConstantOp, memref::ReinterpretCastOp,
-                    func::ReturnOp>(op)) {
+                    fuse::TensorMapOp, func::ReturnOp>(op)) {
       return op.emitOpError("has no meaning in a launch plan");
     }
   }
   result = llvm::json::Object{{"format", "fusec-plan"},
-                              {"version", 1},
+                              {"version", version},
                               {"graph", plan.getSymName()},
                               {"buffers", std::move(buffers)},
                               {"steps", std::move(steps)}};

@@ -21,8 +21,9 @@
 namespace fusec {
 namespace runtime {
 
-/// The plan format version this runtime reads.
-constexpr int kPlanVersion = 1;
+/// The newest plan format version this runtime reads (it reads every older
+/// one too). Version 2 added tensor-map kernel parameters.
+constexpr int kPlanVersion = 2;
 
 /// The prefix of the artifact line that carries the plan.
 constexpr const char *kPlanLinePrefix = "// fusec-plan: ";
@@ -58,19 +59,37 @@ struct BufferDesc {
   std::string typeString() const;
 };
 
+/// A kernel parameter that is a TMA tensor map over a buffer (128 bytes,
+/// passed by value), encoded by the runtime at each run with the buffer's
+/// address (docs/Artifact.md).
+struct TensorMapDesc {
+  /// The parameter's position in Step::args.
+  size_t param = 0;
+  /// Extents, innermost first (1 to 5); byte strides of all but the
+  /// innermost; the tile one copy moves, innermost first.
+  std::vector<uint64_t> dims, strides;
+  std::vector<uint32_t> box;
+  /// Byte offset of the first element in the buffer.
+  uint64_t offset = 0;
+  /// Shared-memory swizzle in bytes: 0, 32, 64 or 128.
+  uint32_t swizzle = 128;
+};
+
 /// One step of the plan. Steps run in order on one stream.
 struct Step {
   enum class Kind { Launch, Copy };
   Kind kind = Kind::Launch;
 
-  // Launch: `kernel` with one 64-bit device pointer parameter per entry of
-  // `args` (buffer ids), in order.
+  // Launch: `kernel` with one parameter per entry of `args` (buffer ids), in
+  // order: the buffer's 64-bit device address, or a tensor map over the
+  // buffer where `tensorMaps` has one for that parameter.
   std::string kernel;
   std::array<uint32_t, 3> grid = {1, 1, 1};
   std::array<uint32_t, 3> block = {1, 1, 1};
   /// Dynamic shared memory in bytes.
   uint32_t sharedBytes = 0;
   std::vector<int64_t> args;
+  std::vector<TensorMapDesc> tensorMaps;
 
   // Copy: `bytes` from the start of buffer `src` to the start of `dst`.
   int64_t src = -1;

@@ -260,6 +260,14 @@ private:
   std::vector<void *> stepFunctions_;
   /// Device address of each buffer id; intermediates are filled at load.
   std::vector<DevicePtr> intermediates_;
+  /// The encoded tensor maps (CUtensorMap) of every step, in plan order, and
+  /// the address each was encoded for: a map is encoded again only when its
+  /// buffer moves between runs.
+  struct alignas(64) TensorMapBytes {
+    uint64_t words[16];
+  };
+  std::vector<TensorMapBytes> tensorMaps_;
+  std::vector<DevicePtr> tensorMapAddresses_;
 };
 
 } // namespace runtime
