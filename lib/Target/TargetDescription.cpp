@@ -61,3 +61,16 @@ llvm::Expected<TargetDescription> TargetDescription::get(llvm::StringRef chip,
   target.ptxFeatures = row->ptx;
   return target;
 }
+
+std::string TargetDescription::chipForDevice(int major, int minor) {
+  std::string chip = "sm_" + std::to_string(major * 10 + minor);
+  auto find = [](const std::string &name) {
+    return llvm::find_if(kTargets,
+                         [&](const Row &r) { return name == r.chip; });
+  };
+  const Row *portable = find(chip), *specific = find(chip + "a");
+  if (portable != std::end(kTargets) && specific != std::end(kTargets) &&
+      specific->tensorCores > portable->tensorCores)
+    return chip + "a";
+  return chip;
+}

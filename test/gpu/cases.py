@@ -2,19 +2,22 @@
 
   cases.py prepare --fusec FUSEC --out DIR [--seed N] [--ptxas PTXAS] [-k SUBSTR]
       On any machine: writes DIR/<case>/graph.mlir, compiles it to
-      DIR/<case>/kernel.ptx (checked with ptxas when given), evaluates it on
-      the CPU reference interpreter with fresh random inputs
-      (DIR/<case>/ref/input*.npy, result*.npy), and lists the cases in
-      DIR/manifest.json.
+      DIR/<case>/kernel.ptx for sm_90 (checked with ptxas when given) and,
+      where that takes the Hopper path (wgmma, TMA), to
+      DIR/<case>/kernel-sm_90a.ptx as well, evaluates it on the CPU reference
+      interpreter with fresh random inputs (DIR/<case>/ref/input*.npy,
+      result*.npy), and lists the cases in DIR/manifest.json.
   cases.py run --runner FUSEC_RUNNER --cases DIR [--json OUT]
       On a CUDA machine: runs every artifact on the reference inputs (outputs
       poisoned with NaN first), compares with the reference results as
-      ||out - ref|| / ||ref||, and prints one line per case and a summary.
+      ||out - ref|| / ||ref||, and prints one line per artifact (the sm_90a
+      one named CASE@sm_90a) and a summary.
 """
 import argparse
 import json
 import os
 import random
+import shutil
 import subprocess
 import sys
 import time
@@ -25,6 +28,10 @@ import time
 # "tf32" marks f32 graphs compiled with --fp32-math=tf32: TF32 products
 # (10-bit mantissas), f32 accumulation.
 TOLERANCE = {"f32": 1e-4, "f16": 5e-3, "bf16": 3e-2, "tf32": 5e-3}
+# Every case compiles for sm_90 (the portable path); for sm_90a too where
+# that takes Hopper's own instructions, which the PTX names.
+ARCHS = (("sm_90", "kernel.ptx"), ("sm_90a", "kernel-sm_90a.ptx"))
+HOPPER_ONLY = ("wgmma.mma_async", "cp.async.bulk.tensor")
 
 
 def t(shape, dtype):
@@ -539,18 +546,28 @@ def prepare(args):
         graph = os.path.join(d, "graph.mlir")
         with open(graph, "w") as f:
             f.write(case["mlir"])
-        ptx = os.path.join(d, "kernel.ptx")
-        run([args.fusec, graph, "-o", ptx, "--arch=sm_90"] + case["flags"])
-        if args.ptxas:
-            run([args.ptxas, "-arch=sm_90", ptx, "-o", os.path.join(d, "kernel.cubin")])
-            os.remove(os.path.join(d, "kernel.cubin"))
+        artifacts = {}
+        for arch, name in ARCHS:
+            ptx = os.path.join(d, name)
+            run([args.fusec, graph, "-o", ptx, f"--arch={arch}"] + case["flags"])
+            # The Hopper artifact only where it differs in kind: warpgroup
+            # MMA or TMA (else the sm_90 one already covers the code).
+            if arch != "sm_90":
+                with open(ptx) as f:
+                    if not any(w in f.read() for w in HOPPER_ONLY):
+                        os.remove(ptx)
+                        continue
+            if args.ptxas:
+                run([args.ptxas, f"-arch={arch}", ptx, "-o", os.path.join(d, "kernel.cubin")])
+                os.remove(os.path.join(d, "kernel.cubin"))
+            artifacts[arch] = name
         case_seed = rng.randrange(1 << 30)
         run([args.fusec, "run", graph, "--device=cpu", f"--seed={case_seed}",
              "--output-dir=" + os.path.join(d, "ref")])
         inputs = sorted(f for f in os.listdir(os.path.join(d, "ref")) if f.startswith("input"))
         results = sorted(f for f in os.listdir(os.path.join(d, "ref")) if f.startswith("result"))
         manifest["cases"].append({"name": case["name"], "dtype": case["dtype"], "seed": case_seed,
-                                  "inputs": len(inputs), "results": len(results)})
+                                  "inputs": len(inputs), "results": len(results), "artifacts": artifacts})
         print(f"[{i + 1}/{len(cases)}] prepared {case['name']}", flush=True)
     with open(os.path.join(args.out, "manifest.json"), "w") as f:
         json.dump(manifest, f, indent=1)
@@ -574,10 +591,15 @@ def run_suite(args):
     with open(os.path.join(args.cases, "manifest.json")) as f:
         manifest = json.load(f)
     rows, passed, failed = [], 0, 0
-    for case in manifest["cases"]:
+    runs = [(case, arch, artifact) for case in manifest["cases"]
+            for arch, artifact in case.get("artifacts", {"sm_90": "kernel.ptx"}).items()]
+    for case, arch, artifact in runs:
         d = os.path.join(args.cases, case["name"])
         out = os.path.join(d, "gpu")
-        cmd = [args.runner, os.path.join(d, "kernel.ptx"), "--output-dir=" + out]
+        name = case["name"] + ("" if arch == "sm_90" else "@" + arch)
+        # No result of an earlier artifact may pass for this one's.
+        shutil.rmtree(out, ignore_errors=True)
+        cmd = [args.runner, os.path.join(d, artifact), "--output-dir=" + out]
         cmd += [f"--input={os.path.join(d, 'ref', f'input{i}.npy')}" for i in range(case["inputs"])]
         try:
             p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=60)
@@ -594,8 +616,8 @@ def run_suite(args):
                     worst, why = e, w or why
         ok = worst <= TOLERANCE[case["dtype"]]
         passed, failed = passed + ok, failed + (not ok)
-        rows.append({"case": case["name"], "dtype": case["dtype"], "relerr": worst, "ok": ok, "why": why})
-        print(f"{'PASS' if ok else 'FAIL'} {case['name']:<34} {case['dtype']:<5} relerr={worst:.2e} "
+        rows.append({"case": name, "dtype": case["dtype"], "relerr": worst, "ok": ok, "why": why})
+        print(f"{'PASS' if ok else 'FAIL'} {name:<34} {case['dtype']:<5} relerr={worst:.2e} "
               f"(tol {TOLERANCE[case['dtype']]:.0e}) {why}", flush=True)
     by_dtype = {}
     for r in rows:

@@ -12,6 +12,7 @@
 #include "fusec/Pipelines/Pipelines.h"
 #include "fusec/Reference/Interpreter.h"
 #include "fusec/Target/PTX.h"
+#include "fusec/Target/TargetDescription.h"
 #include "fusec/Support/Float16.h"
 #include "fusec/Support/Npy.h"
 #include "fusec/Support/Summary.h"
@@ -366,8 +367,13 @@ static FloatFormat formatOf(Type elementType) {
 static FailureOr<std::vector<ref::Tensor>>
 runOnGPU(func::FuncOp func, const std::vector<ref::Tensor> &inputs,
          std::shared_ptr<rt::Device> gpu) {
-  auto target =
-      PTXTarget::parse(arch.getNumOccurrences() ? arch : gpu->arch());
+  // The device's own chip, arch-specific where that unlocks instructions
+  // (sm_90a: wgmma and TMA GEMMs on an H100 or H200).
+  auto target = PTXTarget::parse(
+      arch.getNumOccurrences()
+          ? arch
+          : TargetDescription::chipForDevice(gpu->computeCapabilityMajor(),
+                                             gpu->computeCapabilityMinor()));
   if (!target)
     return fail(llvm::toString(target.takeError()));
   OwningOpRef<ModuleOp> module = cast<ModuleOp>(func->getParentOp()->clone());

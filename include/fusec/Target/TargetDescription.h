@@ -59,6 +59,10 @@ struct TargetDescription {
                                                int64_t smCount = 0);
   /// The chips `get` accepts, for messages: "sm_80, sm_86, ...".
   static std::string supportedChips();
+  /// The chip to compile for a device of compute capability major.minor:
+  /// its arch-specific variant ("sm_90a") where that offers more tensor-core
+  /// instructions than the portable one, else "sm_XY".
+  static std::string chipForDevice(int major, int minor);
 };
 
 } // namespace fusec

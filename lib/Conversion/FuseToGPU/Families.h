@@ -92,6 +92,22 @@ LogicalResult verifyMmaSyncTile(KernelOp kernel, const GemmShape &shape,
                                 const TargetDescription &target,
                                 const TilingOptions &options);
 
+/// The GEMM on Hopper's warpgroup MMA (GemmWgmma.cpp): f16 and bf16 on
+/// sm_90a, operands read by TMA (1x1 convolutions, linear layers, matrix
+/// products whose operands are kernel inputs with 16-byte rows).
+bool isWgmmaGemm(Operation *anchor, const GemmShape &shape,
+                 const TargetDescription &target);
+std::unique_ptr<KernelBuilder>
+makeGemmWgmmaKernel(KernelOp kernel, gpu::GPUModuleOp module,
+                    const TargetDescription &target, const GemmTile &tile);
+GemmTile chooseWgmmaTile(Operation *anchor, const GemmShape &shape,
+                         const TargetDescription &target);
+/// With `quiet`, fails without an error (to try another family).
+LogicalResult verifyWgmmaTile(KernelOp kernel, Operation *anchor,
+                              const GemmShape &shape, const GemmTile &tile,
+                              const TargetDescription &target,
+                              bool quiet = false);
+
 } // namespace fusec::tiling
 
 #endif // FUSEC_LIB_CONVERSION_FUSETOGPU_FAMILIES_H

@@ -26,6 +26,8 @@ llvm::StringRef fusec::tiling::familyName(KernelFamily family) {
     return "gemm_simt";
   case KernelFamily::GemmMmaSync:
     return "gemm_mma_sync";
+  case KernelFamily::GemmWgmma:
+    return "gemm_wgmma";
   }
   llvm_unreachable("unknown kernel family");
 }
@@ -37,12 +39,29 @@ static Operation *findAnchor(KernelOp kernel) {
   return nullptr;
 }
 
-/// The GEMM family for `shape` and its tile: tensor cores for 16-bit types
-/// (and f32 as TF32 when asked), CUDA cores for IEEE f32.
+/// The GEMM family for `shape` and its tile: warpgroup MMA on sm_90a where
+/// TMA can read the operands, else tensor cores for 16-bit types (and f32
+/// as TF32 when asked), CUDA cores for IEEE f32.
 static FailureOr<KernelStrategy>
-selectGemm(KernelOp kernel, const GemmShape &shape,
+selectGemm(KernelOp kernel, Operation *anchor, const GemmShape &shape,
            const TargetDescription &target, const TilingOptions &options) {
   KernelStrategy strategy;
+  if (isWgmmaGemm(anchor, shape, target)) {
+    strategy.family = KernelFamily::GemmWgmma;
+    strategy.shape = shape;
+    strategy.options = options;
+    TileAttr attr = kernel.getTileAttr();
+    if (!attr) {
+      strategy.tile = chooseWgmmaTile(anchor, shape, target);
+      return strategy;
+    }
+    strategy.tile = GemmTile::fromAttr(attr);
+    if (succeeded(verifyWgmmaTile(kernel, anchor, shape, strategy.tile, target,
+                                  /*quiet=*/true)))
+      return strategy;
+    // A tile that does not suit the warpgroup GEMM (one written for
+    // mma.sync) selects mma.sync, whose checks follow.
+  }
   bool mma = isMmaSyncGemm(shape, options);
   strategy.family = mma ? KernelFamily::GemmMmaSync : KernelFamily::GemmSimt;
   strategy.shape = shape;
@@ -65,7 +84,7 @@ fusec::tiling::selectStrategy(KernelOp kernel, const TargetDescription &target,
                               const TilingOptions &options) {
   Operation *anchor = findAnchor(kernel);
   if (anchor && isGemmAnchor(anchor))
-    return selectGemm(kernel, getGemmShape(anchor), target, options);
+    return selectGemm(kernel, anchor, getGemmShape(anchor), target, options);
   KernelStrategy strategy;
   if (auto attention = dyn_cast_or_null<AttentionOp>(anchor);
       attention && isMmaSyncAttention(attention)) {
@@ -136,6 +155,9 @@ fusec::tiling::emitKernel(KernelOp kernel, gpu::GPUModuleOp module,
   case KernelFamily::GemmMmaSync:
     builder = makeGemmMmaSyncKernel(kernel, module, target, strategy.tile,
                                     strategy.shape, strategy.options);
+    break;
+  case KernelFamily::GemmWgmma:
+    builder = makeGemmWgmmaKernel(kernel, module, target, strategy.tile);
     break;
   }
   return builder->build();

@@ -24,6 +24,7 @@ enum class KernelFamily {
   AttentionMmaSync,
   GemmSimt,
   GemmMmaSync,
+  GemmWgmma,
 };
 
 /// The family's name as recorded on the gpu.func (`fusec.family`).

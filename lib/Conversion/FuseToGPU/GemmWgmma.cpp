@@ -1,0 +1,615 @@
+//===- GemmWgmma.cpp - The GEMM family on Hopper's warpgroup MMA ----------===//
+//
+// f16 and bf16 convolutions (1x1), linear layers and matrix products on
+// sm_90a, the structure of CUTLASS 3's warp-specialised kernels:
+//
+//  - a producer warpgroup, one thread of which issues TMA copies
+//    (cp.async.bulk.tensor) of A and B k-tiles into `stages` shared-memory
+//    buffers, 128-byte swizzled, each completing on a "full" mbarrier;
+//  - bm / 64 consumer warpgroups, each computing 64 rows of the bm x bn
+//    tile with wgmma.mma_async m64nNk16 from shared memory (descriptors),
+//    f32 accumulators in registers; a consumer warpgroup releases a stage
+//    (its "empty" mbarrier) once the wgmma reading it completed, keeping one
+//    k-tile's wgmma in flight;
+//  - registers move from the producer to the consumers (setmaxnreg);
+//  - the fused epilogue runs on the accumulators, whose layout is
+//    mma.sync's (GemmEpilogue.cpp), on the consumers alone.
+//
+// The operands are read through TMA tensor maps the runtime encodes
+// (fuse.tensor_map in the plan): K-major (k contiguous) or MN-major (m or n
+// contiguous, transposed by wgmma), 2-D, or 3-D with a batch axis. Edges are
+// TMA's zero fill, so any M, N and K work.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Families.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+
+using namespace fusec::tiling;
+
+namespace {
+
+/// One operand as TMA tensor maps see it.
+struct WgmmaOperand {
+  /// The kernel's memref parameters holding the operand, each with the
+  /// index along i (m or n) at which it starts (several for merged linear
+  /// weights), and the extents of each map, innermost first: (k, i[, batch])
+  /// when K-major, (i, k[, batch]) otherwise.
+  struct Part {
+    unsigned memref;
+    int64_t start;
+    SmallVector<int64_t> dims;
+  };
+  SmallVector<Part> parts;
+  bool kMajor = true;
+  /// Byte strides of the maps' outer axes.
+  SmallVector<int64_t> strides;
+  /// The operand's own batch dimensions, which broadcast to the GEMM's
+  /// (empty: no batch axis).
+  SmallVector<int64_t> batchShape;
+};
+
+struct WgmmaOperands {
+  WgmmaOperand a, b;
+  /// The GEMM's batch dimensions (matmul's result batch).
+  SmallVector<int64_t> batchShape;
+};
+
+/// The kernel parameter behind `v`, a kernel input read as it is.
+std::optional<unsigned> paramOf(Value v) {
+  if (auto arg = dyn_cast<BlockArgument>(v))
+    if (isa<KernelOp>(arg.getOwner()->getParentOp()))
+      return arg.getArgNumber();
+  return std::nullopt;
+}
+
+int64_t elementBytes(Value v) {
+  return cast<ShapedType>(v.getType()).getElementTypeBitWidth() / 8;
+}
+
+/// A [batch..., rows, cols] operand as a (cols, rows[, batch]) view; whether
+/// its rows are the GEMM's i (then k is contiguous) or its k.
+std::optional<WgmmaOperand> matrixOperand(Value v, bool kMajor) {
+  std::optional<unsigned> param = paramOf(v);
+  if (!param)
+    return std::nullopt;
+  ArrayRef<int64_t> s = shapeOf(v);
+  int64_t rows = s.end()[-2], cols = s.back(), bytes = elementBytes(v);
+  if (cols * bytes % 16)
+    return std::nullopt;
+  WgmmaOperand op;
+  op.kMajor = kMajor;
+  op.batchShape = llvm::to_vector(s.drop_back(2));
+  int64_t batches = product(op.batchShape);
+  op.parts.push_back({*param, 0, {cols, rows}});
+  op.strides.push_back(cols * bytes);
+  if (batches > 1) {
+    op.parts[0].dims.push_back(batches);
+    op.strides.push_back(rows * cols * bytes);
+  } else {
+    op.batchShape.clear();
+  }
+  return op;
+}
+
+std::optional<WgmmaOperands> wgmmaOperands(Operation *anchor) {
+  WgmmaOperands ops;
+  if (auto linear = dyn_cast<LinearOp>(anchor)) {
+    Value x = linear.getInput();
+    std::optional<unsigned> xp = paramOf(x);
+    int64_t k = shapeOf(x).back(), bytes = elementBytes(x);
+    if (!xp || k * bytes % 16)
+      return std::nullopt;
+    ops.a.parts.push_back({*xp, 0, {k, product(shapeOf(x)) / k}});
+    ops.a.strides.push_back(k * bytes);
+    // The weight [N, K], or the weights of merged layers joined along N.
+    SmallVector<Value> weights{linear.getWeight()};
+    if (auto concat = linear.getWeight().getDefiningOp<ConcatOp>())
+      weights = llvm::to_vector(concat.getInputs());
+    int64_t start = 0;
+    for (Value w : weights) {
+      std::optional<unsigned> wp = paramOf(w);
+      if (!wp)
+        return std::nullopt;
+      ops.b.parts.push_back({*wp, start, {k, shapeOf(w).front()}});
+      start += shapeOf(w).front();
+    }
+    ops.b.strides.push_back(k * bytes);
+    return ops;
+  }
+  if (auto matmul = dyn_cast<MatmulOp>(anchor)) {
+    // lhs [.., M, K] is K-major, transposed [.., K, M] M-major; rhs
+    // transposed [.., N, K] is K-major, [.., K, N] N-major.
+    std::optional<WgmmaOperand> a =
+        matrixOperand(matmul.getLhs(), !matmul.getTransposeLhs());
+    std::optional<WgmmaOperand> b =
+        matrixOperand(matmul.getRhs(), matmul.getTransposeRhs());
+    if (!a || !b)
+      return std::nullopt;
+    ops.a = *a;
+    ops.b = *b;
+    ops.batchShape = llvm::to_vector(shapeOf(matmul.getResult()).drop_back(2));
+    return ops;
+  }
+  auto conv = dyn_cast<Conv2dOp>(anchor);
+  if (!conv)
+    return std::nullopt;
+  // A 1x1 convolution of stride 1 without padding is a linear layer over
+  // the pixels.
+  ArrayRef<int64_t> fs = shapeOf(conv.getFilter());
+  std::array<int64_t, 4> pads = conv.getPads();
+  if (conv.getLayout() != Layout::NHWC || conv.getGroups() != 1 ||
+      fs[1] != 1 || fs[2] != 1 || llvm::any_of(conv.getStrides(),
+                                                [](int64_t s) { return s != 1; }) ||
+      llvm::any_of(pads, [](int64_t p) { return p != 0; }))
+    return std::nullopt;
+  std::optional<unsigned> xp = paramOf(conv.getInput());
+  std::optional<unsigned> wp = paramOf(conv.getFilter());
+  int64_t ci = fs[3], co = fs[0], bytes = elementBytes(conv.getInput());
+  if (!xp || !wp || ci * bytes % 16)
+    return std::nullopt;
+  ops.a.parts.push_back({*xp, 0, {ci, product(shapeOf(conv.getInput())) / ci}});
+  ops.a.strides.push_back(ci * bytes);
+  ops.b.parts.push_back({*wp, 0, {ci, co}});
+  ops.b.strides.push_back(ci * bytes);
+  return ops;
+}
+
+/// Whether tiles `extent` wide keep within one part of the operand (one
+/// tensor map per copy).
+bool partsAligned(const WgmmaOperand &operand, int64_t extent) {
+  return llvm::all_of(operand.parts, [&](const WgmmaOperand::Part &part) {
+    return part.start % extent == 0;
+  });
+}
+
+/// Warpgroups computing the tile: 64 rows each.
+int64_t consumersOf(const GemmTile &tile) { return tile.bm / 64; }
+
+/// Shared memory of one pipeline stage: a bm x bk tile of A, bn x bk of B.
+int64_t stageBytes(const GemmTile &tile, int64_t bytes) {
+  return (tile.bm + tile.bn) * tile.bk * bytes;
+}
+
+class GemmWgmmaKernel : public GemmKernel {
+public:
+  GemmWgmmaKernel(KernelOp kernel, gpu::GPUModuleOp module,
+                  const TargetDescription &target, GemmTile tile)
+      : GemmKernel(kernel, module, target, tile) {}
+
+private:
+  FailureOr<LaunchConfig> emitGemm(const GemmProblem &problem) override;
+
+  Value i32(int64_t v) {
+    return arith::ConstantIntOp::create(b, b.getI32Type(), v);
+  }
+  Value i64(int64_t v) {
+    return arith::ConstantIntOp::create(b, b.getI64Type(), v);
+  }
+  Value toI32(Value index) {
+    return arith::IndexCastOp::create(b, b.getI32Type(), index);
+  }
+  /// The 32-bit shared-memory address of `view`'s first byte, as i64.
+  Value sharedAddress(Value view) {
+    Value index = memref::ExtractAlignedPointerAsIndexOp::create(b, view);
+    return arith::IndexCastUIOp::create(b, b.getI64Type(), index);
+  }
+  /// A pointer in address space `space` to shared address `address` (i64).
+  Value sharedPointer(Value address, unsigned space) {
+    return LLVM::IntToPtrOp::create(
+        b, LLVM::LLVMPointerType::get(b.getContext(), space), address);
+  }
+  /// The mbarrier `i` of the barrier array.
+  Value barrier(Value i) {
+    return sharedPointer(addi64(barriers, muli64(toI64(i), 8)), 3);
+  }
+  Value toI64(Value index) {
+    return arith::IndexCastUIOp::create(b, b.getI64Type(), index);
+  }
+  Value addi64(Value x, Value y) { return arith::AddIOp::create(b, x, y); }
+  Value addi64(Value x, int64_t y) { return y ? addi64(x, i64(y)) : x; }
+  Value muli64(Value x, int64_t y) {
+    return arith::MulIOp::create(b, x, i64(y));
+  }
+
+  /// The wgmma shared-memory descriptor of the 128-byte-swizzled operand
+  /// tile at shared address `address`: K-major tiles are rows of 128 bytes
+  /// of k, 8-row atoms 1024 bytes apart; MN-major tiles are panels of 64
+  /// m (or n) x bk k, `panelBytes` apart, their k rows 128 bytes each.
+  Value descriptor(Value address, bool kMajor, int64_t panelBytes) {
+    int64_t lbo = kMajor ? 1 : panelBytes >> 4, sbo = 1024 >> 4;
+    int64_t high = (int64_t(1) << 62) | (sbo << 32) | (lbo << 16);
+    Value field = arith::AndIOp::create(
+        b, arith::ShRUIOp::create(b, address, i64(4)), i64(0x3FFF));
+    return arith::OrIOp::create(b, field, i64(high));
+  }
+
+  /// Issues the TMA copies of k-tile `kt` of `operand` (tile rows from
+  /// `i0`) into the stage at shared address `dst`, completing on `full`.
+  void copyTile(const WgmmaOperand &operand, ArrayRef<Value> maps,
+                int64_t extent, Value i0, Value kt, Value batchCoord,
+                Value dst, Value full);
+
+  /// Registers per thread of the producer warpgroup and of the consumers
+  /// (setmaxnreg): 128 x (40 + 2 x 232) fits the SM's 64K.
+  static constexpr int64_t kProducerRegisters = 40, kConsumerRegisters = 232;
+  /// The suspend-time hint of mbarrier.try_wait, in nanoseconds.
+  static constexpr int64_t kWaitTicks = 10000000;
+
+  WgmmaOperands operands;
+  /// Bytes per element of the operands.
+  int64_t bytes = 2;
+  /// The shared address of the mbarriers.
+  Value barriers;
+};
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Configuration
+//===----------------------------------------------------------------------===//
+
+bool fusec::tiling::isWgmmaGemm(Operation *anchor, const GemmShape &shape,
+                                const TargetDescription &target) {
+  if (target.tensorCores != fusec::TensorCores::Wgmma ||
+      !(shape.elementType.isF16() || shape.elementType.isBF16()))
+    return false;
+  std::optional<WgmmaOperands> ops = wgmmaOperands(anchor);
+  // Merged weights need a tile width (64 at least) that no tile of B
+  // straddles two of them with.
+  return ops && partsAligned(ops->b, 64);
+}
+
+LogicalResult fusec::tiling::verifyWgmmaTile(KernelOp kernel,
+                                             Operation *anchor,
+                                             const GemmShape &shape,
+                                             const GemmTile &tile,
+                                             const TargetDescription &target,
+                                             bool quiet) {
+  int64_t bytes = shape.elementType.getIntOrFloatBitWidth() / 8;
+  std::optional<WgmmaOperands> ops = wgmmaOperands(anchor);
+  int64_t shared = tile.stages * stageBytes(tile, bytes) + 16 * tile.stages;
+  bool ok = ops && (tile.bm == 64 || tile.bm == 128) && tile.bn % 64 == 0 &&
+            tile.bn >= 64 && tile.bn <= 256 && tile.bk * bytes == 128 &&
+            tile.warpsM == 4 * consumersOf(tile) && tile.warpsN == 1 &&
+            tile.kGroups() == 1 && tile.stages >= 2 && tile.stages <= 8 &&
+            partsAligned(ops->b, tile.bn) &&
+            shared <= target.sharedBytesPerBlockOptIn;
+  if (ok || quiet)
+    return success(ok);
+  return kernel.emitOpError("tile ")
+         << tile.toAttr(kernel.getContext())
+         << " does not suit the warpgroup GEMM: it needs bm 64 or 128 with "
+            "warps_m = bm / 16 and warps_n = 1 (a warpgroup per 64 rows), bn "
+            "a multiple of 64 up to 256 (and of every merged weight's rows), "
+            "bk "
+         << 128 / bytes << " (128 bytes), 2 to 8 stages, and at most "
+         << target.sharedBytesPerBlockOptIn
+         << " bytes of shared memory; this one needs " << shared;
+}
+
+GemmTile fusec::tiling::chooseWgmmaTile(Operation *anchor,
+                                        const GemmShape &shape,
+                                        const TargetDescription &target) {
+  int64_t bytes = shape.elementType.getIntOrFloatBitWidth() / 8;
+  std::optional<WgmmaOperands> ops = wgmmaOperands(anchor);
+  int64_t bk = 128 / bytes;
+  // Candidates with an efficiency relative to the widest tile (the shared
+  // memory a wgmma reads per flop falls with n), like the mma.sync
+  // heuristic's; each with as many stages as fit, up to 4.
+  struct Candidate {
+    int64_t bm, bn;
+    double efficiency;
+  };
+  Candidate candidates[] = {
+      {128, 256, 1.0}, {128, 192, 0.95}, {128, 128, 0.85},
+      {64, 256, 0.7},  {128, 64, 0.6},   {64, 128, 0.6},  {64, 64, 0.4}};
+  GemmTile best;
+  double bestTime = 0;
+  for (const Candidate &c : candidates) {
+    GemmTile t;
+    t.bm = c.bm;
+    t.bn = c.bn;
+    t.bk = bk;
+    t.warpsM = 4 * consumersOf(t);
+    t.warpsN = 1;
+    t.stages = 4;
+    while (t.stages > 2 && t.stages * stageBytes(t, bytes) + 16 * t.stages >
+                               target.sharedBytesPerBlockOptIn)
+      --t.stages;
+    if (!ops || !partsAligned(ops->b, t.bn))
+      continue;
+    // A tile far wider than the problem computes mostly padding.
+    if ((t.bn > 64 && t.bn >= 2 * shape.n) || (t.bm > 64 && t.bm >= 2 * shape.m))
+      continue;
+    int64_t tiles =
+        ceilDiv(shape.m, t.bm) * ceilDiv(shape.n, t.bn) * shape.batch;
+    double time = static_cast<double>(ceilDiv(tiles, target.smCount)) * t.bm *
+                  t.bn / c.efficiency;
+    if (!best.bm || time < bestTime * 0.97) {
+      best = t;
+      bestTime = time;
+    }
+  }
+  if (!best.bm) {
+    // Only merged weights whose parts no tile width divides: the narrowest.
+    best = {128, 64, bk, 0, 0, 8, 1, 4};
+  }
+  return best;
+}
+
+std::unique_ptr<KernelBuilder>
+fusec::tiling::makeGemmWgmmaKernel(KernelOp kernel, gpu::GPUModuleOp module,
+                                   const TargetDescription &target,
+                                   const GemmTile &tile) {
+  return std::make_unique<GemmWgmmaKernel>(kernel, module, target, tile);
+}
+
+//===----------------------------------------------------------------------===//
+// The kernel
+//===----------------------------------------------------------------------===//
+
+void GemmWgmmaKernel::copyTile(const WgmmaOperand &operand,
+                               ArrayRef<Value> maps, int64_t extent, Value i0,
+                               Value kt, Value batchCoord, Value dst,
+                               Value full) {
+  Value k0 = toI32(muli(kt, idx(tile.bk)));
+  // The part holding rows i0.. (partsAligned), and i0 within it.
+  auto issue = [&](Value map, Value i) {
+    auto coords = [&](Value first, Value second) {
+      SmallVector<Value> c{first, second};
+      if (batchCoord)
+        c.push_back(batchCoord);
+      return c;
+    };
+    Value dst7 = LLVM::AddrSpaceCastOp::create(
+        b, LLVM::LLVMPointerType::get(b.getContext(), 7),
+        sharedPointer(dst, 3));
+    if (operand.kMajor) {
+      // One box of bk x extent: rows of 128 bytes of k.
+      NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp::create(
+          b, dst7, map, coords(k0, toI32(i)), full, ValueRange(), Value(),
+          Value(), NVVM::TMALoadMode::TILE, false, nullptr, Value());
+      return;
+    }
+    // Panels of 64 i x bk k, one box each.
+    for (int64_t p = 0; p < extent / 64; ++p) {
+      Value panel = sharedPointer(addi64(dst, p * 64 * tile.bk * bytes), 3);
+      Value panel7 = LLVM::AddrSpaceCastOp::create(
+          b, LLVM::LLVMPointerType::get(b.getContext(), 7), panel);
+      NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp::create(
+          b, panel7, map, coords(toI32(addi(i, idx(p * 64))), k0), full,
+          ValueRange(), Value(), Value(), NVVM::TMALoadMode::TILE, false,
+          nullptr, Value());
+    }
+  };
+  if (maps.size() == 1) {
+    issue(maps[0], i0);
+    return;
+  }
+  // Merged weights: a branch per part, the tile lying in one.
+  std::function<void(size_t)> from = [&](size_t p) {
+    Value local = subi(i0, idx(operand.parts[p].start));
+    if (p + 1 == maps.size())
+      return issue(maps[p], local);
+    auto ifOp = scf::IfOp::create(b, TypeRange(),
+                                  ltc(i0, operand.parts[p + 1].start), true);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
+    issue(maps[p], local);
+    b.setInsertionPoint(ifOp.elseBlock()->getTerminator());
+    from(p + 1);
+  };
+  from(0);
+}
+
+FailureOr<LaunchConfig>
+GemmWgmmaKernel::emitGemm(const GemmProblem &problem) {
+  const GemmTile &t = tile;
+  const GemmShape &shape = problem.shape;
+  operands = *wgmmaOperands(anchor);
+  bytes = shape.elementType.getIntOrFloatBitWidth() / 8;
+  int64_t consumers = consumersOf(t);
+  int64_t threads = 128 * (1 + consumers);
+  int64_t aBytes = t.bm * t.bk * bytes, bBytes = t.bn * t.bk * bytes;
+  int64_t stage = aBytes + bBytes;
+
+  // The tensor maps: one per operand part, boxes of 128 bytes of the
+  // contiguous axis by the tile's extent (K-major) or by bk (MN-major).
+  auto mapsOf = [&](const WgmmaOperand &operand, int64_t extent) {
+    SmallVector<Value> maps;
+    for (const WgmmaOperand::Part &part : operand.parts) {
+      TensorMapParam map;
+      map.memref = part.memref;
+      map.dims = part.dims;
+      map.strides = operand.strides;
+      map.box = {128 / bytes, operand.kMajor ? extent : t.bk};
+      if (part.dims.size() == 3)
+        map.box.push_back(1);
+      maps.push_back(addTensorMap(map));
+    }
+    return maps;
+  };
+  SmallVector<Value> aMaps = mapsOf(operands.a, t.bm);
+  SmallVector<Value> bMaps = mapsOf(operands.b, t.bn);
+
+  // Shared memory: the stages (A tiles, then B tiles), then a full and an
+  // empty mbarrier per stage.
+  Value aSmem = allocShared({t.stages * aBytes}, b.getI8Type(), 1024);
+  Value bSmem = allocShared({t.stages * bBytes}, b.getI8Type(), 1024);
+  Value barrierSmem = allocShared({2 * t.stages}, b.getI64Type(), 8);
+  Value aBase = sharedAddress(aSmem), bBase = sharedAddress(bSmem);
+  barriers = sharedAddress(barrierSmem);
+  auto full = [&](Value s) { return barrier(s); };
+  auto empty = [&](Value s) { return barrier(addi(s, idx(t.stages))); };
+
+  Value tid = threadId();
+  // Blocks walk the tiles in groups of rows of tiles (mma.sync's order), so
+  // that blocks running together share A rows and B columns in L2.
+  int64_t tilesM = ceilDiv(shape.m, t.bm), tilesN = ceilDiv(shape.n, t.bn);
+  int64_t group = std::min<int64_t>(tilesM, 8);
+  Value pid = blockId(gpu::Dimension::x);
+  Value firstM = muli(divi(pid, group * tilesN), idx(group));
+  Value rows = mini(subi(idx(tilesM), firstM), idx(group));
+  Value inGroup = remi(pid, group * tilesN);
+  Value tileM = muli(addi(firstM, arith::RemUIOp::create(b, inGroup, rows)),
+                     idx(t.bm));
+  Value tileN = muli(arith::DivUIOp::create(b, inGroup, rows), idx(t.bn));
+  Value batch = blockId(gpu::Dimension::y);
+  // Each operand's own batch coordinate (broadcast from the GEMM's).
+  auto batchCoord = [&](const WgmmaOperand &operand) -> Value {
+    if (operand.batchShape.empty())
+      return Value();
+    SmallVector<Value> coords = broadcastCoords(
+        delinearize(batch, operands.batchShape), operand.batchShape);
+    Value linear = idx(0);
+    for (auto [c, d] : llvm::zip_equal(coords, operand.batchShape))
+      linear = addi(muli(linear, idx(d)), c);
+    return toI32(linear);
+  };
+  int64_t numK = ceilDiv(shape.k, t.bk);
+
+  // Thread 0 sets up the barriers: one TMA transaction completes a full
+  // one; each consumer warpgroup's release, an empty one.
+  ifThen(cmpi(arith::CmpIPredicate::eq, tid, idx(0)), [&] {
+    for (int64_t s = 0; s < t.stages; ++s) {
+      NVVM::MBarrierInitOp::create(b, full(idx(s)), i32(1), Value());
+      NVVM::MBarrierInitOp::create(b, empty(idx(s)), i32(consumers), Value());
+    }
+    NVVM::FenceMbarrierInitOp::create(b);
+  });
+  gpu::BarrierOp::create(b);
+
+  Value warpgroup = divi(tid, 128);
+  auto ifOp = scf::IfOp::create(
+      b, TypeRange(), cmpi(arith::CmpIPredicate::eq, warpgroup, idx(0)),
+      /*withElseRegion=*/true);
+  {
+    // The producer: gives up registers, and thread 0 streams the k-tiles.
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
+    if (consumers > 1)
+      NVVM::SetMaxRegisterOp::create(b, kProducerRegisters,
+                                     NVVM::SetMaxRegisterAction::decrease);
+    ifThen(cmpi(arith::CmpIPredicate::eq, tid, idx(0)), [&] {
+      Value aBatch = batchCoord(operands.a), bBatch = batchCoord(operands.b);
+      loop(0, numK, [&](Value kt) {
+        Value s = remi(kt, t.stages);
+        // The stage is free once its previous round's consumers released
+        // it; parity 1 of a fresh barrier counts as complete.
+        Value round = divi(kt, t.stages);
+        Value parity = toI32(arith::XOrIOp::create(b, remi(round, 2), idx(1)));
+        NVVM::MBarrierTryWaitParityOp::create(b, empty(s), parity,
+                                              i32(kWaitTicks));
+        NVVM::MBarrierArriveExpectTxOp::create(
+            b, Type(), full(s), i32(stage), NVVM::MemScopeKind::CTA, false,
+            Value());
+        Value s64 = toI64(s);
+        copyTile(operands.a, aMaps, t.bm, tileM, kt, aBatch,
+                 addi64(aBase, arith::MulIOp::create(b, s64, i64(aBytes))),
+                 full(s));
+        copyTile(operands.b, bMaps, t.bn, tileN, kt, bBatch,
+                 addi64(bBase, arith::MulIOp::create(b, s64, i64(bBytes))),
+                 full(s));
+      });
+    });
+  }
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(ifOp.elseBlock()->getTerminator());
+  if (consumers > 1)
+    NVVM::SetMaxRegisterOp::create(b, kConsumerRegisters,
+                                   NVVM::SetMaxRegisterAction::increase);
+  Value ctid = subi(tid, idx(128));
+  Value consumer = divi(ctid, 128);
+  Value leader = cmpi(arith::CmpIPredicate::eq, remi(ctid, 128), idx(0));
+
+  auto wgmmaType = shape.elementType.isF16() ? NVVM::WGMMATypes::f16
+                                             : NVVM::WGMMATypes::bf16;
+  bool aK = operands.a.kMajor, bK = operands.b.kMajor;
+  // Descriptor steps per k16: 32 bytes along a K-major row, 16 rows of 128
+  // bytes down an MN-major panel.
+  int64_t aStep = aK ? 32 : 16 * 128, bStep = bK ? 32 : 16 * 128;
+  int64_t panel = t.bk * 128;
+  Type f32 = b.getF32Type();
+  auto accType = LLVM::LLVMStructType::getLiteral(
+      b.getContext(), SmallVector<Type>(t.bn / 2, f32));
+  Value zero = LLVM::ZeroOp::create(b, accType);
+  // This warpgroup's 64 rows of A: 64 rows of 128 bytes (K-major), or
+  // its own panel (MN-major); the same offset either way.
+  Value aRows = muli64(toI64(consumer), 64 * 128);
+  Value acc = loop(idx(0), idx(numK), idx(1), {zero},
+                   [&](Value kt, ValueRange iter) -> SmallVector<Value> {
+                     Value s = remi(kt, t.stages);
+                     Value parity = toI32(remi(divi(kt, t.stages), 2));
+                     NVVM::MBarrierTryWaitParityOp::create(
+                         b, full(s), parity, i32(kWaitTicks));
+                     Value s64 = toI64(s);
+                     Value aTile = addi64(
+                         addi64(aBase, arith::MulIOp::create(b, s64, i64(aBytes))),
+                         aRows);
+                     Value bTile =
+                         addi64(bBase, arith::MulIOp::create(b, s64, i64(bBytes)));
+                     Value descA = descriptor(aTile, aK, panel);
+                     Value descB = descriptor(bTile, bK, panel);
+                     NVVM::WgmmaFenceAlignedOp::create(b);
+                     Value d = iter[0];
+                     for (int64_t ks = 0; ks < t.bk / 16; ++ks)
+                       d = NVVM::WgmmaMmaAsyncOp::create(
+                           b, accType, d, addi64(descA, ks * aStep >> 4),
+                           addi64(descB, ks * bStep >> 4),
+                           NVVM::MMAShapeAttr::get(b.getContext(), 64, t.bn, 16),
+                           wgmmaType, wgmmaType, NVVM::WGMMATypes::f32,
+                           NVVM::WGMMAScaleOut::one, NVVM::WGMMAScaleIn::one,
+                           NVVM::WGMMAScaleIn::one,
+                           aK ? NVVM::MMALayout::row : NVVM::MMALayout::col,
+                           bK ? NVVM::MMALayout::col : NVVM::MMALayout::row,
+                           nullptr);
+                     NVVM::WgmmaGroupSyncAlignedOp::create(b);
+                     // The previous k-tile's wgmma are done: its stage is
+                     // free.
+                     NVVM::WgmmaWaitGroupSyncOp::create(b, 1);
+                     ifThen(andi(leader, cmpi(arith::CmpIPredicate::sgt, kt,
+                                              idx(0))),
+                            [&] {
+                              Value prev = remi(addi(kt, idx(t.stages - 1)),
+                                                t.stages);
+                              NVVM::MBarrierArriveOp::create(
+                                  b, Type(), empty(prev), Value());
+                            });
+                     return {d};
+                   })[0];
+  NVVM::WgmmaWaitGroupSyncOp::create(b, 0);
+
+  // Register 4j + r of warp w (of the warpgroup) holds C[16w + g + 8(r/2)]
+  // [8j + 2t + r%2]: an m16n8 fragment per j, the consumers' warps a
+  // column of warpsM x 1.
+  SmallVector<Value> values;
+  for (int64_t i = 0; i < t.bn / 2; ++i)
+    values.push_back(LLVM::ExtractValueOp::create(b, acc, i));
+  AccumulatorLayout layout;
+  layout.bm = t.bm;
+  layout.bn = t.bn;
+  layout.warpsM = 4 * consumers;
+  layout.threads = 128 * consumers;
+  layout.tid = ctid;
+  layout.lane = remi(ctid, 32);
+  layout.warpM = divi(ctid, 32);
+  layout.warpN = idx(0);
+  layout.warpK = idx(0);
+  layout.stagingBytes = t.stages * stage;
+  // The consumers alone: the producer warpgroup has left.
+  layout.barrier = [&] {
+    NVVM::BarrierOp::create(b, Type(), i32(1), i32(layout.threads), nullptr,
+                            Value());
+  };
+  if (canStageEpilogue(shape, t.bn, layout.threads))
+    emitStagedEpilogue(problem, layout, values, tileM, tileN, batch);
+  else
+    emitFragmentEpilogue(problem, layout, values, tileM, tileN, batch);
+
+  // One block per SM holds the registers setmaxnreg moves.
+  func->setAttr("nvvm.minctasm", b.getI32IntegerAttr(1));
+  return LaunchConfig{{tilesM * tilesN, shape.batch, 1}, {threads, 1, 1}};
+}
