@@ -1,15 +1,16 @@
 """fusec against what a user would otherwise call, timed in one process.
 
-  bench.py prepare --fusec FUSEC --out DIR [-k SUBSTR]
+  bench.py prepare --fusec FUSEC --out DIR [--arch sm_90a] [-k SUBSTR[,SUBSTR...]]
       On any machine: writes the workload graphs of ../shared/bench/WORKLOADS.md
-      that fusec covers and compiles each to DIR/<tag>.ptx:
+      that fusec covers and compiles each to DIR/<tag>.ptx for --arch (sm_90a
+      by default: the Hopper path), the FFN's also for sm_90 (<tag>_sm90):
         - conv + batch norm + ReLU on the ResNet-50 and MobileNetV2 layers of
           section 1, in f16, bf16, f32 as TF32 (--fp32-math=tf32) and f32;
         - a ResNet-50 bottleneck block (projection shortcut, and identity),
           f16, batch 32;
         - section 4's FFN (linear + GeLU, linear), bf16, whole and per linear;
         - the memory-bound rows of section 3.
-  bench.py run --runtime LIBFUSEC_RUNTIME --dir DIR [--json OUT] [-k SUBSTR]
+  bench.py run --runtime LIBFUSEC_RUNTIME --dir DIR [--json OUT] [-k SUBSTR[,SUBSTR...]]
       On a CUDA machine with PyTorch: measures the ceilings (device-to-device
       copy; 8192^3 GEMMs), then for each workload runs fusec's artifact
       through libfusec_runtime.so on PyTorch's stream and the alternatives
@@ -341,13 +342,18 @@ def workloads():
 def prepare(args):
     os.makedirs(args.out, exist_ok=True)
     for tag, text, flags in workloads():
-        if args.k and args.k not in tag:
-            continue
-        graph = os.path.join(args.out, tag + ".mlir")
-        with open(graph, "w") as f:
-            f.write(text)
-        subprocess.run([args.fusec, graph, "-o", os.path.join(args.out, tag + ".ptx")] + flags, check=True)
-        print("compiled", tag, flush=True)
+        # The FFN's GEMMs on the portable path as well (mma.sync on sm_90),
+        # to set the two paths side by side.
+        variants = [(tag, args.arch)] + ([(tag + "_sm90", "sm_90")] if tag.startswith("ffn") else [])
+        for name, arch in variants:
+            if args.k and not any(k in name for k in args.k.split(",")):
+                continue
+            graph = os.path.join(args.out, name + ".mlir")
+            with open(graph, "w") as f:
+                f.write(text)
+            subprocess.run([args.fusec, graph, "-o", os.path.join(args.out, name + ".ptx"), f"--arch={arch}"] +
+                           flags, check=True)
+            print("compiled", name, flush=True)
 
 
 class Runtime:
@@ -448,7 +454,9 @@ def run_bench(args):
         print(json.dumps(row), flush=True)
 
     def wanted(tag):
-        return not args.k or args.k in tag
+        """Asked for, and prepared (a run may carry a subset)."""
+        asked = not args.k or any(k in tag for k in args.k.split(","))
+        return asked and os.path.exists(os.path.join(args.dir, tag + ".ptx"))
 
     print(f"device {props.name}, {props.multi_processor_count} SMs, L2 {l2 >> 20} MiB, torch {torch.__version__}, "
           f"cudnn {torch.backends.cudnn.version()}", flush=True)
@@ -636,15 +644,15 @@ def run_bench(args):
     # --- FFN, bf16 (section 4): the whole block and each linear.
     tokens, dm, hidden = FFN
     d = torch.bfloat16
-    if any(wanted(f"{p}_bf16") for p in FFN_PARTS):
+    ffn_tags = [(p, f"{p}_bf16{suffix}", suffix) for p in FFN_PARTS for suffix in ("", "_sm90")]
+    if any(wanted(tag) for _, tag, _ in ffn_tags):
         x = torch.randn(tokens, dm, device=dev, dtype=d)
         w1 = torch.randn(hidden, dm, device=dev, dtype=d) / dm ** 0.5
         b1 = torch.randn(hidden, device=dev, dtype=d) * 0.1
         w2 = torch.randn(dm, hidden, device=dev, dtype=d) / hidden ** 0.5
         b2 = torch.randn(dm, device=dev, dtype=d) * 0.1
         hmid = F.gelu(F.linear(x, w1, b1), approximate="tanh")
-        for part in FFN_PARTS:
-            tag = f"{part}_bf16"
+        for part, tag, suffix in ffn_tags:
             if not wanted(tag):
                 continue
             module = load(tag)
@@ -675,7 +683,7 @@ def run_bench(args):
                 ms = interleaved(dict(fusec=fusec, **eager_and_compiled(lambda wrap: [wrap(eager)]),
                                       cublas=cublas and [cublas]), reps=9, inner=3)
             ms_f, ms_cb = ms.pop("fusec"), ms.pop("cublas")
-            compute_row(part, "bf16", ms_f, ms, flops, err, cublas_linear_ms=ms_cb,
+            compute_row(part + (" (sm_90)" if suffix else ""), "bf16", ms_f, ms, flops, err, cublas_linear_ms=ms_cb,
                         ratio_vs_cublas_linear=ms_cb / ms_f if ms_cb else None)
             rt.lib.fusec_module_release(module)
         del x, w1, b1, w2, b2, hmid
@@ -990,6 +998,8 @@ def main():
     p = sub.add_parser("prepare")
     p.add_argument("--fusec", required=True)
     p.add_argument("--out", required=True)
+    p.add_argument("--arch", default="sm_90a",
+                   help="the target (default sm_90a, what `fusec run` picks on an H100 or H200)")
     p.add_argument("-k")
     r = sub.add_parser("run")
     r.add_argument("--runtime", required=True)

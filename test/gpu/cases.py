@@ -1,6 +1,6 @@
 """The on-GPU numeric suite: graphs with odd shapes in every dtype and layout.
 
-  cases.py prepare --fusec FUSEC --out DIR [--seed N] [--ptxas PTXAS] [-k SUBSTR]
+  cases.py prepare --fusec FUSEC --out DIR [--seed N] [--ptxas PTXAS] [-k SUBSTR[,SUBSTR...]]
       On any machine: writes DIR/<case>/graph.mlir, compiles it to
       DIR/<case>/kernel.ptx for sm_90 (checked with ptxas when given) and,
       where that takes the Hopper path (wgmma, TMA), to
@@ -400,11 +400,41 @@ def gemm_cases():
     return out
 
 
+def wgmma_cases():
+    """GEMMs for Hopper's warpgroup MMA (their sm_90a artifacts take it):
+    several k-tiles around the stage ring, edges of every tile, K a multiple
+    of 8 but not of 64, every tile the family takes, broadcast batches with
+    MN-major operands, merged weights, a 1x1 convolution with a residual."""
+    out = []
+    for dt in ("f16", "bf16"):
+        def add(name, text):
+            out.append((f"wgmma_{name}_{dt}", text, dt, []))
+        add("linear_k1000", linear_case(dt, [3, 100], 1000, 520))
+        for tag, tile in (("128x256_s3", "bm = 128, bn = 256, bk = 64, warps_m = 8, warps_n = 1, stages = 3"),
+                          ("64x192_s2", "bm = 64, bn = 192, bk = 64, warps_m = 4, warps_n = 1, stages = 2"),
+                          ("128x64_s8", "bm = 128, bn = 64, bk = 64, warps_m = 8, warps_n = 1, stages = 8")):
+            # Tiles only the warpgroup GEMM takes: sm_90a alone.
+            out.append((f"wgmma_tile{tag}_{dt}", tiled_linear_case(dt, 300, 520, 264, tile), dt, [], ["sm_90a"]))
+        add("matmul_broadcast_nn", matmul_case(dt, [2, 1], [3], 70, 200, 96, False, False, act="silu"))
+        add("matmul_broadcast_tt", matmul_case(dt, [2, 1], [3], 72, 200, 96, True, True))
+        g = Graph("g")
+        x = g.arg([2, 45, 96], dt)
+        outs = []
+        for n, act in ((64, "relu"), (128, "silu"), (192, "tanh")):
+            w, bias = g.arg([n, 96], dt), g.arg([n], dt)
+            v = g.op(f"fuse.linear {x}, {w}, {bias} : {t([2, 45, 96], dt)}, {t([n, 96], dt)}, {t([n], dt)}")
+            outs.append((g.op(f"fuse.{act} {v} : {t([2, 45, n], dt)}"), t([2, 45, n], dt)))
+        add("merged_linears", g.text(outs))
+        add("conv_1x1_residual", conv_case("g", dt, "nhwc", 3, 64, 13, 11, 136, 1, residual=True))
+    return out
+
+
 def build_cases():
     cases = []
 
-    def add(name, text, dtype, flags=()):
-        cases.append({"name": name, "mlir": text, "dtype": dtype, "flags": list(flags)})
+    def add(name, text, dtype, flags=(), archs=None):
+        cases.append({"name": name, "mlir": text, "dtype": dtype, "flags": list(flags),
+                      "archs": archs or [arch for arch, _ in ARCHS]})
 
     for dt in ("f32", "f16", "bf16"):
         for layout in ("nhwc", "nchw"):
@@ -516,8 +546,8 @@ def build_cases():
         add(f"channel_elementwise_{dt}", channel_elementwise_case(dt), dt)
         add(f"resident_rows_{dt}", resident_rows_case(dt), dt)
         add(f"gather_{dt}", gather_case(dt), dt)
-    for name, text, dtype, flags in gemm_cases() + attention_cases():
-        add(name, text, dtype, flags)
+    for case in gemm_cases() + wgmma_cases() + attention_cases():
+        add(*case)
     here = os.path.dirname(os.path.abspath(__file__))
     examples = os.path.join(here, "..", "..", "examples")
     for name, dt in (("resnet_block", "f32"), ("mobilenet_block", "f16"), ("transformer_block", "bf16"),
@@ -539,7 +569,8 @@ def prepare(args):
     rng = random.Random(seed)
     os.makedirs(args.out, exist_ok=True)
     manifest = {"seed": seed, "cases": []}
-    cases = [c for c in build_cases() if not args.k or args.k in c["name"]]
+    keys = args.k.split(",") if args.k else []
+    cases = [c for c in build_cases() if not keys or any(k in c["name"] for k in keys)]
     for i, case in enumerate(cases):
         d = os.path.join(args.out, case["name"])
         os.makedirs(d, exist_ok=True)
@@ -548,11 +579,13 @@ def prepare(args):
             f.write(case["mlir"])
         artifacts = {}
         for arch, name in ARCHS:
+            if arch not in case["archs"]:
+                continue
             ptx = os.path.join(d, name)
             run([args.fusec, graph, "-o", ptx, f"--arch={arch}"] + case["flags"])
             # The Hopper artifact only where it differs in kind: warpgroup
             # MMA or TMA (else the sm_90 one already covers the code).
-            if arch != "sm_90":
+            if arch != "sm_90" and "sm_90" in case["archs"]:
                 with open(ptx) as f:
                     if not any(w in f.read() for w in HOPPER_ONLY):
                         os.remove(ptx)
