@@ -7,7 +7,7 @@
       DIR/<case>/kernel-sm_90a.ptx as well, evaluates it on the CPU reference
       interpreter with fresh random inputs (DIR/<case>/ref/input*.npy,
       result*.npy), and lists the cases in DIR/manifest.json.
-  cases.py run --runner FUSEC_RUNNER --cases DIR [--json OUT]
+  cases.py run --runner FUSEC_RUNNER --cases DIR [--json OUT] [--timeout S] [-k SUBSTR[,...]]
       On a CUDA machine: runs every artifact on the reference inputs (outputs
       poisoned with NaN first), compares with the reference results as
       ||out - ref|| / ||ref||, and prints one line per artifact (the sm_90a
@@ -626,6 +626,8 @@ def run_suite(args):
     rows, passed, failed = [], 0, 0
     runs = [(case, arch, artifact) for case in manifest["cases"]
             for arch, artifact in case.get("artifacts", {"sm_90": "kernel.ptx"}).items()]
+    if args.k:
+        runs = [r for r in runs if any(k in r[0]["name"] + "@" + r[1] for k in args.k.split(","))]
     for case, arch, artifact in runs:
         d = os.path.join(args.cases, case["name"])
         out = os.path.join(d, "gpu")
@@ -635,9 +637,10 @@ def run_suite(args):
         cmd = [args.runner, os.path.join(d, artifact), "--output-dir=" + out]
         cmd += [f"--input={os.path.join(d, 'ref', f'input{i}.npy')}" for i in range(case["inputs"])]
         try:
-            p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=60)
+            p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                               timeout=args.timeout)
         except subprocess.TimeoutExpired:
-            p = subprocess.CompletedProcess(cmd, 124, "timed out after 60 s (a hang?)")
+            p = subprocess.CompletedProcess(cmd, 124, f"timed out after {args.timeout} s (a hang?)")
         worst, why = 0.0, ""
         if p.returncode != 0:
             worst, why = float("nan"), p.stdout.strip().splitlines()[-1] if p.stdout.strip() else "runner failed"
@@ -676,6 +679,8 @@ def main():
     r.add_argument("--runner", required=True)
     r.add_argument("--cases", required=True)
     r.add_argument("--json")
+    r.add_argument("--timeout", type=int, default=60, help="seconds an artifact may run")
+    r.add_argument("-k", help="only artifacts whose CASE@ARCH holds one of these comma-separated substrings")
     args = ap.parse_args()
     if args.cmd == "prepare":
         prepare(args)
