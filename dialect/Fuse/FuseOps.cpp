@@ -1153,13 +1153,35 @@ LogicalResult TensorMapOp::verify() {
   if (rank < 1 || rank > 5)
     return emitOpError("views a tensor of rank ")
            << rank << "; a TMA tensor map has rank 1 to 5";
+  std::optional<ArrayRef<int64_t>> lower = getIm2colLower(),
+                                   upper = getIm2colUpper();
+  if (lower.has_value() != upper.has_value())
+    return emitOpError("needs both im2col corners or neither");
+  bool im2col = lower.has_value();
+  int64_t boxes = im2col ? 2 : rank;
   if (static_cast<int64_t>(strides.size()) != rank - 1 ||
-      static_cast<int64_t>(box.size()) != rank)
+      static_cast<int64_t>(box.size()) != boxes)
     return emitOpError("has ")
            << strides.size() << " strides and " << box.size()
            << " box extents for " << rank
-           << " dims; it needs one stride per dim but the innermost, and one "
-              "box extent per dim";
+           << " dims; it needs one stride per dim but the innermost, and "
+           << (im2col ? "two box extents (channels, pixels)"
+                      : "one box extent per dim");
+  if (im2col) {
+    // cuTensorMapEncodeIm2col's limits on the corners, by rank.
+    int64_t bound = rank == 3 ? 32768 : rank == 4 ? 128 : 16;
+    if (rank < 3 || static_cast<int64_t>(lower->size()) != rank - 2 ||
+        static_cast<int64_t>(upper->size()) != rank - 2)
+      return emitOpError("im2col maps have rank 3 to 5 and a corner "
+                         "coordinate per spatial dim");
+    for (int64_t c : llvm::concat<const int64_t>(*lower, *upper))
+      if (c < -bound || c >= bound)
+        return emitOpError("im2col corner ")
+               << c << " is outside [" << -bound << ", " << bound - 1
+               << "] for rank " << rank;
+    if (box[1] < 1 || box[1] > 1024)
+      return emitOpError("im2col copies 1 to 1024 pixels, not ") << box[1];
+  }
   auto type = cast<MemRefType>(getBuffer().getType());
   int64_t bytes = type.getElementTypeBitWidth() / 8;
   int64_t swizzle = getSwizzle(), offset = getOffset();
@@ -1175,7 +1197,7 @@ LogicalResult TensorMapOp::verify() {
     if (dims[i] < 1 || dims[i] > (int64_t(1) << 32))
       return emitOpError("dims[") << i << "] = " << dims[i]
                                   << " is outside [1, 2^32]";
-    if (box[i] < 1 || box[i] > 256)
+    if (i < boxes && (box[i] < 1 || box[i] > 256) && !(im2col && i == 1))
       return emitOpError("box[") << i << "] = " << box[i]
                                  << " is outside [1, 256]";
     int64_t stride = i ? strides[i - 1] : bytes;

@@ -663,6 +663,15 @@ def Fuse_TensorMapOp : Fuse_Op<"tensor_map", [Pure]> {
     The tensor lies within the buffer. Elements of a box outside the tensor
     read as zero.
 
+    With `im2col_lower` and `im2col_upper` the map is an im2col map over an
+    NHWC tensor (dims `[C, W, H, N]`, rank 3 to 5): one copy moves
+    `box[1]` consecutive pixels of `box[0]` channels each, walking a
+    bounding box per image whose corners are `im2col_lower` (from the
+    tensor's first pixel) and `im2col_upper` (from its last), spatial axes
+    innermost first; the copy's pixel offsets shift it over the filter's
+    taps (an implicit-GEMM convolution's input tile). Corners lie in
+    [-128, 127] for rank 4.
+
     ```mlir
     %map = fuse.tensor_map %x {dims = array<i64: 4096, 8192>,
         strides = array<i64: 8192>, box = array<i64: 64, 128>}
@@ -672,7 +681,9 @@ def Fuse_TensorMapOp : Fuse_Op<"tensor_map", [Pure]> {
   let arguments = (ins AnyStaticShapeMemRef:$buffer, DenseI64ArrayAttr:$dims,
                        DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$box,
                        DefaultValuedAttr<I64Attr, "0">:$offset,
-                       DefaultValuedAttr<I64Attr, "128">:$swizzle);
+                       DefaultValuedAttr<I64Attr, "128">:$swizzle,
+                       OptionalAttr<DenseI64ArrayAttr>:$im2col_lower,
+                       OptionalAttr<DenseI64ArrayAttr>:$im2col_upper);
   let results = (outs AnyType:$map);
   let assemblyFormat = "$buffer attr-dict `:` type($buffer) `->` type($map)";
   let hasVerifier = 1;

@@ -208,7 +208,8 @@ Status getInts(const json &value, const std::string &path, size_t minSize,
 Status parseTensorMap(const json &value, const std::string &path,
                       const Plan &plan, int64_t &buffer, TensorMapDesc &map) {
   FUSEC_RETURN_IF_ERROR(checkObject(
-      value, path, {"buffer", "dims", "strides", "box", "offset", "swizzle"}));
+      value, path, {"buffer", "dims", "strides", "box", "offset", "swizzle"},
+      {"im2col"}));
   FUSEC_RETURN_IF_ERROR(getBufferId(value["buffer"], join(path, "buffer"),
                                     plan.buffers.size(), buffer));
   const BufferDesc &desc = plan.buffers[buffer];
@@ -218,8 +219,36 @@ Status parseTensorMap(const json &value, const std::string &path,
   FUSEC_RETURN_IF_ERROR(getInts(value["strides"], join(path, "strides"),
                                 dims.size() - 1, dims.size() - 1, 16,
                                 int64_t(1) << 40, strides));
-  FUSEC_RETURN_IF_ERROR(getInts(value["box"], join(path, "box"), dims.size(),
-                                dims.size(), 1, 256, box));
+  // An im2col map copies box = {channels, pixels} between two corners of
+  // each image (cuTensorMapEncodeIm2col's limits).
+  map.im2col = value.contains("im2col");
+  if (map.im2col) {
+    std::string at = join(path, "im2col");
+    const json &im2col = value["im2col"];
+    FUSEC_RETURN_IF_ERROR(checkObject(im2col, at, {"lower", "upper"}));
+    if (dims.size() < 3)
+      return invalid(join(path, "dims"),
+                     "an im2col map has rank 3 to 5, not " +
+                         std::to_string(dims.size()));
+    int64_t bound = dims.size() == 3 ? 32768 : dims.size() == 4 ? 128 : 16;
+    for (const char *corner : {"lower", "upper"}) {
+      std::vector<int64_t> values;
+      FUSEC_RETURN_IF_ERROR(getInts(im2col[corner], join(at, corner),
+                                    dims.size() - 2, dims.size() - 2, -bound,
+                                    bound - 1, values));
+      (std::string(corner) == "lower" ? map.lower : map.upper)
+          .assign(values.begin(), values.end());
+    }
+    FUSEC_RETURN_IF_ERROR(
+        getInts(value["box"], join(path, "box"), 2, 2, 1, 1024, box));
+    if (box[0] > 256)
+      return invalid(indexed(join(path, "box"), 0),
+                     std::to_string(box[0]) +
+                         " channels per pixel: at most 256");
+  } else {
+    FUSEC_RETURN_IF_ERROR(getInts(value["box"], join(path, "box"),
+                                  dims.size(), dims.size(), 1, 256, box));
+  }
   int64_t offset, swizzle;
   FUSEC_RETURN_IF_ERROR(getInt(value["offset"], join(path, "offset"), 0,
                                int64_t(1) << 48, offset));

@@ -569,24 +569,37 @@ Status Module::run(Stream stream, Span<BufferRef> inputs,
       std::vector<cuuint64_t> dims(desc.dims.begin(), desc.dims.end());
       std::vector<cuuint64_t> strides(desc.strides.begin(), desc.strides.end());
       std::vector<cuuint32_t> box(desc.box.begin(), desc.box.end());
-      std::vector<cuuint32_t> elementStrides(box.size(), 1);
+      std::vector<cuuint32_t> elementStrides(dims.size(), 1);
       // Swizzle modes NONE, 32B, 64B, 128B are 0..3.
       CUtensorMapSwizzle swizzle =
           desc.swizzle == 0 ? CU_TENSOR_MAP_SWIZZLE_NONE
                             : desc.swizzle == 32 ? 1 : desc.swizzle == 64 ? 2 : 3;
       tensorMapAddresses_[slot] = 0;
-      FUSEC_CU_CHECK(
-          api, cuTensorMapEncodeTiled,
-          (map, type, static_cast<cuuint32_t>(dims.size()),
-           reinterpret_cast<void *>(address), dims.data(), strides.data(),
-           box.data(), elementStrides.data(), CU_TENSOR_MAP_INTERLEAVE_NONE,
-           swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
-           CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
-          stepName + ": encoding the tensor map of parameter " +
-              std::to_string(desc.param) + " of kernel '" + step.kernel +
-              "' over buffer " + std::to_string(step.args[desc.param]) +
-              " at address 0x" + hexString(address) +
-              " (TMA needs 16-byte aligned buffers)");
+      std::string doing = stepName + ": encoding the tensor map of parameter " +
+                          std::to_string(desc.param) + " of kernel '" +
+                          step.kernel + "' over buffer " +
+                          std::to_string(step.args[desc.param]) +
+                          " at address 0x" + hexString(address) +
+                          " (TMA needs 16-byte aligned buffers)";
+      auto rank = static_cast<cuuint32_t>(dims.size());
+      void *base = reinterpret_cast<void *>(address);
+      if (desc.im2col) {
+        FUSEC_CU_CHECK(api, cuTensorMapEncodeIm2col,
+                       (map, type, rank, base, dims.data(), strides.data(),
+                        desc.lower.data(), desc.upper.data(), box[0], box[1],
+                        elementStrides.data(), CU_TENSOR_MAP_INTERLEAVE_NONE,
+                        swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+                        CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
+                       doing);
+      } else {
+        FUSEC_CU_CHECK(api, cuTensorMapEncodeTiled,
+                       (map, type, rank, base, dims.data(), strides.data(),
+                        box.data(), elementStrides.data(),
+                        CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
+                        CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+                        CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
+                       doing);
+      }
       tensorMapAddresses_[slot] = address;
     }
     FUSEC_CU_CHECK(api, cuLaunchKernel,

@@ -404,7 +404,44 @@ TEST(RuntimePlan, RejectsBadTensorMaps) {
   p = tensorMapPlan();
   p["steps"][0]["args"][3]["tensor_map"]["mode"] = "im2col";
   EXPECT_EQ(planError(p), at + ": unknown field 'mode' (expected buffer, dims, "
-                               "strides, box, offset, swizzle)");
+                               "strides, box, offset, swizzle, im2col)");
+}
+
+/// A version-2 plan whose conv takes an im2col map over its [1,56,56,64]
+/// f32 input: 128 pixels of 32 channels per copy, padding 1.
+json im2colPlan() {
+  json p = validPlan();
+  p["version"] = 2;
+  p["steps"][0]["args"].push_back(json::parse(R"({"tensor_map": {
+      "buffer": 0, "dims": [64, 56, 56, 1], "strides": [256, 14336, 802816],
+      "box": [32, 128], "offset": 0, "swizzle": 128,
+      "im2col": {"lower": [-1, -1], "upper": [-1, -1]}}})"));
+  return p;
+}
+
+TEST(RuntimePlan, ParsesAndChecksIm2colMaps) {
+  Plan plan;
+  Status status = parsePlan(im2colPlan().dump(), plan);
+  ASSERT_TRUE(status) << status.message();
+  const TensorMapDesc &map = plan.steps[0].tensorMaps[0];
+  EXPECT_TRUE(map.im2col);
+  EXPECT_EQ(map.box, (std::vector<uint32_t>{32, 128}));
+  EXPECT_EQ(map.lower, (std::vector<int32_t>{-1, -1}));
+  EXPECT_EQ(map.upper, (std::vector<int32_t>{-1, -1}));
+
+  const std::string at = "steps[0].args[3].tensor_map";
+  json p = im2colPlan();
+  p["steps"][0]["args"][3]["tensor_map"]["im2col"]["lower"] = {-1, -200};
+  EXPECT_EQ(planError(p), at + ".im2col.lower[1]: -200 is out of range: "
+                               "expected in [-128, 127]");
+  p = im2colPlan();
+  p["steps"][0]["args"][3]["tensor_map"]["im2col"]["upper"] = {-1};
+  EXPECT_EQ(planError(p), at + ".im2col.upper: expected an array of 2 "
+                               "integers, got 1 elements");
+  p = im2colPlan();
+  p["steps"][0]["args"][3]["tensor_map"]["box"] = {32, 2048};
+  EXPECT_EQ(planError(p), at + ".box[1]: 2048 is out of range: expected in "
+                               "[1, 1024]");
 }
 
 TEST(RuntimeArtifact, FindsThePlanLineAndChecksKernels) {
@@ -531,13 +568,15 @@ struct Launch {
   bool extraIsNull;
 };
 
-/// What one cuTensorMapEncodeTiled call was asked for.
+/// What one cuTensorMapEncodeTiled or cuTensorMapEncodeIm2col call was
+/// asked for (an im2col map's box is {channels, pixels}).
 struct Encode {
   CUtensorMapDataType type;
   CUdeviceptr address;
   std::vector<cuuint64_t> dims, strides;
   std::vector<cuuint32_t> box, elementStrides;
   CUtensorMapSwizzle swizzle;
+  std::vector<int> lower, upper;
 };
 
 struct Copy {
@@ -734,6 +773,27 @@ DriverApi makeApi() {
     map->opaque[0] = e.address;
     return CUDA_SUCCESS;
   };
+  api.cuTensorMapEncodeIm2col =
+      [](CUtensorMap *map, CUtensorMapDataType type, cuuint32_t rank,
+         void *address, const cuuint64_t *dims, const cuuint64_t *strides,
+         const int *lower, const int *upper, cuuint32_t channels,
+         cuuint32_t pixels, const cuuint32_t *elementStrides,
+         CUtensorMapInterleave, CUtensorMapSwizzle swizzle,
+         CUtensorMapL2promotion, CUtensorMapFloatOOBfill) -> CUresult {
+    state.calls.push_back("encode im2col");
+    Encode e{type,
+             reinterpret_cast<CUdeviceptr>(address),
+             {dims, dims + rank},
+             {strides, strides + rank - 1},
+             {channels, pixels},
+             {elementStrides, elementStrides + rank},
+             swizzle,
+             {lower, lower + rank - 2},
+             {upper, upper + rank - 2}};
+    state.encodes.push_back(e);
+    map->opaque[0] = e.address;
+    return CUDA_SUCCESS;
+  };
   api.cuMemAlloc = [](CUdeviceptr *ptr, size_t bytes) -> CUresult {
     if (bytes > state.failAllocAbove)
       return CUDA_ERROR_OUT_OF_MEMORY;
@@ -922,6 +982,28 @@ TEST_F(RuntimeLaunch, EncodesTensorMapsWhenTheirBufferMoves) {
   EXPECT_EQ(e.elementStrides, (std::vector<fake::cuuint32_t>{1, 1}));
   EXPECT_EQ(e.swizzle, 3); // CU_TENSOR_MAP_SWIZZLE_128B
   EXPECT_EQ(fake::state.encodes[1].address, 0xC000000u);
+}
+
+TEST_F(RuntimeLaunch, EncodesIm2colMaps) {
+  fake::state.arity["k0_conv2d"] = 4;
+  fake::state.tensorMapParams["k0_conv2d"] = {3};
+  std::shared_ptr<Device> device = openDevice();
+  std::unique_ptr<Module> module;
+  Status status =
+      Module::load(device, artifactOf(im2colPlan(), {"k0_conv2d"}), module, "i.ptx");
+  ASSERT_TRUE(status) << status.message();
+  status = module->run(nullptr, {{0xA000000, 802816}}, {{0xB000000, 802816}});
+  ASSERT_TRUE(status) << status.message();
+  ASSERT_EQ(fake::state.encodes.size(), 1u);
+  const fake::Encode &e = fake::state.encodes[0];
+  // Encoded before the launch that takes it.
+  EXPECT_EQ(fake::state.calls[fake::state.calls.size() - 3], "encode im2col");
+  EXPECT_EQ(e.dims, (std::vector<fake::cuuint64_t>{64, 56, 56, 1}));
+  EXPECT_EQ(e.box, (std::vector<fake::cuuint32_t>{32, 128}));
+  EXPECT_EQ(e.elementStrides, (std::vector<fake::cuuint32_t>{1, 1, 1, 1}));
+  EXPECT_EQ(e.lower, (std::vector<int>{-1, -1}));
+  EXPECT_EQ(e.upper, (std::vector<int>{-1, -1}));
+  EXPECT_EQ(fake::state.launches[0].args[3], 0xA000000u);
 }
 
 TEST_F(RuntimeLaunch, ChecksBindingsBeforeEnqueueing) {

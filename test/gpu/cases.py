@@ -426,6 +426,16 @@ def wgmma_cases():
             outs.append((g.op(f"fuse.{act} {v} : {t([2, 45, n], dt)}"), t([2, 45, n], dt)))
         add("merged_linears", g.text(outs))
         add("conv_1x1_residual", conv_case("g", dt, "nhwc", 3, 64, 13, 11, 136, 1, residual=True))
+        # Implicit GEMMs through im2col maps: two channel blocks, the second
+        # partial (80 = 64 + 16); a 3x5 filter with padding and dilation
+        # different along H and W (the corners' and offsets' axis order).
+        add("conv_c80", conv_case("g", dt, "nhwc", 2, 80, 9, 11, 72, 3, p=1, act="silu"))
+        g = Graph("g")
+        x, w, bias = g.arg([2, 13, 17, 24], dt), g.arg([40, 3, 5, 24], dt), g.arg([40], dt)
+        v = g.op(f"fuse.conv2d {x}, {w}, {bias} {{padding = array<i64: 1, 0, 2, 1>, dilation = array<i64: 1, 2>}}"
+                 f" : {t([2, 13, 17, 24], dt)}, {t([40, 3, 5, 24], dt)}, {t([40], dt)}")
+        v = g.op(f"fuse.relu {v} : {t([2, 12, 12, 40], dt)}")
+        add("conv_asymmetric", g.text([(v, t([2, 12, 12, 40], dt))]))
     return out
 
 

@@ -49,6 +49,14 @@ struct WgmmaOperand {
   /// The operand's own batch dimensions, which broadcast to the GEMM's
   /// (empty: no batch axis).
   SmallVector<int64_t> batchShape;
+  /// A convolution's operand: its input read through an im2col map (A), or
+  /// its filter seen as [Ci, kw, kh, Co] (B); k-tiles walk the filter taps
+  /// and, within a tap, blocks of input channels.
+  struct Conv {
+    int64_t kh, kw, dh, dw, top, left, ho, wo, n, ci;
+  };
+  std::optional<Conv> conv;
+  bool im2col = false;
 };
 
 struct WgmmaOperands {
@@ -134,26 +142,44 @@ std::optional<WgmmaOperands> wgmmaOperands(Operation *anchor) {
     return ops;
   }
   auto conv = dyn_cast<Conv2dOp>(anchor);
-  if (!conv)
+  if (!conv || conv.getLayout() != Layout::NHWC || conv.getGroups() != 1 ||
+      llvm::any_of(conv.getStrides(), [](int64_t s) { return s != 1; }))
     return std::nullopt;
-  // A 1x1 convolution of stride 1 without padding is a linear layer over
-  // the pixels.
-  ArrayRef<int64_t> fs = shapeOf(conv.getFilter());
+  ArrayRef<int64_t> xs = shapeOf(conv.getInput()), fs = shapeOf(conv.getFilter());
   std::array<int64_t, 4> pads = conv.getPads();
-  if (conv.getLayout() != Layout::NHWC || conv.getGroups() != 1 ||
-      fs[1] != 1 || fs[2] != 1 || llvm::any_of(conv.getStrides(),
-                                                [](int64_t s) { return s != 1; }) ||
-      llvm::any_of(pads, [](int64_t p) { return p != 0; }))
-    return std::nullopt;
   std::optional<unsigned> xp = paramOf(conv.getInput());
   std::optional<unsigned> wp = paramOf(conv.getFilter());
-  int64_t ci = fs[3], co = fs[0], bytes = elementBytes(conv.getInput());
+  int64_t ci = fs[3], co = fs[0], kh = fs[1], kw = fs[2];
+  int64_t bytes = elementBytes(conv.getInput());
   if (!xp || !wp || ci * bytes % 16)
     return std::nullopt;
-  ops.a.parts.push_back({*xp, 0, {ci, product(shapeOf(conv.getInput())) / ci}});
-  ops.a.strides.push_back(ci * bytes);
-  ops.b.parts.push_back({*wp, 0, {ci, co}});
-  ops.b.strides.push_back(ci * bytes);
+  // A 1x1 convolution without padding is a linear layer over the pixels.
+  if (kh == 1 && kw == 1 && llvm::all_of(pads, [](int64_t p) { return !p; })) {
+    ops.a.parts.push_back({*xp, 0, {ci, product(xs) / ci}});
+    ops.a.strides.push_back(ci * bytes);
+    ops.b.parts.push_back({*wp, 0, {ci, co}});
+    ops.b.strides.push_back(ci * bytes);
+    return ops;
+  }
+  // Otherwise an implicit GEMM: the input's im2col map walks each image's
+  // output pixels, its bounding box [-pad, H + pad - span) shifted over the
+  // taps; TMA's rank-4 corners lie in [-128, 127].
+  ArrayRef<int64_t> d = conv.getDilation();
+  ArrayRef<int64_t> os = shapeOf(conv.getResult());
+  WgmmaOperand::Conv geometry{kh,     kw,     d[0],  d[1], pads[0],
+                              pads[2], os[1], os[2], xs[0], ci};
+  int64_t lowerW = -pads[2], lowerH = -pads[0];
+  int64_t upperW = pads[3] - (kw - 1) * d[1], upperH = pads[1] - (kh - 1) * d[0];
+  if (llvm::any_of(std::initializer_list<int64_t>{lowerW, lowerH, upperW, upperH},
+                   [](int64_t c) { return c < -128 || c > 127; }))
+    return std::nullopt;
+  ops.a.parts.push_back({*xp, 0, {ci, xs[2], xs[1], xs[0]}});
+  ops.a.strides = {ci * bytes, xs[2] * ci * bytes, xs[1] * xs[2] * ci * bytes};
+  ops.a.conv = geometry;
+  ops.a.im2col = true;
+  ops.b.parts.push_back({*wp, 0, {ci, kw, kh, co}});
+  ops.b.strides = {ci * bytes, kw * ci * bytes, kh * kw * ci * bytes};
+  ops.b.conv = geometry;
   return ops;
 }
 
@@ -355,6 +381,39 @@ void GemmWgmmaKernel::copyTile(const WgmmaOperand &operand,
                                ArrayRef<Value> maps, int64_t extent, Value i0,
                                Value kt, Value batchCoord, Value dst,
                                Value full) {
+  if (operand.conv) {
+    // k-tile kt is channels c0.. of filter tap (r, s).
+    const WgmmaOperand::Conv &c = *operand.conv;
+    int64_t blocks = ceilDiv(c.ci, tile.bk);
+    Value tap = divi(kt, blocks);
+    Value c0 = toI32(muli(remi(kt, blocks), idx(tile.bk)));
+    Value r = divi(tap, c.kw), s = remi(tap, c.kw);
+    Value dst7 = LLVM::AddrSpaceCastOp::create(
+        b, LLVM::LLVMPointerType::get(b.getContext(), 7),
+        sharedPointer(dst, 3));
+    if (!operand.im2col) {
+      // The filter as [Ci, kw, kh, Co]: a box of channels x bn outputs.
+      NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp::create(
+          b, dst7, maps[0], ValueRange{c0, toI32(s), toI32(r), toI32(i0)},
+          full, ValueRange(), Value(), Value(), NVVM::TMALoadMode::TILE,
+          false, nullptr, Value());
+      return;
+    }
+    // The input: bm consecutive output pixels from (n, ho, wo) = i0, each
+    // reading its window's pixel at tap (r, s) (the pixel offsets), from
+    // the bounding box's corner (ho - top, wo - left).
+    SmallVector<Value> p = delinearize(i0, {c.n, c.ho, c.wo});
+    auto i16 = [&](Value v) {
+      return arith::IndexCastOp::create(b, b.getI16Type(), v);
+    };
+    NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp::create(
+        b, dst7, maps[0],
+        ValueRange{c0, toI32(subi(p[2], idx(c.left))),
+                   toI32(subi(p[1], idx(c.top))), toI32(p[0])},
+        full, ValueRange{i16(muli(s, idx(c.dw))), i16(muli(r, idx(c.dh)))},
+        Value(), Value(), NVVM::TMALoadMode::IM2COL, false, nullptr, Value());
+    return;
+  }
   Value k0 = toI32(muli(kt, idx(tile.bk)));
   // The part holding rows i0.. (partsAligned), and i0 within it.
   auto issue = [&](Value map, Value i) {
@@ -426,8 +485,17 @@ GemmWgmmaKernel::emitGemm(const GemmProblem &problem) {
       map.dims = part.dims;
       map.strides = operand.strides;
       map.box = {128 / bytes, operand.kMajor ? extent : t.bk};
-      if (part.dims.size() == 3)
-        map.box.push_back(1);
+      // Outer axes (a batch, a filter tap) one at a time.
+      map.box.resize(operand.im2col ? 2 : part.dims.size(), 1);
+      if (operand.conv && !operand.im2col)
+        map.box = {128 / bytes, 1, 1, extent};
+      if (operand.im2col) {
+        const WgmmaOperand::Conv &c = *operand.conv;
+        int64_t h = part.dims[2], w = part.dims[1];
+        // Each image's bounding box spans ho x wo window corners.
+        map.im2colLower = {-c.left, -c.top};
+        map.im2colUpper = {c.wo - w - c.left, c.ho - h - c.top};
+      }
       maps.push_back(addTensorMap(map));
     }
     return maps;
@@ -469,7 +537,11 @@ GemmWgmmaKernel::emitGemm(const GemmProblem &problem) {
       linear = addi(muli(linear, idx(d)), c);
     return toI32(linear);
   };
-  int64_t numK = ceilDiv(shape.k, t.bk);
+  // Convolutions walk the taps, then blocks of channels (TMA's zero fill
+  // pads the last block).
+  int64_t numK = operands.a.conv ? operands.a.conv->kh * operands.a.conv->kw *
+                                       ceilDiv(operands.a.conv->ci, t.bk)
+                                 : ceilDiv(shape.k, t.bk);
 
   // Thread 0 sets up the barriers: one TMA transaction completes a full
   // one; each consumer warpgroup's release, an empty one.

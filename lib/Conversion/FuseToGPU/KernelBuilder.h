@@ -41,6 +41,8 @@ struct TensorMapParam {
   unsigned memref = 0;
   SmallVector<int64_t> dims, strides, box;
   int64_t offset = 0, swizzle = 128;
+  /// An im2col map's bounding-box corners (empty for a tiled map).
+  SmallVector<int64_t> im2colLower, im2colUpper;
 };
 
 /// How the host launches a generated kernel.
@@ -50,7 +52,7 @@ struct LaunchConfig {
   /// Dynamic shared memory, in bytes (the kernel's only shared memory).
   int64_t sharedBytes = 0;
   /// The tensor maps the kernel takes after its memrefs, in order.
-  SmallVector<TensorMapParam> tensorMaps;
+  std::vector<TensorMapParam> tensorMaps;
 };
 
 inline int64_t product(ArrayRef<int64_t> shape) {
@@ -224,7 +226,7 @@ protected:
   /// map, what cp.async.bulk.tensor takes.
   Value addTensorMap(TensorMapParam map);
   /// The tensor maps added so far.
-  SmallVector<TensorMapParam> tensorMaps;
+  std::vector<TensorMapParam> tensorMaps;
 
   //===--------------------------------------------------------------------===//
   // The epilogue: the kernel's yielded values at one element

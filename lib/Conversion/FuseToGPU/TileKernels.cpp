@@ -131,11 +131,15 @@ static LogicalResult lowerGraph(func::FuncOp func, gpu::GPUModuleOp module,
     };
     // Tensor maps follow the memrefs, each over one of them.
     auto ptr = LLVM::LLVMPointerType::get(b.getContext());
-    for (const TensorMapParam &map : config->tensorMaps)
+    for (const TensorMapParam &map : config->tensorMaps) {
+      bool im2col = !map.im2colLower.empty();
       args.push_back(TensorMapOp::create(
           b, loc, ptr, args[map.memref], b.getDenseI64ArrayAttr(map.dims),
           b.getDenseI64ArrayAttr(map.strides), b.getDenseI64ArrayAttr(map.box),
-          b.getI64IntegerAttr(map.offset), b.getI64IntegerAttr(map.swizzle)));
+          b.getI64IntegerAttr(map.offset), b.getI64IntegerAttr(map.swizzle),
+          im2col ? b.getDenseI64ArrayAttr(map.im2colLower) : nullptr,
+          im2col ? b.getDenseI64ArrayAttr(map.im2colUpper) : nullptr));
+    }
     Value sharedBytes;
     if (config->sharedBytes)
       sharedBytes = arith::ConstantIntOp::create(b, loc, b.getI32Type(),

@@ -249,15 +249,17 @@ LogicalResult PlanWriter::run(func::FuncOp plan) {
         // Plans with tensor maps are version 2; runtimes of version 1 do
         // not know them.
         version = 2;
-        args.push_back(llvm::json::Object{
-            {"tensor_map",
-             llvm::json::Object{
-                 {"buffer", bufferOf(map.getBuffer())},
-                 {"dims", llvm::json::Array(map.getDims())},
-                 {"strides", llvm::json::Array(map.getStrides())},
-                 {"box", llvm::json::Array(map.getBox())},
-                 {"offset", map.getOffset()},
-                 {"swizzle", map.getSwizzle()}}}});
+        llvm::json::Object desc{{"buffer", bufferOf(map.getBuffer())},
+                                {"dims", llvm::json::Array(map.getDims())},
+                                {"strides", llvm::json::Array(map.getStrides())},
+                                {"box", llvm::json::Array(map.getBox())},
+                                {"offset", map.getOffset()},
+                                {"swizzle", map.getSwizzle()}};
+        if (auto lower = map.getIm2colLower())
+          desc["im2col"] = llvm::json::Object{
+              {"lower", llvm::json::Array(*lower)},
+              {"upper", llvm::json::Array(*map.getIm2colUpper())}};
+        args.push_back(llvm::json::Object{{"tensor_map", std::move(desc)}});
       }
       steps.push_back(llvm::json::Object{
           {"kind", "launch"},

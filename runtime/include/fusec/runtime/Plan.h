@@ -73,6 +73,10 @@ struct TensorMapDesc {
   uint64_t offset = 0;
   /// Shared-memory swizzle in bytes: 0, 32, 64 or 128.
   uint32_t swizzle = 128;
+  /// An im2col map (over [C, W, H(, D), N]): the bounding-box corners, one
+  /// per spatial dim, innermost first; `box` is then {channels, pixels}.
+  bool im2col = false;
+  std::vector<int32_t> lower, upper;
 };
 
 /// One step of the plan. Steps run in order on one stream.
