@@ -23,9 +23,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Families.h"
-
-#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
-#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "Wgmma.h"
 
 using namespace fusec::tiling;
 
@@ -211,45 +209,12 @@ private:
   Value i32(int64_t v) {
     return arith::ConstantIntOp::create(b, b.getI32Type(), v);
   }
-  Value i64(int64_t v) {
-    return arith::ConstantIntOp::create(b, b.getI64Type(), v);
-  }
   Value toI32(Value index) {
     return arith::IndexCastOp::create(b, b.getI32Type(), index);
   }
-  /// The 32-bit shared-memory address of `view`'s first byte, as i64.
-  Value sharedAddress(Value view) {
-    Value index = memref::ExtractAlignedPointerAsIndexOp::create(b, view);
-    return arith::IndexCastUIOp::create(b, b.getI64Type(), index);
-  }
-  /// A pointer in address space `space` to shared address `address` (i64).
-  Value sharedPointer(Value address, unsigned space) {
-    return LLVM::IntToPtrOp::create(
-        b, LLVM::LLVMPointerType::get(b.getContext(), space), address);
-  }
   /// The mbarrier `i` of the barrier array.
   Value barrier(Value i) {
-    return sharedPointer(addi64(barriers, muli64(toI64(i), 8)), 3);
-  }
-  Value toI64(Value index) {
-    return arith::IndexCastUIOp::create(b, b.getI64Type(), index);
-  }
-  Value addi64(Value x, Value y) { return arith::AddIOp::create(b, x, y); }
-  Value addi64(Value x, int64_t y) { return y ? addi64(x, i64(y)) : x; }
-  Value muli64(Value x, int64_t y) {
-    return arith::MulIOp::create(b, x, i64(y));
-  }
-
-  /// The wgmma shared-memory descriptor of the 128-byte-swizzled operand
-  /// tile at shared address `address`: K-major tiles are rows of 128 bytes
-  /// of k, 8-row atoms 1024 bytes apart; MN-major tiles are panels of 64
-  /// m (or n) x bk k, `panelBytes` apart, their k rows 128 bytes each.
-  Value descriptor(Value address, bool kMajor, int64_t panelBytes) {
-    int64_t lbo = kMajor ? 1 : panelBytes >> 4, sbo = 1024 >> 4;
-    int64_t high = (int64_t(1) << 62) | (sbo << 32) | (lbo << 16);
-    Value field = arith::AndIOp::create(
-        b, arith::ShRUIOp::create(b, address, i64(4)), i64(0x3FFF));
-    return arith::OrIOp::create(b, field, i64(high));
+    return wgmma::sharedPointer(b, wgmma::offset(b, barriers, i, 8), 3);
   }
 
   /// Issues the TMA copies of k-tile `kt` of `operand` (tile rows from
@@ -261,8 +226,6 @@ private:
   /// Registers per thread of the producer warpgroup and of the consumers
   /// (setmaxnreg): 128 x (40 + 2 x 232) fits the SM's 64K.
   static constexpr int64_t kProducerRegisters = 40, kConsumerRegisters = 232;
-  /// The suspend-time hint of mbarrier.try_wait, in nanoseconds.
-  static constexpr int64_t kWaitTicks = 10000000;
 
   WgmmaOperands operands;
   /// Bytes per element of the operands.
@@ -388,15 +351,10 @@ void GemmWgmmaKernel::copyTile(const WgmmaOperand &operand,
     Value tap = divi(kt, blocks);
     Value c0 = toI32(muli(remi(kt, blocks), idx(tile.bk)));
     Value r = divi(tap, c.kw), s = remi(tap, c.kw);
-    Value dst7 = LLVM::AddrSpaceCastOp::create(
-        b, LLVM::LLVMPointerType::get(b.getContext(), 7),
-        sharedPointer(dst, 3));
     if (!operand.im2col) {
       // The filter as [Ci, kw, kh, Co]: a box of channels x bn outputs.
-      NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp::create(
-          b, dst7, maps[0], ValueRange{c0, toI32(s), toI32(r), toI32(i0)},
-          full, ValueRange(), Value(), Value(), NVVM::TMALoadMode::TILE,
-          false, nullptr, Value());
+      wgmma::copyBox(b, dst, maps[0],
+                     ValueRange{c0, toI32(s), toI32(r), toI32(i0)}, full);
       return;
     }
     // The input: bm consecutive output pixels from (n, ho, wo) = i0, each
@@ -406,12 +364,11 @@ void GemmWgmmaKernel::copyTile(const WgmmaOperand &operand,
     auto i16 = [&](Value v) {
       return arith::IndexCastOp::create(b, b.getI16Type(), v);
     };
-    NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp::create(
-        b, dst7, maps[0],
-        ValueRange{c0, toI32(subi(p[2], idx(c.left))),
-                   toI32(subi(p[1], idx(c.top))), toI32(p[0])},
-        full, ValueRange{i16(muli(s, idx(c.dw))), i16(muli(r, idx(c.dh)))},
-        Value(), Value(), NVVM::TMALoadMode::IM2COL, false, nullptr, Value());
+    wgmma::copyBox(b, dst, maps[0],
+                   ValueRange{c0, toI32(subi(p[2], idx(c.left))),
+                              toI32(subi(p[1], idx(c.top))), toI32(p[0])},
+                   full,
+                   ValueRange{i16(muli(s, idx(c.dw))), i16(muli(r, idx(c.dh)))});
     return;
   }
   Value k0 = toI32(muli(kt, idx(tile.bk)));
@@ -423,26 +380,15 @@ void GemmWgmmaKernel::copyTile(const WgmmaOperand &operand,
         c.push_back(batchCoord);
       return c;
     };
-    Value dst7 = LLVM::AddrSpaceCastOp::create(
-        b, LLVM::LLVMPointerType::get(b.getContext(), 7),
-        sharedPointer(dst, 3));
     if (operand.kMajor) {
       // One box of bk x extent: rows of 128 bytes of k.
-      NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp::create(
-          b, dst7, map, coords(k0, toI32(i)), full, ValueRange(), Value(),
-          Value(), NVVM::TMALoadMode::TILE, false, nullptr, Value());
+      wgmma::copyBox(b, dst, map, coords(k0, toI32(i)), full);
       return;
     }
     // Panels of 64 i x bk k, one box each.
-    for (int64_t p = 0; p < extent / 64; ++p) {
-      Value panel = sharedPointer(addi64(dst, p * 64 * tile.bk * bytes), 3);
-      Value panel7 = LLVM::AddrSpaceCastOp::create(
-          b, LLVM::LLVMPointerType::get(b.getContext(), 7), panel);
-      NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp::create(
-          b, panel7, map, coords(toI32(addi(i, idx(p * 64))), k0), full,
-          ValueRange(), Value(), Value(), NVVM::TMALoadMode::TILE, false,
-          nullptr, Value());
-    }
+    for (int64_t p = 0; p < extent / 64; ++p)
+      wgmma::copyBox(b, wgmma::offset(b, dst, p * 64 * tile.bk * bytes), map,
+                     coords(toI32(addi(i, idx(p * 64))), k0), full);
   };
   if (maps.size() == 1) {
     issue(maps[0], i0);
@@ -508,8 +454,9 @@ GemmWgmmaKernel::emitGemm(const GemmProblem &problem) {
   Value aSmem = allocShared({t.stages * aBytes}, b.getI8Type(), 1024);
   Value bSmem = allocShared({t.stages * bBytes}, b.getI8Type(), 1024);
   Value barrierSmem = allocShared({2 * t.stages}, b.getI64Type(), 8);
-  Value aBase = sharedAddress(aSmem), bBase = sharedAddress(bSmem);
-  barriers = sharedAddress(barrierSmem);
+  Value aBase = wgmma::sharedAddress(b, aSmem);
+  Value bBase = wgmma::sharedAddress(b, bSmem);
+  barriers = wgmma::sharedAddress(b, barrierSmem);
   auto full = [&](Value s) { return barrier(s); };
   auto empty = [&](Value s) { return barrier(addi(s, idx(t.stages))); };
 
@@ -573,18 +520,14 @@ GemmWgmmaKernel::emitGemm(const GemmProblem &problem) {
         // it; parity 1 of a fresh barrier counts as complete.
         Value round = divi(kt, t.stages);
         Value parity = toI32(arith::XOrIOp::create(b, remi(round, 2), idx(1)));
-        NVVM::MBarrierTryWaitParityOp::create(b, empty(s), parity,
-                                              i32(kWaitTicks));
+        wgmma::waitBarrier(b, empty(s), parity);
         NVVM::MBarrierArriveExpectTxOp::create(
             b, Type(), full(s), i32(stage), NVVM::MemScopeKind::CTA, false,
             Value());
-        Value s64 = toI64(s);
         copyTile(operands.a, aMaps, t.bm, tileM, kt, aBatch,
-                 addi64(aBase, arith::MulIOp::create(b, s64, i64(aBytes))),
-                 full(s));
+                 wgmma::offset(b, aBase, s, aBytes), full(s));
         copyTile(operands.b, bMaps, t.bn, tileN, kt, bBatch,
-                 addi64(bBase, arith::MulIOp::create(b, s64, i64(bBytes))),
-                 full(s));
+                 wgmma::offset(b, bBase, s, bBytes), full(s));
       });
     });
   }
@@ -597,47 +540,35 @@ GemmWgmmaKernel::emitGemm(const GemmProblem &problem) {
   Value consumer = divi(ctid, 128);
   Value leader = cmpi(arith::CmpIPredicate::eq, remi(ctid, 128), idx(0));
 
-  auto wgmmaType = shape.elementType.isF16() ? NVVM::WGMMATypes::f16
-                                             : NVVM::WGMMATypes::bf16;
   bool aK = operands.a.kMajor, bK = operands.b.kMajor;
   // Descriptor steps per k16: 32 bytes along a K-major row, 16 rows of 128
   // bytes down an MN-major panel.
   int64_t aStep = aK ? 32 : 16 * 128, bStep = bK ? 32 : 16 * 128;
   int64_t panel = t.bk * 128;
-  Type f32 = b.getF32Type();
-  auto accType = LLVM::LLVMStructType::getLiteral(
-      b.getContext(), SmallVector<Type>(t.bn / 2, f32));
-  Value zero = LLVM::ZeroOp::create(b, accType);
   // This warpgroup's 64 rows of A: 64 rows of 128 bytes (K-major), or
   // its own panel (MN-major); the same offset either way.
-  Value aRows = muli64(toI64(consumer), 64 * 128);
-  Value acc = loop(idx(0), idx(numK), idx(1), {zero},
+  Value acc = loop(idx(0), idx(numK), idx(1),
+                   {wgmma::zeroAccumulators(b, t.bn)},
                    [&](Value kt, ValueRange iter) -> SmallVector<Value> {
                      Value s = remi(kt, t.stages);
                      Value parity = toI32(remi(divi(kt, t.stages), 2));
-                     NVVM::MBarrierTryWaitParityOp::create(
-                         b, full(s), parity, i32(kWaitTicks));
-                     Value s64 = toI64(s);
-                     Value aTile = addi64(
-                         addi64(aBase, arith::MulIOp::create(b, s64, i64(aBytes))),
-                         aRows);
-                     Value bTile =
-                         addi64(bBase, arith::MulIOp::create(b, s64, i64(bBytes)));
-                     Value descA = descriptor(aTile, aK, panel);
-                     Value descB = descriptor(bTile, bK, panel);
+                     wgmma::waitBarrier(b, full(s), parity);
+                     Value aTile = wgmma::offset(
+                         b, wgmma::offset(b, aBase, s, aBytes), consumer,
+                         64 * 128);
+                     Value bTile = wgmma::offset(b, bBase, s, bBytes);
                      NVVM::WgmmaFenceAlignedOp::create(b);
                      Value d = iter[0];
                      for (int64_t ks = 0; ks < t.bk / 16; ++ks)
-                       d = NVVM::WgmmaMmaAsyncOp::create(
-                           b, accType, d, addi64(descA, ks * aStep >> 4),
-                           addi64(descB, ks * bStep >> 4),
-                           NVVM::MMAShapeAttr::get(b.getContext(), 64, t.bn, 16),
-                           wgmmaType, wgmmaType, NVVM::WGMMATypes::f32,
-                           NVVM::WGMMAScaleOut::one, NVVM::WGMMAScaleIn::one,
-                           NVVM::WGMMAScaleIn::one,
-                           aK ? NVVM::MMALayout::row : NVVM::MMALayout::col,
-                           bK ? NVVM::MMALayout::col : NVVM::MMALayout::row,
-                           nullptr);
+                       d = wgmma::mmaSS(
+                           b, d,
+                           wgmma::descriptor(
+                               b, wgmma::offset(b, aTile, ks * aStep), aK,
+                               panel),
+                           wgmma::descriptor(
+                               b, wgmma::offset(b, bTile, ks * bStep), bK,
+                               panel),
+                           t.bn, shape.elementType, aK, bK);
                      NVVM::WgmmaGroupSyncAlignedOp::create(b);
                      // The previous k-tile's wgmma are done: its stage is
                      // free.
@@ -657,9 +588,7 @@ GemmWgmmaKernel::emitGemm(const GemmProblem &problem) {
   // Register 4j + r of warp w (of the warpgroup) holds C[16w + g + 8(r/2)]
   // [8j + 2t + r%2]: an m16n8 fragment per j, the consumers' warps a
   // column of warpsM x 1.
-  SmallVector<Value> values;
-  for (int64_t i = 0; i < t.bn / 2; ++i)
-    values.push_back(LLVM::ExtractValueOp::create(b, acc, i));
+  SmallVector<Value> values = wgmma::accumulatorValues(b, acc);
   AccumulatorLayout layout;
   layout.bm = t.bm;
   layout.bn = t.bn;
@@ -672,10 +601,7 @@ GemmWgmmaKernel::emitGemm(const GemmProblem &problem) {
   layout.warpK = idx(0);
   layout.stagingBytes = t.stages * stage;
   // The consumers alone: the producer warpgroup has left.
-  layout.barrier = [&] {
-    NVVM::BarrierOp::create(b, Type(), i32(1), i32(layout.threads), nullptr,
-                            Value());
-  };
+  layout.barrier = [&] { wgmma::namedBarrier(b, 1, layout.threads); };
   if (canStageEpilogue(shape, t.bn, layout.threads))
     emitStagedEpilogue(problem, layout, values, tileM, tileN, batch);
   else
