@@ -3,7 +3,8 @@
   bench.py prepare --fusec FUSEC --out DIR [--arch sm_90a] [-k SUBSTR[,SUBSTR...]]
       On any machine: writes the workload graphs of ../shared/bench/WORKLOADS.md
       that fusec covers and compiles each to DIR/<tag>.ptx for --arch (sm_90a
-      by default: the Hopper path), the FFN's also for sm_90 (<tag>_sm90):
+      by default: the Hopper path), the FFN's and attention's also for sm_90
+      (<tag>_sm90, the portable path):
         - conv + batch norm + ReLU on the ResNet-50 and MobileNetV2 layers of
           section 1, in f16, bf16, f32 as TF32 (--fp32-math=tf32) and f32;
         - a ResNet-50 bottleneck block (projection shortcut, and identity),
@@ -344,7 +345,8 @@ def prepare(args):
     for tag, text, flags in workloads():
         # The FFN's GEMMs on the portable path as well (mma.sync on sm_90),
         # to set the two paths side by side.
-        variants = [(tag, args.arch)] + ([(tag + "_sm90", "sm_90")] if tag.startswith("ffn") else [])
+        variants = [(tag, args.arch)] + ([(tag + "_sm90", "sm_90")] if tag.startswith(("ffn", "attention"))
+                                         else [])
         for name, arch in variants:
             if args.k and not any(k in name for k in args.k.split(",")):
                 continue
@@ -693,9 +695,9 @@ def run_bench(args):
     from torch.nn.attention import SDPBackend, sdpa_kernel
     for dt in ATTENTION_DTYPES:
         d = tdt[dt]
-        for (bsz, heads, n, hd) in ATTENTION:
-            for causal in (False, True):
-                tag = attention_tag(bsz, heads, n, hd, causal, dt)
+        for (bsz, heads, n, hd), causal, suffix in [(a, c, x) for a in ATTENTION for c in (False, True)
+                                                    for x in ("", "_sm90")]:
+                tag = attention_tag(bsz, heads, n, hd, causal, dt) + suffix
                 if not wanted(tag):
                     continue
                 module = load(tag)
@@ -725,7 +727,8 @@ def run_bench(args):
                                           cudnn=sdpa(SDPBackend.CUDNN_ATTENTION)), reps=9, inner=5)
                 flops = 4 * bsz * heads * n * n * hd // (2 if causal else 1)
                 ms_f, ms_cudnn = ms.pop("fusec"), ms.pop("cudnn")
-                compute_row(tag[: -len(dt) - 1], dt, ms_f, ms, flops, err, cudnn_sdpa_ms=ms_cudnn,
+                name = attention_tag(bsz, heads, n, hd, causal, dt)[: -len(dt) - 1]
+                compute_row(name + (" (sm_90)" if suffix else ""), dt, ms_f, ms, flops, err, cudnn_sdpa_ms=ms_cudnn,
                             ratio_vs_cudnn=ms_cudnn / ms_f if ms_cudnn else None)
                 rt.lib.fusec_module_release(module)
                 del q, k, v, out, fusec

@@ -66,6 +66,20 @@ makeAttentionMmaSyncKernel(KernelOp kernel, gpu::GPUModuleOp module,
                            const TargetDescription &target,
                            const AttentionTile &tile);
 
+/// Attention on Hopper's warpgroup MMA (AttentionWgmma.cpp), FlashAttention-3
+/// style: what the mma.sync kernel takes on sm_90a, but ropes, with Q, K and V
+/// read by TMA through their transposes and slices.
+bool isWgmmaAttention(AttentionOp op, const TargetDescription &target);
+/// Keys per K/V tile.
+int64_t chooseWgmmaAttentionKeys(AttentionOp op);
+/// Whether a #fuse.tile suits it: bm = 128 query rows, bn = 64 or 128 keys,
+/// bk = 16.
+bool suitsWgmmaAttention(AttentionOp op, TileAttr attr,
+                         const TargetDescription &target);
+std::unique_ptr<KernelBuilder>
+makeAttentionWgmmaKernel(KernelOp kernel, gpu::GPUModuleOp module,
+                         const TargetDescription &target, int64_t keys);
+
 /// The GEMM on CUDA cores (GemmSimt.cpp).
 std::unique_ptr<KernelBuilder>
 makeGemmSimtKernel(KernelOp kernel, gpu::GPUModuleOp module,

@@ -22,6 +22,8 @@ llvm::StringRef fusec::tiling::familyName(KernelFamily family) {
     return "attention_direct";
   case KernelFamily::AttentionMmaSync:
     return "attention_mma_sync";
+  case KernelFamily::AttentionWgmma:
+    return "attention_wgmma";
   case KernelFamily::GemmSimt:
     return "gemm_simt";
   case KernelFamily::GemmMmaSync:
@@ -87,6 +89,17 @@ fusec::tiling::selectStrategy(KernelOp kernel, const TargetDescription &target,
     return selectGemm(kernel, anchor, getGemmShape(anchor), target, options);
   KernelStrategy strategy;
   if (auto attention = dyn_cast_or_null<AttentionOp>(anchor);
+      attention && isWgmmaAttention(attention, target)) {
+    TileAttr attr = kernel.getTileAttr();
+    if (!attr || suitsWgmmaAttention(attention, attr, target)) {
+      strategy.family = KernelFamily::AttentionWgmma;
+      strategy.attention.bc =
+          attr ? attr.getBn() : chooseWgmmaAttentionKeys(attention);
+      return strategy;
+    }
+    // A tile written for mma.sync keeps that kernel.
+  }
+  if (auto attention = dyn_cast_or_null<AttentionOp>(anchor);
       attention && isMmaSyncAttention(attention)) {
     strategy.family = KernelFamily::AttentionMmaSync;
     strategy.attention = chooseAttentionTile(attention, target);
@@ -148,6 +161,10 @@ fusec::tiling::emitKernel(KernelOp kernel, gpu::GPUModuleOp module,
   case KernelFamily::AttentionMmaSync:
     builder = makeAttentionMmaSyncKernel(kernel, module, target,
                                          strategy.attention);
+    break;
+  case KernelFamily::AttentionWgmma:
+    builder = makeAttentionWgmmaKernel(kernel, module, target,
+                                       strategy.attention.bc);
     break;
   case KernelFamily::GemmSimt:
     builder = makeGemmSimtKernel(kernel, module, target, strategy.tile);

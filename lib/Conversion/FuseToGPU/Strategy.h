@@ -22,6 +22,7 @@ enum class KernelFamily {
   Gather,
   AttentionDirect,
   AttentionMmaSync,
+  AttentionWgmma,
   GemmSimt,
   GemmMmaSync,
   GemmWgmma,

@@ -73,8 +73,8 @@ Value wgmma::mmaSS(ImplicitLocOpBuilder &b, Value acc, Value descA,
 Value wgmma::mmaRS(ImplicitLocOpBuilder &b, Value acc, ArrayRef<Value> a,
                    Value descB, int64_t n, Type type, bool bKMajor) {
   // wgmma.mma_async ... d, {a0..a3}, b-desc, scale-d, scale-a, scale-b,
-  // trans-b: the accumulators tied in and out, as nvvm.wgmma.mma_async's
-  // own lowering writes them.
+  // trans-b: the accumulators tied in and out (operands $0.. out, then the
+  // same count in), as nvvm.wgmma.mma_async's own lowering writes them.
   int64_t count = n / 2;
   std::string d, constraints;
   for (int64_t i = 0; i < count; ++i) {
@@ -89,8 +89,8 @@ Value wgmma::mmaRS(ImplicitLocOpBuilder &b, Value acc, ArrayRef<Value> a,
   std::string ptx =
       "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\nwgmma.mma_async.sync.aligned.m64n" +
       std::to_string(n) + "k16.f32." + kind + "." + kind + " {" + d + "}, {" +
-      reg(count) + ", " + reg(count + 1) + ", " + reg(count + 2) + ", " +
-      reg(count + 3) + "}, " + reg(count + 4) + ", p, 1, 1, " +
+      reg(2 * count) + ", " + reg(2 * count + 1) + ", " + reg(2 * count + 2) +
+      ", " + reg(2 * count + 3) + "}, " + reg(2 * count + 4) + ", p, 1, 1, " +
       (bKMajor ? "0" : "1") + ";\n}\n";
   SmallVector<Value> operands = accumulatorValues(b, acc);
   llvm::append_range(operands, a);
