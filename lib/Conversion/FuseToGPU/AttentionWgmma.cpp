@@ -322,218 +322,156 @@ FailureOr<LaunchConfig> AttentionWgmmaKernel::emitBody() {
   Value qRows = wgmma::offset(b, qBase, consumer, 64 * 128);
   wgmma::waitBarrier(b, qFull, i32(0));
 
-  auto kTileOf = [&](Value stage) {
-    return wgmma::offset(b, kBase, stage, kBytes);
-  };
-  auto vTileOf = [&](Value stage) {
-    return wgmma::offset(b, vBase, stage, vBytes);
-  };
-  auto parityOf = [&](Value j) { return toI32(remi(divi(j, 2), 2)); };
-
-  // Issues S = Q K^T for the tile in `stage` (k-step i of the head dim in
-  // panel i / 4, at byte 32 (i % 4) of its rows) as one commit group.
-  auto issueScores = [&](Value stage) {
-    Value kTile = kTileOf(stage);
-    Value acc = wgmma::zeroAccumulators(b, bc);
-    for (int64_t i = 0; i < qSteps; ++i) {
-      int64_t at = (i % 4) * 32;
-      acc = wgmma::mmaSS(
-          b, acc,
-          wgmma::descriptor(
-              b, wgmma::offset(b, qRows, (i / 4) * br * 128 + at), true, 0),
-          wgmma::descriptor(
-              b, wgmma::offset(b, kTile, (i / 4) * bc * 128 + at), true, 0),
-          bc, elementType, true, true);
-    }
-    NVVM::WgmmaGroupSyncAlignedOp::create(b);
-    return acc;
-  };
-  // Issues O += P V for the tile in `stage`, P's registers `pRegs` (4 per
-  // k-step of 16 keys), V's 16 key rows of 128 bytes per k-step read
-  // MN-major (panels of 64 head dims, bc rows each).
-  auto issueValues = [&](Value o, ArrayRef<Value> pRegs, Value stage) {
-    Value vTile = vTileOf(stage);
-    for (int64_t p = 0; p < pSteps; ++p)
-      o = wgmma::mmaRS(
-          b, o, pRegs.slice(4 * p, 4),
-          wgmma::descriptor(b, wgmma::offset(b, vTile, p * 16 * 128), false,
-                            bc * 128),
-          s.dv, elementType, /*bKMajor=*/false);
-    NVVM::WgmmaGroupSyncAlignedOp::create(b);
-    return o;
-  };
-  auto release = [&](Value stage) {
-    ifThen(leader, [&] {
-      NVVM::MBarrierArriveOp::create(b, Type(), barrierAt(5, stage), Value());
-    });
-  };
-
-  // The online softmax of tile j's scores (the accumulators, read after
-  // their wait): P (f32, in place), and per row the new max, its alpha
-  // (the old max's rescaling) and the running sum.
-  struct Softmax {
-    SmallVector<Value> p;
-    Value m[2], alpha[2], l[2];
-  };
-  auto softmax = [&](SmallVector<Value> sAcc, Value kv0, const Value *m,
-                     const Value *l) {
-    // Element e of fragment f is row rows[e / 2], key kv0 + 8f + 2t + e % 2
-    // (mma.sync's layout).
-    if (prescale)
-      for (Value &x : sAcc)
-        x = mulf(x, f32(scaleLog2));
-    auto keyOf = [&](int64_t f, int64_t e) {
-      return addi(kv0, addi(idx(8 * f + e % 2), muli(t, idx(2))));
-    };
-    if (mask) {
-      ArrayRef<int64_t> maskShape = shapeOf(op.getMask());
-      Value log2eV = f32(log2e);
-      for (int64_t f = 0; f < sFrags; ++f)
-        for (int64_t e = 0; e < 4; ++e) {
-          Value i = mini(rows[e / 2], idx(s.nq - 1));
-          Value key = mini(keyOf(f, e), idx(s.nk - 1));
-          Value mv = load(mask, broadcastCoords({batchIndex, head, i, key},
-                                                maskShape));
-          sAcc[f * 4 + e] = fma(mv, log2eV, sAcc[f * 4 + e]);
-        }
-    }
-    // Keys past the end and (causal) after the row, only on the tiles that
-    // reach past the keys or the block's first row.
-    if (causal || s.nk % bc) {
-      Value edge =
-          cmpi(arith::CmpIPredicate::sgt, addi(kv0, idx(bc)), idx(s.nk));
-      if (causal)
-        edge = arith::OrIOp::create(
-            b, edge,
-            cmpi(arith::CmpIPredicate::sgt, addi(kv0, idx(bc - 1)), q0));
-      SmallVector<Type> types(sAcc.size(), b.getF32Type());
-      auto edgeIf = scf::IfOp::create(b, types, edge, true);
-      {
-        OpBuilder::InsertionGuard guard(b);
-        b.setInsertionPointToStart(edgeIf.thenBlock());
-        SmallVector<Value> masked;
-        for (int64_t f = 0; f < sFrags; ++f)
-          for (int64_t e = 0; e < 4; ++e) {
-            Value key = keyOf(f, e);
-            Value ok = ltc(key, s.nk);
-            if (causal)
-              ok = andi(ok,
-                        cmpi(arith::CmpIPredicate::sle, key, rows[e / 2]));
-            masked.push_back(select(ok, sAcc[f * 4 + e], negInf));
-          }
-        scf::YieldOp::create(b, masked);
-        b.setInsertionPointToStart(edgeIf.elseBlock());
-        scf::YieldOp::create(b, sAcc);
-      }
-      sAcc.assign(edgeIf.getResults().begin(), edgeIf.getResults().end());
-    }
-    Softmax out;
-    for (int64_t r = 0; r < 2; ++r) {
-      Value mx = negInf;
-      for (int64_t f = 0; f < sFrags; ++f)
-        mx = maxf(mx, maxf(sAcc[f * 4 + 2 * r], sAcc[f * 4 + 2 * r + 1]));
-      Value mNew = maxf(m[r], quadReduce(mx, /*max=*/true));
-      // A row with no key seen yet subtracts 0, keeping -inf - -inf out.
-      Value mUse = select(
-          arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, mNew, negInf),
-          zero, mNew);
-      out.alpha[r] = exp2(mulf(subf(m[r], mUse), mult));
-      Value offset = arith::NegFOp::create(b, mulf(mUse, mult));
-      Value sum = zero;
-      for (int64_t f = 0; f < sFrags; ++f)
-        for (int64_t e = 2 * r; e < 2 * r + 2; ++e) {
-          Value pv = exp2(fma(sAcc[f * 4 + e], mult, offset));
-          sAcc[f * 4 + e] = pv;
-          sum = addf(sum, pv);
-        }
-      out.l[r] = fma(l[r], out.alpha[r], sum);
-      out.m[r] = mNew;
-    }
-    out.p = std::move(sAcc);
-    return out;
-  };
-  // P, rounded to the input type, as the A registers of P V: for k-step p,
-  // a0/a1 rows g/g + 8 at keys 16p.., a2/a3 at keys 16p + 8.. (packPair of
-  // accumulator pairs; mma.sync's A layout, which wgmma's register A takes).
-  auto packP = [&](ArrayRef<Value> p) {
-    SmallVector<Value> regs;
-    for (int64_t step = 0; step < pSteps; ++step)
-      for (int64_t half = 0; half < 2; ++half)
-        for (int64_t r = 0; r < 2; ++r) {
-          int64_t f = 2 * step + half;
-          Value reg = packPair(b, type, elementType, p[f * 4 + 2 * r],
-                               p[f * 4 + 2 * r + 1]);
-          if (type.ptx == NVVM::MMATypes::f16)
-            reg = vector::ExtractOp::create(
-                b,
-                vector::BitCastOp::create(
-                    b, VectorType::get({1}, b.getI32Type()), reg),
-                0);
-          regs.push_back(reg);
-        }
-    return regs;
-  };
-
-  // Software-pipelined as FlashAttention-3: while the softmax of tile j
-  // runs, the tensor cores compute P V of tile j - 1. Tile 0's scores
-  // first.
-  Value stage0 = idx(0);
-  wgmma::waitBarrier(b, barrierAt(1, stage0), i32(0));
-  NVVM::WgmmaFenceAlignedOp::create(b);
-  Value s0 = issueScores(stage0);
-  NVVM::WgmmaWaitGroupSyncOp::create(b, 0);
-  Value m0[2] = {negInf, negInf}, l0[2] = {zero, zero};
-  Softmax first = softmax(wgmma::fenceOperands(b, s0), idx(0), m0, l0);
-
-  // Loop state: O, the rows' max and sum, and P's registers of the tile
-  // before.
-  SmallVector<Value> init{wgmma::zeroAccumulators(b, s.dv), first.m[0],
-                          first.m[1], first.l[0], first.l[1]};
-  llvm::append_range(init, packP(first.p));
+  SmallVector<Value> init{wgmma::zeroAccumulators(b, s.dv), negInf, negInf,
+                          zero, zero};
   SmallVector<Value> state = loop(
-      idx(1), tiles, idx(1), init,
+      idx(0), tiles, idx(1), init,
       [&](Value j, ValueRange args) -> SmallVector<Value> {
-        Value stage = remi(j, 2), prevStage = remi(addi(j, idx(1)), 2);
-        Value prev = subi(j, idx(1));
-        wgmma::waitBarrier(b, barrierAt(1, stage), parityOf(j));
-        wgmma::waitBarrier(b, barrierAt(3, prevStage), parityOf(prev));
-        // Every register the wgmma read is written before the fence.
+        Value stage = remi(j, 2);
+        Value parity = toI32(remi(divi(j, 2), 2));
+        Value kv0 = muli(j, idx(bc));
+        Value kTile = wgmma::offset(b, kBase, stage, kBytes);
+        Value vTile = wgmma::offset(b, vBase, stage, vBytes);
+
+        // S = Q K^T, k-step i of the head dim in panel i / 4 at byte
+        // 32 (i % 4) of its rows.
+        wgmma::waitBarrier(b, barrierAt(1, stage), parity);
         NVVM::WgmmaFenceAlignedOp::create(b);
-        Value scores = issueScores(stage);
-        SmallVector<Value> prevP(args.drop_front(5));
-        Value o = issueValues(args[0], prevP, prevStage);
-        // The scores are in (the older group); P V may still run.
-        NVVM::WgmmaWaitGroupSyncOp::create(b, 1);
-        Value m[2] = {args[1], args[2]}, l[2] = {args[3], args[4]};
-        Softmax next = softmax(wgmma::fenceOperands(b, scores),
-                               muli(j, idx(bc)), m, l);
-        SmallVector<Value> pRegs = packP(next.p);
-        // P V of tile j - 1 is in: its stage is free, and O takes the new
-        // max.
+        Value sStruct = wgmma::zeroAccumulators(b, bc);
+        for (int64_t i = 0; i < qSteps; ++i)
+          sStruct = wgmma::mmaSS(
+              b, sStruct,
+              wgmma::descriptor(b, wgmma::offset(b, qRows, (i / 4) * br * 128 +
+                                                               (i % 4) * 32),
+                                true, 0),
+              wgmma::descriptor(b, wgmma::offset(b, kTile, (i / 4) * bc * 128 +
+                                                               (i % 4) * 32),
+                                true, 0),
+              bc, elementType, true, true);
+        NVVM::WgmmaGroupSyncAlignedOp::create(b);
         NVVM::WgmmaWaitGroupSyncOp::create(b, 0);
-        release(prevStage);
-        SmallVector<Value> ov = wgmma::fenceOperands(b, o);
-        for (int64_t f = 0; f < vFrags; ++f)
-          for (int64_t e = 0; e < 4; ++e)
-            ov[f * 4 + e] = mulf(ov[f * 4 + e], next.alpha[e / 2]);
-        SmallVector<Value> out{wgmma::accumulatorStruct(b, ov), next.m[0],
-                               next.m[1], next.l[0], next.l[1]};
-        llvm::append_range(out, pRegs);
-        return out;
+        SmallVector<Value> sAcc = wgmma::accumulatorValues(b, sStruct);
+
+        // Scaled scores; element e of fragment f is row rows[e / 2], key
+        // kv0 + 8f + 2t + e % 2 (mma.sync's layout).
+        if (prescale)
+          for (Value &x : sAcc)
+            x = mulf(x, f32(scaleLog2));
+        auto keyOf = [&](int64_t f, int64_t e) {
+          return addi(kv0, addi(idx(8 * f + e % 2), muli(t, idx(2))));
+        };
+        if (mask) {
+          ArrayRef<int64_t> maskShape = shapeOf(op.getMask());
+          Value log2eV = f32(log2e);
+          for (int64_t f = 0; f < sFrags; ++f)
+            for (int64_t e = 0; e < 4; ++e) {
+              Value i = mini(rows[e / 2], idx(s.nq - 1));
+              Value key = mini(keyOf(f, e), idx(s.nk - 1));
+              Value m = load(mask, broadcastCoords({batchIndex, head, i, key},
+                                                   maskShape));
+              sAcc[f * 4 + e] = fma(m, log2eV, sAcc[f * 4 + e]);
+            }
+        }
+        if (causal || s.nk % bc) {
+          Value edge = cmpi(arith::CmpIPredicate::sgt, addi(kv0, idx(bc)),
+                            idx(s.nk));
+          if (causal)
+            edge = arith::OrIOp::create(
+                b, edge,
+                cmpi(arith::CmpIPredicate::sgt, addi(kv0, idx(bc - 1)), q0));
+          SmallVector<Type> types(sAcc.size(), b.getF32Type());
+          auto edgeIf = scf::IfOp::create(b, types, edge, true);
+          {
+            OpBuilder::InsertionGuard guard(b);
+            b.setInsertionPointToStart(edgeIf.thenBlock());
+            SmallVector<Value> masked;
+            for (int64_t f = 0; f < sFrags; ++f)
+              for (int64_t e = 0; e < 4; ++e) {
+                Value key = keyOf(f, e);
+                Value ok = ltc(key, s.nk);
+                if (causal)
+                  ok = andi(ok, cmpi(arith::CmpIPredicate::sle, key,
+                                     rows[e / 2]));
+                masked.push_back(select(ok, sAcc[f * 4 + e], negInf));
+              }
+            scf::YieldOp::create(b, masked);
+            b.setInsertionPointToStart(edgeIf.elseBlock());
+            scf::YieldOp::create(b, sAcc);
+          }
+          sAcc.assign(edgeIf.getResults().begin(), edgeIf.getResults().end());
+        }
+
+        // Online softmax, per row r of the thread's two.
+        SmallVector<Value> o = wgmma::accumulatorValues(b, args[0]);
+        Value m[2] = {args[1], args[2]};
+        Value l[2] = {args[3], args[4]};
+        for (int64_t r = 0; r < 2; ++r) {
+          Value mx = negInf;
+          for (int64_t f = 0; f < sFrags; ++f)
+            mx = maxf(mx, maxf(sAcc[f * 4 + 2 * r], sAcc[f * 4 + 2 * r + 1]));
+          Value mNew = maxf(m[r], quadReduce(mx, /*max=*/true));
+          Value mUse = select(arith::CmpFOp::create(
+                                  b, arith::CmpFPredicate::OEQ, mNew, negInf),
+                              zero, mNew);
+          Value alpha = exp2(mulf(subf(m[r], mUse), mult));
+          Value offset = arith::NegFOp::create(b, mulf(mUse, mult));
+          Value sum = zero;
+          for (int64_t f = 0; f < sFrags; ++f)
+            for (int64_t e = 2 * r; e < 2 * r + 2; ++e) {
+              Value p = exp2(fma(sAcc[f * 4 + e], mult, offset));
+              sAcc[f * 4 + e] = p;
+              sum = addf(sum, p);
+            }
+          l[r] = fma(l[r], alpha, sum);
+          m[r] = mNew;
+          for (int64_t f = 0; f < vFrags; ++f)
+            for (int64_t e = 2 * r; e < 2 * r + 2; ++e)
+              o[f * 4 + e] = mulf(o[f * 4 + e], alpha);
+        }
+
+        // O += P V: P's accumulators of keys 16p.. are the A registers of
+        // k-step p; V's tile, 16 key rows of 128 bytes per k-step, read
+        // MN-major (panels of 64 head dims, bc rows each).
+        // Every register the wgmma read is written before the fence.
+        SmallVector<SmallVector<Value>> aRegs;
+        for (int64_t p = 0; p < pSteps; ++p) {
+          SmallVector<Value> &a = aRegs.emplace_back();
+          for (int64_t half = 0; half < 2; ++half)
+            for (int64_t r = 0; r < 2; ++r) {
+              int64_t f = 2 * p + half;
+              a.push_back(packPair(b, type, elementType, sAcc[f * 4 + 2 * r],
+                                   sAcc[f * 4 + 2 * r + 1]));
+            }
+          if (type.ptx == NVVM::MMATypes::f16)
+            for (Value &reg : a)
+              reg = vector::ExtractOp::create(
+                  b,
+                  vector::BitCastOp::create(
+                      b, VectorType::get({1}, b.getI32Type()), reg),
+                  0);
+        }
+        Value oStruct = wgmma::accumulatorStruct(b, o);
+        wgmma::waitBarrier(b, barrierAt(3, stage), parity);
+        NVVM::WgmmaFenceAlignedOp::create(b);
+        for (int64_t p = 0; p < pSteps; ++p)
+          oStruct = wgmma::mmaRS(
+              b, oStruct, aRegs[p],
+              wgmma::descriptor(b, wgmma::offset(b, vTile, p * 16 * 128),
+                                false, bc * 128),
+              s.dv, elementType, /*bKMajor=*/false);
+        NVVM::WgmmaGroupSyncAlignedOp::create(b);
+        NVVM::WgmmaWaitGroupSyncOp::create(b, 0);
+        // This consumer is done with the stage.
+        ifThen(leader, [&] {
+          NVVM::MBarrierArriveOp::create(b, Type(), barrierAt(5, stage),
+                                         Value());
+        });
+        return {oStruct, m[0], m[1], l[0], l[1]};
       });
-  // The last tile's P V.
-  Value lastStage = remi(subi(tiles, idx(1)), 2);
-  wgmma::waitBarrier(b, barrierAt(3, lastStage), parityOf(subi(tiles, idx(1))));
-  NVVM::WgmmaFenceAlignedOp::create(b);
-  Value oFinal = issueValues(state[0], ArrayRef<Value>(state).drop_front(5),
-                             lastStage);
-  NVVM::WgmmaWaitGroupSyncOp::create(b, 0);
-  release(lastStage);
-  state[0] = oFinal;
 
   // O / l, 0 for a row that saw no key; then the epilogue, two columns at a
   // time.
-  SmallVector<Value> o = wgmma::fenceOperands(b, state[0]);
+  SmallVector<Value> o = wgmma::accumulatorValues(b, state[0]);
   for (int64_t r = 0; r < 2; ++r) {
     Value l = quadReduce(state[3 + r], /*max=*/false);
     Value inv = select(

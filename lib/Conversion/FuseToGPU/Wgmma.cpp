@@ -129,21 +129,6 @@ Value wgmma::accumulatorStruct(ImplicitLocOpBuilder &b,
   return acc;
 }
 
-SmallVector<Value> wgmma::fenceOperands(ImplicitLocOpBuilder &b, Value acc) {
-  SmallVector<Value> values = accumulatorValues(b, acc);
-  std::string constraints;
-  for (size_t i = 0; i < values.size(); ++i)
-    constraints += "=f,";
-  for (size_t i = 0; i < values.size(); ++i)
-    constraints += std::to_string(i) + (i + 1 < values.size() ? "," : "");
-  auto asmOp = LLVM::InlineAsmOp::create(
-      b, acc.getType(), values, "", constraints, /*has_side_effects=*/true,
-      /*is_align_stack=*/false, LLVM::TailCallKind::None,
-      LLVM::AsmDialectAttr::get(b.getContext(), LLVM::AsmDialect::AD_ATT),
-      /*operand_attrs=*/ArrayAttr());
-  return accumulatorValues(b, asmOp.getResult(0));
-}
-
 void wgmma::namedBarrier(ImplicitLocOpBuilder &b, int64_t id,
                          int64_t threads) {
   NVVM::BarrierOp::create(b, Type(), i32(b, id), i32(b, threads), nullptr,

@@ -59,12 +59,6 @@ SmallVector<Value> accumulatorValues(ImplicitLocOpBuilder &b, Value acc);
 /// The accumulators rebuilt from `values` (after scaling them, say).
 Value accumulatorStruct(ImplicitLocOpBuilder &b, ArrayRef<Value> values);
 
-/// The values of accumulators `acc` pinned after a wgmma wait: an empty
-/// inline PTX statement with side effects that takes and returns them, so
-/// that no use of them moves above the wait that made them ready (CUTLASS's
-/// warpgroup_fence_operand).
-SmallVector<Value> fenceOperands(ImplicitLocOpBuilder &b, Value acc);
-
 /// bar.sync `id`, `threads` (a multiple of 32): synchronises part of the
 /// block, so that warps that left are not waited for.
 void namedBarrier(ImplicitLocOpBuilder &b, int64_t id, int64_t threads);
