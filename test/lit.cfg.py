@@ -56,3 +56,7 @@ try:
     config.available_features.add("cuda-driver")
 except OSError:
     pass
+
+# A user's tuning database must not change what the tests compile: tests
+# that want one name it.
+config.environment["FUSEC_TUNING_DB"] = "none"

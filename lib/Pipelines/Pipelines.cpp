@@ -15,13 +15,14 @@ using namespace mlir;
 void fusec::buildPipeline(OpPassManager &pm, Stage stage,
                           const PipelineOptions &options) {
   OpPassManager &funcPm = pm.nest<func::FuncOp>();
-  if (options.simplify) {
+  if (options.simplify && !options.fromKernels) {
     funcPm.addPass(createFuseSimplify());
     funcPm.addPass(createCSEPass());
   }
   if (stage == Stage::Graph)
     return;
-  funcPm.addPass(createFormKernels());
+  if (!options.fromKernels)
+    funcPm.addPass(createFormKernels());
   pm.addPass(createVerifyStage({/*stage=*/"kernels"}));
   if (stage == Stage::Kernels)
     return;
@@ -30,6 +31,8 @@ void fusec::buildPipeline(OpPassManager &pm, Stage stage,
   tiling.smCount = options.smCount;
   tiling.fp32Math = options.fp32Math;
   tiling.mmaPrefetch = options.mmaPrefetch;
+  tiling.tuningDb = options.tuningDb;
+  tiling.tuningGpu = options.tuningGpu;
   pm.addPass(createTileKernels(tiling));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());

@@ -13,6 +13,8 @@
 #include "fusec/Reference/Interpreter.h"
 #include "fusec/Target/PTX.h"
 #include "fusec/Target/TargetDescription.h"
+#include "fusec/Tuning/TuningDB.h"
+#include "fusec/Conversion/FuseToGPU.h"
 #include "fusec/Support/Float16.h"
 #include "fusec/Support/Npy.h"
 #include "fusec/Support/Summary.h"
@@ -21,7 +23,9 @@
 #include "Fuse/FuseOps.h"
 
 #include "mlir/IR/AsmState.h"
+#include "mlir/AsmParser/AsmParser.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/Verifier.h"
@@ -30,16 +34,20 @@
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Support/ToolUtilities.h"
 
+#include "llvm/ADT/ScopeExit.h"
+#include "llvm/Config/llvm-config.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/WithColor.h"
 
+#include <chrono>
 #include <cmath>
 #include <random>
 
@@ -55,18 +63,22 @@ namespace rt = fusec::runtime;
 static cl::OptionCategory fusecCat("fusec options");
 static cl::SubCommand runCmd("run", "Evaluate a graph and print (or save) "
                                     "its outputs");
+static cl::SubCommand tuneCmd(
+    "tune", "On a GPU: time candidate configurations of every kernel of a "
+            "graph, each checked first, and keep the fastest in the tuning "
+            "database");
 
 static cl::opt<std::string> inputFilename(cl::Positional,
                                           cl::desc("<graph.mlir>"),
                                           cl::init("-"), cl::cat(fusecCat),
                                           cl::sub(cl::SubCommand::getTopLevel()),
-                                          cl::sub(runCmd));
+                                          cl::sub(runCmd), cl::sub(tuneCmd));
 
 static cl::opt<std::string> entryName(
     "entry", cl::desc("Graph function to use (default: the only function, "
                       "or @main)"),
     cl::value_desc("name"), cl::cat(fusecCat),
-    cl::sub(cl::SubCommand::getTopLevel()), cl::sub(runCmd));
+    cl::sub(cl::SubCommand::getTopLevel()), cl::sub(runCmd), cl::sub(tuneCmd));
 
 enum class EmitKind { MLIR, Kernels, Tiled, GPU, PTX };
 static cl::opt<EmitKind> emitKind(
@@ -92,7 +104,8 @@ static cl::opt<std::string>
          cl::desc("GPU architecture, sm_80 or newer (default sm_90; for "
                   "'run', the GPU's own)"),
          cl::init("sm_90"), cl::cat(fusecCat),
-         cl::sub(cl::SubCommand::getTopLevel()), cl::sub(runCmd));
+         cl::sub(cl::SubCommand::getTopLevel()), cl::sub(runCmd),
+         cl::sub(tuneCmd));
 
 static cl::opt<std::string> fp32Math(
     "fp32-math",
@@ -100,14 +113,38 @@ static cl::opt<std::string> fp32Math(
              "FMAs on CUDA cores, the default) or tf32 (TF32 tensor cores "
              "with f32 accumulation: faster, about 1e-3 relative error)"),
     cl::init("ieee"), cl::cat(fusecCat),
-    cl::sub(cl::SubCommand::getTopLevel()), cl::sub(runCmd));
+    cl::sub(cl::SubCommand::getTopLevel()), cl::sub(runCmd),
+    cl::sub(tuneCmd));
+
+static cl::opt<std::string> tuningDb(
+    "tuning-db",
+    cl::desc("The autotuner's database: read when compiling (kernels without "
+             "a tile take their measured configuration), written by 'tune' "
+             "(default: $FUSEC_TUNING_DB, else ~/.cache/fusec/tuning.json; "
+             "'none': no database)"),
+    cl::value_desc("file"), cl::cat(fusecCat),
+    cl::sub(cl::SubCommand::getTopLevel()), cl::sub(runCmd),
+    cl::sub(tuneCmd));
+
+static cl::opt<unsigned> tuneRepeat(
+    "repeat", cl::desc("tune: back-to-back runs per timing (default 10)"),
+    cl::init(10), cl::cat(fusecCat), cl::sub(tuneCmd));
+
+static cl::opt<double> referenceGflop(
+    "reference-gflop",
+    cl::desc("tune: the largest kernel (in GFLOP) whose candidates are "
+             "checked against the float64 reference interpreter; larger "
+             "ones are checked against the heuristic configuration's "
+             "output on the GPU (default 2)"),
+    cl::init(2.0), cl::cat(fusecCat), cl::sub(tuneCmd));
 
 static cl::opt<bool> mmaPrefetch(
     "mma-prefetch",
     cl::desc("Tensor-core GEMM: load the next k-step's fragments before this "
              "one's mma.sync (a tuning knob, on by default)"),
     cl::init(true), cl::Hidden, cl::cat(fusecCat),
-    cl::sub(cl::SubCommand::getTopLevel()), cl::sub(runCmd));
+    cl::sub(cl::SubCommand::getTopLevel()), cl::sub(runCmd),
+    cl::sub(tuneCmd));
 
 static cl::opt<bool> showRemarks(
     "remarks", cl::desc("Print the compiler's remarks (fusion decisions)"),
@@ -133,7 +170,8 @@ static cl::opt<Device> device(
 
 static cl::opt<uint64_t> seed("seed",
                               cl::desc("Seed of the random inputs (default 0)"),
-                              cl::init(0), cl::cat(fusecCat), cl::sub(runCmd));
+                              cl::init(0), cl::cat(fusecCat), cl::sub(runCmd),
+                              cl::sub(tuneCmd));
 
 static cl::list<std::string>
     inputFiles("input",
@@ -206,9 +244,28 @@ static bool isVariance(Value value) {
   });
 }
 
-/// Inputs of `func`: loaded from --input files, or seeded random values
-/// (uniform in [-1, 1), [0.5, 2) for variances), rounded to the argument
-/// dtypes.
+/// Seeded random inputs of `func` (uniform in [-1, 1), [0.5, 2) for
+/// variances), rounded to the argument dtypes.
+static std::vector<ref::Tensor> randomInputs(func::FuncOp func,
+                                             uint64_t seed) {
+  std::vector<ref::Tensor> inputs;
+  std::mt19937_64 rng(seed);
+  for (BlockArgument arg : func.getArguments()) {
+    auto type = cast<RankedTensorType>(arg.getType());
+    ref::Tensor t(std::vector<int64_t>(type.getShape().begin(),
+                                       type.getShape().end()));
+    bool positive = isVariance(arg);
+    std::uniform_real_distribution<double> dist(positive ? 0.5 : -1.0,
+                                                positive ? 2.0 : 1.0);
+    for (double &v : t.data)
+      v = dist(rng);
+    inputs.push_back(ref::castTo(t, *ref::getDType(type.getElementType())));
+  }
+  return inputs;
+}
+
+/// Inputs of `func`: loaded from --input files, or random (randomInputs),
+/// rounded to the argument dtypes.
 static FailureOr<std::vector<ref::Tensor>> makeInputs(func::FuncOp func) {
   std::vector<ref::Tensor> inputs;
   unsigned numArgs = func.getNumArguments();
@@ -216,37 +273,36 @@ static FailureOr<std::vector<ref::Tensor>> makeInputs(func::FuncOp func) {
     return fail(llvm::formatv("@{0} takes {1} arguments but {2} --input "
                               "files were given",
                               func.getSymName(), numArgs, inputFiles.size()));
-  std::mt19937_64 rng(seed);
+  if (inputFiles.empty())
+    return randomInputs(func, seed);
   for (unsigned i = 0; i < numArgs; ++i) {
     auto type = cast<RankedTensorType>(func.getArgument(i).getType());
     ref::DType dtype = *ref::getDType(type.getElementType());
     std::vector<int64_t> shape(type.getShape().begin(), type.getShape().end());
     ref::Tensor t(shape);
-    if (inputFiles.empty()) {
-      bool positive = isVariance(func.getArgument(i));
-      std::uniform_real_distribution<double> dist(positive ? 0.5 : -1.0,
-                                                  positive ? 2.0 : 1.0);
-      for (double &v : t.data)
-        v = dist(rng);
-    } else {
-      const std::string &path = inputFiles[i];
-      std::string error;
-      auto buffer = openInputFile(path, &error);
-      if (!buffer)
-        return fail(error);
-      NpyArray array;
-      if (!parseNpy(buffer->getBuffer().str(), array, error))
-        return fail(path + ": " + error);
-      if (array.shape != shape)
-        return fail(llvm::formatv("{0}: shape {1} does not match argument "
-                                  "#{2} of @{3}, which is {4}",
-                                  path, formatShape(array.shape), i,
-                                  func.getSymName(), formatShape(shape)));
-      t.data = std::move(array.data);
-    }
+    const std::string &path = inputFiles[i];
+    std::string error;
+    auto buffer = openInputFile(path, &error);
+    if (!buffer)
+      return fail(error);
+    NpyArray array;
+    if (!parseNpy(buffer->getBuffer().str(), array, error))
+      return fail(path + ": " + error);
+    if (array.shape != shape)
+      return fail(llvm::formatv("{0}: shape {1} does not match argument "
+                                "#{2} of @{3}, which is {4}",
+                                path, formatShape(array.shape), i,
+                                func.getSymName(), formatShape(shape)));
+    t.data = std::move(array.data);
     inputs.push_back(ref::castTo(t, dtype));
   }
   return inputs;
+}
+
+static FloatFormat formatOf(Type elementType) {
+  return elementType.isF16()    ? FloatFormat::F16
+         : elementType.isBF16() ? FloatFormat::BF16
+                                : FloatFormat::F32;
 }
 
 static NpyDType npyDType(Type elementType) {
@@ -296,9 +352,27 @@ static void keepOnly(ModuleOp module, func::FuncOp entry) {
 
 /// Runs the pipeline up to the stage `kind` emits; for PTX, returns the
 /// artifact text in `artifact`.
+/// The database compilation reads and `tune` writes.
+static std::string tuningDbPath() {
+  return tuningDb.getNumOccurrences() ? std::string(tuningDb)
+                                      : tuning::defaultPath();
+}
+
+/// How a compilation differs from `fusec graph.mlir -o ...`'s.
+struct LowerOptions {
+  /// SMs of the GPU the kernels are for (0: the chip's flagship part).
+  int64_t smCount = 0;
+  /// The GPU whose tuning entries apply (empty: any of the chip).
+  std::string gpu;
+  /// The input is fuse.kernel regions already (tune's single kernels).
+  bool fromKernels = false;
+  /// Consult the tuning database.
+  bool tuned = true;
+};
+
 static LogicalResult lower(ModuleOp module, EmitKind kind,
                            const PTXTarget &target, std::string *artifact,
-                           int64_t smCount = 0) {
+                           const LowerOptions &how = {}) {
   if (kind == EmitKind::MLIR)
     return success();
   static const Stage stages[] = {Stage::Graph, Stage::Kernels, Stage::Tiled,
@@ -308,9 +382,12 @@ static LogicalResult lower(ModuleOp module, EmitKind kind,
     return failure();
   PipelineOptions options;
   options.arch = target.chip;
-  options.smCount = smCount;
+  options.smCount = how.smCount;
   options.fp32Math = fp32Math;
   options.mmaPrefetch = mmaPrefetch;
+  options.tuningDb = how.tuned ? tuningDbPath() : "none";
+  options.tuningGpu = how.gpu;
+  options.fromKernels = how.fromKernels;
   buildPipeline(pm, stages[static_cast<int>(kind)], options);
   if (failed(pm.run(module)))
     return failure();
@@ -356,10 +433,121 @@ static LogicalResult emitGraph(ModuleOp module) {
   return success();
 }
 
-static FloatFormat formatOf(Type elementType) {
-  return elementType.isF16()    ? FloatFormat::F16
-         : elementType.isBF16() ? FloatFormat::BF16
-                                : FloatFormat::F32;
+static LogicalResult check(const rt::Status &status) {
+  if (status.isOk())
+    return success();
+  return fail(status.message());
+}
+
+namespace {
+/// A graph's buffers on a GPU: the inputs uploaded once, the outputs
+/// poisoned with NaN before each run (0xFF bytes are NaN in every float
+/// format, so unwritten outputs show).
+class DeviceGraph {
+public:
+  static FailureOr<DeviceGraph> create(std::shared_ptr<rt::Device> gpu,
+                                       func::FuncOp func,
+                                       const std::vector<ref::Tensor> &inputs) {
+    DeviceGraph g;
+    g.gpu = std::move(gpu);
+    for (auto [t, type] : llvm::zip_equal(inputs, func.getArgumentTypes())) {
+      std::vector<uint8_t> bytes;
+      std::vector<double> values = t.data;
+      encodeFloats(values,
+                   formatOf(cast<RankedTensorType>(type).getElementType()),
+                   bytes);
+      g.buffers.emplace_back();
+      if (failed(check(rt::DeviceBuffer::allocate(g.gpu, bytes.size(),
+                                                  g.buffers.back()))) ||
+          failed(check(g.gpu->copyToDevice(g.buffers.back().ptr(), bytes.data(),
+                                           bytes.size()))))
+        return failure();
+      g.in.push_back(g.buffers.back().ref());
+    }
+    for (Type type : func.getResultTypes()) {
+      auto tensor = cast<RankedTensorType>(type);
+      g.results.push_back(tensor);
+      uint64_t bytes = tensor.getNumElements() *
+                       byteWidth(formatOf(tensor.getElementType()));
+      g.buffers.emplace_back();
+      if (failed(check(rt::DeviceBuffer::allocate(g.gpu, bytes,
+                                                  g.buffers.back()))))
+        return failure();
+      g.out.push_back(g.buffers.back().ref());
+    }
+    return g;
+  }
+
+  /// Runs `module` once on fresh NaN outputs and returns them.
+  FailureOr<std::vector<ref::Tensor>> run(rt::Module &module) {
+    for (const rt::BufferRef &ref : out)
+      if (failed(check(gpu->fill(ref.ptr, 0xFF, ref.bytes))))
+        return failure();
+    if (failed(check(module.run(nullptr, in, out))) ||
+        failed(check(gpu->synchronize())))
+      return failure();
+    std::vector<ref::Tensor> tensors;
+    for (auto [ref, tensor] : llvm::zip_equal(out, results)) {
+      std::vector<uint8_t> bytes(ref.bytes);
+      if (failed(check(gpu->copyToHost(bytes.data(), ref.ptr, ref.bytes))))
+        return failure();
+      ref::Tensor t(std::vector<int64_t>(tensor.getShape().begin(),
+                                         tensor.getShape().end()));
+      decodeFloats(bytes.data(), t.data.size(),
+                   formatOf(tensor.getElementType()), t.data);
+      tensors.push_back(std::move(t));
+    }
+    return tensors;
+  }
+
+  /// The median of 5 timings of `repeat` back-to-back runs, in ms per run.
+  FailureOr<double> time(rt::Module &module, unsigned repeat) {
+    rt::Event start = nullptr, end = nullptr;
+    auto cleanup = llvm::make_scope_exit([&] {
+      if (start)
+        (void)gpu->destroyEvent(start);
+      if (end)
+        (void)gpu->destroyEvent(end);
+    });
+    if (failed(check(gpu->createEvent(start))) ||
+        failed(check(gpu->createEvent(end))))
+      return failure();
+    for (int warm = 0; warm < 2; ++warm)
+      if (failed(check(module.run(nullptr, in, out))))
+        return failure();
+    std::vector<double> times;
+    for (int round = 0; round < 5; ++round) {
+      if (failed(check(gpu->recordEvent(start))))
+        return failure();
+      for (unsigned r = 0; r < repeat; ++r)
+        if (failed(check(module.run(nullptr, in, out))))
+          return failure();
+      float ms = 0;
+      if (failed(check(gpu->recordEvent(end))) ||
+          failed(check(gpu->synchronize())) ||
+          failed(check(gpu->elapsedMs(start, end, ms))))
+        return failure();
+      times.push_back(ms / repeat);
+    }
+    llvm::sort(times);
+    return times[times.size() / 2];
+  }
+
+private:
+  std::shared_ptr<rt::Device> gpu;
+  std::vector<rt::DeviceBuffer> buffers;
+  std::vector<rt::BufferRef> in, out;
+  std::vector<RankedTensorType> results;
+};
+} // namespace
+
+/// The chip to compile for on `gpu`: --arch, else its own, arch-specific
+/// where that unlocks instructions (sm_90a: wgmma and TMA on an H100/H200).
+static std::string chipFor(const rt::Device &gpu) {
+  return arch.getNumOccurrences()
+             ? std::string(arch)
+             : TargetDescription::chipForDevice(gpu.computeCapabilityMajor(),
+                                                gpu.computeCapabilityMinor());
 }
 
 /// Compiles `func` and runs it on GPU 0 with `inputs`, outputs poisoned
@@ -367,73 +555,26 @@ static FloatFormat formatOf(Type elementType) {
 static FailureOr<std::vector<ref::Tensor>>
 runOnGPU(func::FuncOp func, const std::vector<ref::Tensor> &inputs,
          std::shared_ptr<rt::Device> gpu) {
-  // The device's own chip, arch-specific where that unlocks instructions
-  // (sm_90a: wgmma and TMA GEMMs on an H100 or H200).
-  auto target = PTXTarget::parse(
-      arch.getNumOccurrences()
-          ? arch
-          : TargetDescription::chipForDevice(gpu->computeCapabilityMajor(),
-                                             gpu->computeCapabilityMinor()));
+  auto target = PTXTarget::parse(chipFor(*gpu));
   if (!target)
     return fail(llvm::toString(target.takeError()));
   OwningOpRef<ModuleOp> module = cast<ModuleOp>(func->getParentOp()->clone());
   keepOnly(*module, module->lookupSymbol<func::FuncOp>(func.getSymName()));
   std::string artifact;
-  // Tiles sized for this GPU's SMs.
-  if (failed(lower(*module, EmitKind::PTX, *target, &artifact,
-                   gpu->multiprocessorCount())))
+  // Tiles sized for this GPU's SMs, and its tuning entries.
+  LowerOptions how;
+  how.smCount = gpu->multiprocessorCount();
+  how.gpu = gpu->name();
+  if (failed(lower(*module, EmitKind::PTX, *target, &artifact, how)))
     return failure();
-  auto check = [](const rt::Status &status) -> LogicalResult {
-    if (status.isOk())
-      return success();
-    return fail(status.message());
-  };
   std::unique_ptr<rt::Module> loaded;
   if (failed(check(rt::Module::load(gpu, artifact, loaded,
                                     func.getSymName().str()))))
     return failure();
-  std::vector<rt::DeviceBuffer> buffers;
-  std::vector<rt::BufferRef> in, out;
-  for (auto [t, type] : llvm::zip_equal(inputs, func.getArgumentTypes())) {
-    std::vector<double> values = t.data;
-    std::vector<uint8_t> bytes;
-    encodeFloats(values, formatOf(cast<RankedTensorType>(type).getElementType()),
-                 bytes);
-    buffers.emplace_back();
-    if (failed(check(rt::DeviceBuffer::allocate(gpu, bytes.size(),
-                                                buffers.back()))) ||
-        failed(check(gpu->copyToDevice(buffers.back().ptr(), bytes.data(),
-                                       bytes.size()))))
-      return failure();
-    in.push_back(buffers.back().ref());
-  }
-  for (Type type : func.getResultTypes()) {
-    auto tensor = cast<RankedTensorType>(type);
-    uint64_t bytes = tensor.getNumElements() *
-                     byteWidth(formatOf(tensor.getElementType()));
-    buffers.emplace_back();
-    // 0xFF bytes are NaN in every float format: unwritten outputs show.
-    if (failed(check(rt::DeviceBuffer::allocate(gpu, bytes, buffers.back()))) ||
-        failed(check(gpu->fill(buffers.back().ptr(), 0xFF, bytes))))
-      return failure();
-    out.push_back(buffers.back().ref());
-  }
-  if (failed(check(loaded->run(nullptr, in, out))) ||
-      failed(check(gpu->synchronize())))
+  FailureOr<DeviceGraph> graph = DeviceGraph::create(gpu, func, inputs);
+  if (failed(graph))
     return failure();
-  std::vector<ref::Tensor> results;
-  for (auto [ref, type] : llvm::zip_equal(out, func.getResultTypes())) {
-    auto tensor = cast<RankedTensorType>(type);
-    std::vector<uint8_t> bytes(ref.bytes);
-    if (failed(check(gpu->copyToHost(bytes.data(), ref.ptr, ref.bytes))))
-      return failure();
-    ref::Tensor t(std::vector<int64_t>(tensor.getShape().begin(),
-                                       tensor.getShape().end()));
-    decodeFloats(bytes.data(), t.data.size(),
-                 formatOf(tensor.getElementType()), t.data);
-    results.push_back(std::move(t));
-  }
-  return results;
+  return graph->run(*loaded);
 }
 
 /// The largest ||gpu - ref|| / ||ref|| accepted per output dtype: float32
@@ -527,12 +668,337 @@ static LogicalResult runGraph(ModuleOp module) {
   return success();
 }
 
+//===----------------------------------------------------------------------===//
+// tune
+//===----------------------------------------------------------------------===//
+
+/// A module holding `kernel` alone: a function of its inputs returning its
+/// results, named after it.
+static OwningOpRef<ModuleOp> kernelModule(fuse::KernelOp kernel) {
+  OpBuilder b(kernel.getContext());
+  Location loc = kernel.getLoc();
+  OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
+  b.setInsertionPointToEnd(module->getBody());
+  auto func = func::FuncOp::create(
+      b, loc, kernel.getName(),
+      b.getFunctionType(kernel.getInputs().getTypes(),
+                        kernel.getResultTypes()));
+  Block *entry = func.addEntryBlock();
+  b.setInsertionPointToEnd(entry);
+  IRMapping map;
+  map.map(kernel.getInputs(), entry->getArguments());
+  Operation *copy = b.clone(*kernel, map);
+  func::ReturnOp::create(b, loc, copy->getResults());
+  return module;
+}
+
+/// Roughly the floating-point work of `kernel`, to decide whether the
+/// float64 interpreter can check its candidates in reasonable time.
+static double kernelFlops(fuse::KernelOp kernel) {
+  double flops = 0;
+  kernel.getBody().walk([&](Operation *op) {
+    auto outs = op->getResultTypes();
+    if (outs.empty())
+      return;
+    double n = cast<ShapedType>(outs[0]).getNumElements();
+    double k = 1;
+    if (auto conv = dyn_cast<fuse::Conv2dOp>(op))
+      k = cast<ShapedType>(conv.getFilter().getType()).getNumElements() /
+          cast<ShapedType>(conv.getFilter().getType()).getDimSize(0);
+    else if (auto linear = dyn_cast<fuse::LinearOp>(op))
+      k = cast<ShapedType>(linear.getInput().getType()).getShape().back();
+    else if (auto matmul = dyn_cast<fuse::MatmulOp>(op))
+      k = matmul.getTransposeLhs()
+              ? cast<ShapedType>(matmul.getLhs().getType()).getShape().end()[-2]
+              : cast<ShapedType>(matmul.getLhs().getType()).getShape().back();
+    else if (auto attention = dyn_cast<fuse::AttentionOp>(op))
+      k = 2.0 * cast<ShapedType>(attention.getKey().getType()).getDimSize(2) *
+          cast<ShapedType>(attention.getKey().getType()).getDimSize(3);
+    flops += 2 * n * k;
+  });
+  return flops;
+}
+
+/// One line naming what `kernel` computes: its anchor and operand types.
+static std::string describeKernel(fuse::KernelOp kernel) {
+  std::string text = kernel.getName().str();
+  for (Operation &op : kernel.getBody().front().without_terminator())
+    if (fuse::isAnchor(&op) && !fuse::isAnchorView(&op)) {
+      llvm::raw_string_ostream os(text);
+      os << " (" << op.getName().stripDialect();
+      for (Type t : op.getOperandTypes())
+        os << " " << t;
+      os << ")";
+      break;
+    }
+  return text;
+}
+
+/// The family and tile the artifact says kernel `name` was compiled with
+/// (its "// fusec-kernels:" line).
+static std::pair<std::string, std::string>
+configOf(llvm::StringRef artifact, llvm::StringRef name) {
+  constexpr llvm::StringLiteral prefix = "// fusec-kernels: ";
+  size_t at = artifact.find(prefix);
+  if (at == llvm::StringRef::npos)
+    return {};
+  llvm::StringRef line = artifact.drop_front(at + prefix.size());
+  line = line.take_until([](char c) { return c == '\n'; });
+  llvm::Expected<llvm::json::Value> value = llvm::json::parse(line);
+  if (!value) {
+    llvm::consumeError(value.takeError());
+    return {};
+  }
+  if (const llvm::json::Array *kernels = value->getAsArray())
+    for (const llvm::json::Value &k : *kernels)
+      if (const llvm::json::Object *o = k.getAsObject())
+        if (o->getString("kernel") == name)
+          return {o->getString("family").value_or("").str(),
+                  o->getString("tile").value_or("").str()};
+  return {};
+}
+
+/// ||a - b|| / ||b|| over every result, the worst of them.
+static double worstError(const std::vector<ref::Tensor> &a,
+                         const std::vector<ref::Tensor> &b) {
+  double worst = 0;
+  for (auto [x, y] : llvm::zip_equal(a, b)) {
+    double err = 0, norm = 0;
+    for (auto [u, v] : llvm::zip_equal(x.data, y.data)) {
+      err += (u - v) * (u - v);
+      norm += v * v;
+    }
+    double rel = std::sqrt(err) / (norm > 0 ? std::sqrt(norm) : 1.0);
+    if (!(rel <= worst)) // NaN sticks
+      worst = rel;
+  }
+  return worst;
+}
+
+static LogicalResult tuneGraph(ModuleOp module) {
+  using Clock = std::chrono::steady_clock;
+  Clock::time_point started = Clock::now();
+  auto elapsed = [&] {
+    return std::chrono::duration<double>(Clock::now() - started).count();
+  };
+  func::FuncOp entry = findEntry(module);
+  if (!entry || failed(ref::verifyGraph(entry)))
+    return failure();
+  std::string dbPath = tuningDbPath();
+  if (dbPath == "none")
+    return fail("fusec tune writes a tuning database: name one with "
+                "--tuning-db=FILE");
+  std::shared_ptr<rt::Device> gpu;
+  if (rt::Status status = rt::Device::open(0, gpu); !status.isOk())
+    return fail("fusec tune measures on a GPU: " + status.message());
+  std::string chip = chipFor(*gpu);
+  auto target = PTXTarget::parse(chip);
+  if (!target)
+    return fail(llvm::toString(target.takeError()));
+  llvm::Expected<TargetDescription> description =
+      TargetDescription::get(chip, gpu->multiprocessorCount());
+  if (!description)
+    return fail(llvm::toString(description.takeError()));
+  std::vector<std::string> warnings;
+  tuning::Database db = tuning::Database::load(dbPath, warnings);
+  for (const std::string &w : warnings)
+    llvm::WithColor::warning(llvm::errs(), "fusec") << w << "\n";
+
+  // The graph's kernels, as fusion forms them.
+  keepOnly(module, entry);
+  PassManager pm(module->getContext());
+  PipelineOptions options;
+  options.arch = chip;
+  buildPipeline(pm, Stage::Kernels, options);
+  if (failed(pm.run(module)))
+    return failure();
+  SmallVector<fuse::KernelOp> kernels(entry.getOps<fuse::KernelOp>());
+  llvm::outs() << "tuning @" << entry.getSymName() << " on "
+               << gpu->describe() << " for " << chip << ": " << kernels.size()
+               << " kernels; database " << dbPath << "\n";
+
+  struct Row {
+    std::string kernel, family, tile;
+    double heuristic = 0, best = 0;
+  };
+  std::vector<Row> rows;
+  for (auto [i, kernel] : llvm::enumerate(kernels)) {
+    std::string what = describeKernel(kernel);
+    std::string head = llvm::formatv("[{0}/{1}] ", i + 1, kernels.size());
+    std::vector<fuse::TileAttr> candidates =
+        tiling::tuningCandidates(kernel, *description, fp32Math);
+    if (candidates.empty()) {
+      llvm::outs() << head << what << ": the heuristic alone configures it\n";
+      continue;
+    }
+    OwningOpRef<ModuleOp> single = kernelModule(kernel);
+    auto func = *single->getOps<func::FuncOp>().begin();
+    std::vector<ref::Tensor> inputs = randomInputs(func, seed);
+    FailureOr<DeviceGraph> graph = DeviceGraph::create(gpu, func, inputs);
+    if (failed(graph))
+      return failure();
+    Type resultElement =
+        cast<RankedTensorType>(func.getResultTypes()[0]).getElementType();
+    double limit = tolerance(resultElement);
+
+    // Compiles with `tile` (none: the heuristic's), checks against the
+    // reference, times; 0 ms when the candidate is refused or wrong.
+    struct Measured {
+      double ms = 0, error = 0;
+      std::string family, tile, why;
+      std::vector<ref::Tensor> results;
+    };
+    auto measure = [&](fuse::TileAttr tile,
+                       const std::vector<ref::Tensor> *reference) {
+      Measured m;
+      OwningOpRef<ModuleOp> copy = single->clone();
+      auto k = *(*copy->getOps<func::FuncOp>().begin()).getOps<fuse::KernelOp>().begin();
+      if (tile)
+        k.setTileAttr(tile);
+      std::string artifact;
+      LowerOptions how;
+      how.smCount = gpu->multiprocessorCount();
+      how.fromKernels = true;
+      how.tuned = false;
+      {
+        ScopedDiagnosticHandler quiet(module->getContext(), [&](Diagnostic &d) {
+          if (d.getSeverity() == DiagnosticSeverity::Error)
+            m.why = d.str();
+          return success();
+        });
+        if (failed(lower(*copy, EmitKind::PTX, *target, &artifact, how))) {
+          if (m.why.empty())
+            m.why = "does not compile";
+          return m;
+        }
+      }
+      std::tie(m.family, m.tile) = configOf(artifact, kernel.getName());
+      std::unique_ptr<rt::Module> loaded;
+      rt::Status status =
+          rt::Module::load(gpu, artifact, loaded, kernel.getName().str());
+      if (!status.isOk()) {
+        m.why = status.message();
+        return m;
+      }
+      FailureOr<std::vector<ref::Tensor>> results = graph->run(*loaded);
+      if (failed(results))
+        return m;
+      m.results = std::move(*results);
+      if (reference) {
+        m.error = worstError(m.results, *reference);
+        if (!(m.error <= limit)) {
+          m.why = llvm::formatv("relative error {0:e} over the limit {1:e}",
+                                m.error, limit);
+          return m;
+        }
+      }
+      FailureOr<double> ms = graph->time(*loaded, tuneRepeat);
+      if (succeeded(ms))
+        m.ms = *ms;
+      return m;
+    };
+
+    // The reference: the float64 interpreter where affordable, else the
+    // heuristic configuration's output (itself checked by the GPU suite).
+    std::vector<ref::Tensor> reference;
+    std::string against;
+    if (kernelFlops(kernel) <= referenceGflop * 1e9) {
+      FailureOr<std::vector<ref::Tensor>> r = ref::evaluate(func, inputs);
+      if (failed(r))
+        return failure();
+      reference = std::move(*r);
+      against = "the float64 reference";
+    }
+    Measured heuristic = measure({}, against.empty() ? nullptr : &reference);
+    if (!heuristic.ms)
+      return fail(what + ": the heuristic configuration fails: " +
+                  heuristic.why);
+    if (against.empty()) {
+      reference = heuristic.results;
+      against = "the heuristic configuration's output";
+    }
+    llvm::outs() << head << what << ": " << candidates.size()
+                 << " candidates, checked against " << against
+                 << "; heuristic " << heuristic.family << " "
+                 << heuristic.tile
+                 << llvm::formatv(": {0:f3} ms  [{1:f1} s]\n", heuristic.ms,
+                                  elapsed());
+    Measured best = heuristic;
+    fuse::TileAttr bestTile;
+    for (auto [c, tile] : llvm::enumerate(candidates)) {
+      Measured m = measure(tile, &reference);
+      std::string tileText;
+      llvm::raw_string_ostream(tileText) << tile;
+      llvm::outs() << llvm::formatv("      {0}/{1} {2} {3}: ", c + 1,
+                                    candidates.size(), m.family, tileText);
+      if (!m.ms) {
+        llvm::outs() << "refused, " << m.why << "\n";
+        continue;
+      }
+      bool better = m.ms < best.ms;
+      llvm::outs() << llvm::formatv("{0:f3} ms (error {1:e}){2}  [{3:f1} s]\n",
+                                    m.ms, m.error, better ? " best" : "",
+                                    elapsed());
+      if (better) {
+        best = std::move(m);
+        bestTile = tile;
+      }
+    }
+    // The winner (the heuristic's own tile when nothing beat it).
+    if (!bestTile && !best.tile.empty())
+      bestTile = dyn_cast_or_null<fuse::TileAttr>(
+          parseAttribute(best.tile, module->getContext()));
+    if (!bestTile) {
+      llvm::outs() << "      (no tile to record)\n";
+      continue;
+    }
+    tuning::Entry e;
+    e.kernel = tuning::kernelSignature(kernel, chip, fp32Math);
+    e.chip = chip;
+    e.gpu = gpu->name();
+    e.fusec = tuning::version();
+    e.description = what;
+    e.family = best.family;
+    e.tile = {{"bm", bestTile.getBm()},         {"bn", bestTile.getBn()},
+              {"bk", bestTile.getBk()},         {"tm", bestTile.getTm()},
+              {"tn", bestTile.getTn()},         {"warps_m", bestTile.getWarpsM()},
+              {"warps_n", bestTile.getWarpsN()}, {"stages", bestTile.getStages()},
+              {"warps_k", bestTile.getWarpsK()}};
+    e.ms = best.ms;
+    e.heuristicMs = heuristic.ms;
+    db.record(std::move(e));
+    std::string bestText;
+    llvm::raw_string_ostream(bestText) << bestTile;
+    rows.push_back({kernel.getName().str(), best.family, bestText,
+                    heuristic.ms, best.ms});
+  }
+  std::string error;
+  if (!db.save(dbPath, error))
+    return fail(error);
+  llvm::outs() << llvm::formatv("\n{0,-20} {1,-20} {2,12} {3,12} {4,8}  tile\n",
+                                "kernel", "family", "heuristic ms",
+                                "tuned ms", "speedup");
+  for (const Row &r : rows)
+    llvm::outs() << llvm::formatv("{0,-20} {1,-20} {2,12:f3} {3,12:f3} "
+                                  "{4,8:f2}  {5}\n",
+                                  r.kernel, r.family, r.heuristic, r.best,
+                                  r.heuristic / r.best, r.tile);
+  llvm::outs() << llvm::formatv("wrote {0} entries to {1} in {2:f1} s\n",
+                                rows.size(), dbPath, elapsed());
+  return success();
+}
+
 int main(int argc, char **argv) {
   llvm::InitLLVM y(argc, argv);
   registerAsmPrinterCLOptions();
   registerMLIRContextCLOptions();
   registerPassManagerCLOptions();
   cl::HideUnrelatedOptions(fusecCat);
+  // --version names the build the tuning database keys its entries by.
+  cl::SetVersionPrinter([](llvm::raw_ostream &os) {
+    os << "fusec " << tuning::version() << "\n  LLVM " LLVM_VERSION_STRING
+       << "\n";
+  });
   cl::ParseCommandLineOptions(
       argc, argv,
       "fusec: compiles graphs of deep-learning operators into fused GPU "
@@ -541,7 +1007,8 @@ int main(int argc, char **argv) {
       "[--remarks]\n"
       "  fusec graph.mlir [--emit=mlir|kernels|tiled|gpu|ptx] [-o out]\n"
       "  fusec run graph.mlir [--device=auto|cpu|gpu] [--seed=N] "
-      "[--input=a.npy ...] [--output-dir=DIR]\n");
+      "[--input=a.npy ...] [--output-dir=DIR]\n"
+      "  fusec tune graph.mlir [--tuning-db=FILE] [--repeat=N]\n");
 
   if (fp32Math != "ieee" && fp32Math != "tf32") {
     (void)fail("--fp32-math must be ieee or tf32, found '" + fp32Math + "'");
@@ -565,7 +1032,8 @@ int main(int argc, char **argv) {
   OwningOpRef<ModuleOp> module = loadGraph(context, sourceMgr);
   if (!module)
     return 1;
-  LogicalResult result =
-      runCmd ? runGraph(*module) : emitGraph(*module);
+  LogicalResult result = tuneCmd  ? tuneGraph(*module)
+                         : runCmd ? runGraph(*module)
+                                  : emitGraph(*module);
   return succeeded(result) ? 0 : 1;
 }

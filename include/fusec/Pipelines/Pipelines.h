@@ -34,6 +34,22 @@ struct PipelineOptions : mlir::PassPipelineOptions<PipelineOptions> {
                      "on CUDA cores) or tf32 (TF32 tensor cores, f32 "
                      "accumulation)"),
       llvm::cl::init("ieee")};
+  Option<std::string> tuningDb{
+      *this, "tuning-db",
+      llvm::cl::desc("The autotuner's database, consulted for kernels "
+                     "without a tile (empty or none: the heuristic alone)"),
+      llvm::cl::init("")};
+  Option<std::string> tuningGpu{
+      *this, "tuning-gpu",
+      llvm::cl::desc("The GPU whose tuning entries apply (empty: any GPU of "
+                     "the chip)"),
+      llvm::cl::init("")};
+  Option<bool> fromKernels{
+      *this, "from-kernels",
+      llvm::cl::desc("The input is already partitioned into fuse.kernel "
+                     "regions (fusec tune's kernels): no simplification or "
+                     "kernel formation"),
+      llvm::cl::init(false)};
   Option<bool> mmaPrefetch{
       *this, "mma-prefetch",
       llvm::cl::desc("Tensor-core GEMM: load the next k-step's fragments "

@@ -87,7 +87,13 @@ def TileKernels : Pass<"fusec-tile-kernels", "mlir::ModuleOp"> {
     The graph function becomes the launch plan: a function of memrefs (the
     inputs, then one per result) holding `memref.alloc`s for intermediates,
     `memref.reinterpret_cast`s for reshapes, `gpu.launch_func`s in order and
-    `memref.copy`s where a result is an input or another result.
+    `memref.copy`s where a result is an input or another result. Each launch
+    carries `fusec.config`: the kernel's family, tile and where the tile came
+    from (its `tile` attribute, the tuning database, or the heuristic).
+
+    With `tuning-db`, a kernel without a `tile` takes the database's entry
+    for its signature on this chip (and `tuning-gpu`, when given); an entry
+    that does not suit the kernel is ignored with a warning.
   }];
   let options = [
     Option<"arch", "arch", "std::string", /*default=*/"\"sm_90\"",
@@ -100,6 +106,13 @@ def TileKernels : Pass<"fusec-tile-kernels", "mlir::ModuleOp"> {
     Option<"mmaPrefetch", "mma-prefetch", "bool", /*default=*/"true",
            "Tensor-core GEMM: load the next k-step's fragments before this "
            "one's mma.sync (a tuning knob; on where both tiles use cp.async)">,
+    Option<"tuningDb", "tuning-db", "std::string", /*default=*/"\"\"",
+           "The autotuner's database (fusec tune): kernels without a tile "
+           "take the configuration measured fastest for them on this chip "
+           "(empty or none: the heuristic alone)">,
+    Option<"tuningGpu", "tuning-gpu", "std::string", /*default=*/"\"\"",
+           "The GPU the database entries must have been measured on (empty: "
+           "any GPU of the chip)">,
   ];
   let dependentDialects = [
     "mlir::LLVM::LLVMDialect",

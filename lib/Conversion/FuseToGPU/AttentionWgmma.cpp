@@ -165,7 +165,7 @@ int64_t fusec::tiling::chooseWgmmaAttentionKeys(AttentionOp op) {
 bool fusec::tiling::suitsWgmmaAttention(AttentionOp op, TileAttr attr,
                                         const TargetDescription &target) {
   return attr.getBm() == kRows && (attr.getBn() == 64 || attr.getBn() == 128) &&
-         attr.getBk() == 16 &&
+         attr.getBk() == 16 && !attr.getWarpsM() &&
          sharedBytesOf(shapeOfAttention(op), attr.getBn()) <=
              target.sharedBytesPerBlockOptIn;
 }

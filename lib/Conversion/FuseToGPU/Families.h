@@ -73,7 +73,7 @@ bool isWgmmaAttention(AttentionOp op, const TargetDescription &target);
 /// Keys per K/V tile.
 int64_t chooseWgmmaAttentionKeys(AttentionOp op);
 /// Whether a #fuse.tile suits it: bm = 128 query rows, bn = 64 or 128 keys,
-/// bk = 16.
+/// bk = 16, no warps_m (mma.sync's tiles name their warps).
 bool suitsWgmmaAttention(AttentionOp op, TileAttr attr,
                          const TargetDescription &target);
 std::unique_ptr<KernelBuilder>
@@ -105,6 +105,10 @@ LogicalResult verifyMmaSyncTile(KernelOp kernel, const GemmShape &shape,
                                 const GemmTile &tile,
                                 const TargetDescription &target,
                                 const TilingOptions &options);
+/// The tiles the autotuner tries (the heuristic's candidates).
+std::vector<GemmTile> mmaSyncTuningTiles(const GemmShape &shape,
+                                         const TargetDescription &target,
+                                         const TilingOptions &options);
 
 /// The GEMM on Hopper's warpgroup MMA (GemmWgmma.cpp): f16 and bf16 on
 /// sm_90a, operands read by TMA (1x1 convolutions, linear layers, matrix
@@ -121,6 +125,11 @@ LogicalResult verifyWgmmaTile(KernelOp kernel, Operation *anchor,
                               const GemmShape &shape, const GemmTile &tile,
                               const TargetDescription &target,
                               bool quiet = false);
+/// The tiles the autotuner tries: bm 64 or 128, bn 64 to 256, the deepest
+/// pipeline that fits and 3 stages.
+std::vector<GemmTile> wgmmaTuningTiles(Operation *anchor,
+                                       const GemmShape &shape,
+                                       const TargetDescription &target);
 
 } // namespace fusec::tiling
 

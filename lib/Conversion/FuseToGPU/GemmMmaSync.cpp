@@ -152,6 +152,29 @@ static int64_t estimatedRegisters(const GemmTile &tile) {
   return 4 * fragsM * fragsN + 4 * fragsM + 2 * fragsN + 64;
 }
 
+std::vector<GemmTile>
+fusec::tiling::mmaSyncTuningTiles(const GemmShape &shape,
+                                  const TargetDescription &target,
+                                  const TilingOptions &options) {
+  int64_t bytes = mmaTypeOf(shape.elementType, options.fp32Math)->bytes;
+  int64_t k64 = 64 / bytes, k128 = 128 / bytes;
+  GemmTile tiles[] = {{128, 256, k128, 0, 0, 2, 4, 3},
+                      {128, 128, k64, 0, 0, 2, 2, 4},
+                      {128, 64, k64, 0, 0, 2, 2, 4},
+                      {64, 128, k64, 0, 0, 2, 2, 4},
+                      {64, 64, k128, 0, 0, 2, 2, 4},
+                      {64, 64, k128, 0, 0, 2, 2, 4, 2}};
+  std::vector<GemmTile> out;
+  for (GemmTile t : tiles) {
+    while (t.stages > 2 &&
+           sharedBytesOf(t, bytes) > target.sharedBytesPerBlockOptIn)
+      --t.stages;
+    if (sharedBytesOf(t, bytes) <= target.sharedBytesPerBlockOptIn)
+      out.push_back(t);
+  }
+  return out;
+}
+
 GemmTile fusec::tiling::chooseMmaSyncTile(const GemmShape &shape,
                                           const TargetDescription &target,
                                           const TilingOptions &options) {

@@ -1,7 +1,8 @@
 //===- GemmWgmma.cpp - The GEMM family on Hopper's warpgroup MMA ----------===//
 //
-// f16 and bf16 convolutions (1x1), linear layers and matrix products on
-// sm_90a, the structure of CUTLASS 3's warp-specialised kernels:
+// f16 and bf16 convolutions (NHWC, stride 1, through TMA im2col), linear
+// layers and matrix products on sm_90a, the structure of CUTLASS 3's
+// warp-specialised kernels:
 //
 //  - a producer warpgroup, one thread of which issues TMA copies
 //    (cp.async.bulk.tensor) of A and B k-tiles into `stages` shared-memory
@@ -327,6 +328,32 @@ GemmTile fusec::tiling::chooseWgmmaTile(Operation *anchor,
     best = {128, 64, bk, 0, 0, 8, 1, 4};
   }
   return best;
+}
+
+std::vector<GemmTile> fusec::tiling::wgmmaTuningTiles(Operation *anchor,
+                                                      const GemmShape &shape,
+                                                      const TargetDescription &target) {
+  int64_t bytes = shape.elementType.getIntOrFloatBitWidth() / 8;
+  std::vector<GemmTile> tiles;
+  for (int64_t bm : {64, 128})
+    for (int64_t bn : {64, 128, 192, 256}) {
+      GemmTile t{bm, bn, 128 / bytes, 0, 0, 4 * (bm / 64), 1, 0};
+      // The deepest pipeline that fits (up to 6), and 3.
+      int64_t deepest = 6;
+      while (deepest > 2 && deepest * stageBytes(t, bytes) + 16 * deepest >
+                                target.sharedBytesPerBlockOptIn)
+        --deepest;
+      SmallVector<int64_t> depths{deepest};
+      if (deepest > 3)
+        depths.push_back(3);
+      for (int64_t stages : depths) {
+        t.stages = stages;
+        if (succeeded(verifyWgmmaTile(KernelOp(), anchor, shape, t, target,
+                                      /*quiet=*/true)))
+          tiles.push_back(t);
+      }
+    }
+  return tiles;
 }
 
 std::unique_ptr<KernelBuilder>

@@ -3,6 +3,7 @@
 #include "Strategy.h"
 
 #include "Families.h"
+#include "fusec/Conversion/FuseToGPU.h"
 
 using namespace fusec::tiling;
 
@@ -178,4 +179,44 @@ fusec::tiling::emitKernel(KernelOp kernel, gpu::GPUModuleOp module,
     break;
   }
   return builder->build();
+}
+
+std::vector<TileAttr>
+fusec::tiling::tuningCandidates(KernelOp kernel,
+                                const TargetDescription &target,
+                                llvm::StringRef fp32Math) {
+  MLIRContext *context = kernel.getContext();
+  TilingOptions options;
+  options.fp32Math = fp32Math == "tf32" ? Fp32Math::TF32 : Fp32Math::IEEE;
+  Operation *anchor = findAnchor(kernel);
+  std::vector<GemmTile> tiles;
+  if (anchor && isGemmAnchor(anchor)) {
+    GemmShape shape = getGemmShape(anchor);
+    if (isWgmmaGemm(anchor, shape, target))
+      tiles = wgmmaTuningTiles(anchor, shape, target);
+    if (isMmaSyncGemm(shape, options))
+      llvm::append_range(tiles, mmaSyncTuningTiles(shape, target, options));
+  } else if (auto attention = dyn_cast_or_null<AttentionOp>(anchor)) {
+    if (isWgmmaAttention(attention, target))
+      for (int64_t keys : {64, 128})
+        tiles.push_back({128, keys, 16});
+    if (isMmaSyncAttention(attention))
+      for (auto [warps, keys] : {std::pair{4, 32}, {4, 64}, {8, 64}, {8, 128}})
+        tiles.push_back({16 * warps, keys, 16, 0, 0, warps});
+  }
+  // Only what a kernel's own tile attribute would be allowed to ask for.
+  std::vector<TileAttr> out;
+  TileAttr saved = kernel.getTileAttr();
+  for (const GemmTile &t : tiles) {
+    TileAttr attr = t.toAttr(context);
+    kernel.setTileAttr(attr);
+    ScopedDiagnosticHandler quiet(context, [](Diagnostic &) { return success(); });
+    if (succeeded(selectStrategy(kernel, target, options)))
+      out.push_back(attr);
+  }
+  if (saved)
+    kernel.setTileAttr(saved);
+  else
+    kernel.removeTileAttr();
+  return out;
 }

@@ -39,6 +39,11 @@ struct KernelStrategy {
   TilingOptions options;
   /// AttentionMmaSync: its tile.
   AttentionTile attention;
+  /// Where the configuration came from, for the artifact: "heuristic",
+  /// "tile attribute" or "tuning database (GPU)".
+  std::string source;
+  /// The kernel's signature in the tuning database.
+  std::string signature;
 };
 
 /// Picks the family and configuration of `kernel`; fails with an error at

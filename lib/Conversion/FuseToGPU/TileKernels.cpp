@@ -10,6 +10,8 @@
 
 #include "Strategy.h"
 
+#include "fusec/Tuning/TuningDB.h"
+
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -47,11 +49,86 @@ static Value view(OpBuilder &b, Location loc, Value memref, MemRefType type) {
                                            type.getShape(), strides);
 }
 
+/// What fusec-tile-kernels looks kernels up in.
+struct Tuning {
+  tuning::Database db;
+  std::string chip, gpu, fp32Math;
+};
+
+static FailureOr<KernelStrategy> tuneWith(KernelOp kernel,
+                                          const TargetDescription &target,
+                                          const TilingOptions &options,
+                                          const tuning::Entry *entry);
+
+/// selectStrategy, but a kernel without a tile takes the tuning database's
+/// entry for it where that suits it (else a warning and the heuristic).
+static FailureOr<KernelStrategy>
+selectTunedStrategy(KernelOp kernel, const TargetDescription &target,
+                    const TilingOptions &options, const Tuning &tuning) {
+  std::string signature =
+      tuning::kernelSignature(kernel, tuning.chip, tuning.fp32Math);
+  const tuning::Entry *entry = nullptr;
+  if (!kernel.getTileAttr())
+    entry = tuning.db.lookup(signature, tuning.chip, tuning.gpu);
+  FailureOr<KernelStrategy> strategy = tuneWith(kernel, target, options, entry);
+  if (succeeded(strategy))
+    strategy->signature = signature;
+  return strategy;
+}
+
+/// selectStrategy with `entry`'s tile when there is one and it suits.
+static FailureOr<KernelStrategy> tuneWith(KernelOp kernel,
+                                          const TargetDescription &target,
+                                          const TilingOptions &options,
+                                          const tuning::Entry *entry) {
+  if (!entry) {
+    FailureOr<KernelStrategy> strategy =
+        selectStrategy(kernel, target, options);
+    if (succeeded(strategy))
+      strategy->source = kernel.getTileAttr() ? "tile attribute" : "heuristic";
+    return strategy;
+  }
+  auto get = [&](llvm::StringRef key) -> int64_t {
+    auto it = entry->tile.find(key.str());
+    return it == entry->tile.end() ? 0 : it->second;
+  };
+  kernel.setTileAttr(TileAttr::get(kernel.getContext(), get("bm"), get("bn"),
+                                   get("bk"), get("tm"), get("tn"),
+                                   get("warps_m"), get("warps_n"),
+                                   get("stages"), get("warps_k")));
+  FailureOr<KernelStrategy> strategy;
+  std::string why;
+  {
+    // The entry's tile must pass every check a written one would.
+    ScopedDiagnosticHandler quiet(kernel.getContext(), [&](Diagnostic &d) {
+      if (d.getSeverity() != DiagnosticSeverity::Error)
+        return failure();
+      why = d.str();
+      return success();
+    });
+    strategy = selectStrategy(kernel, target, options);
+  }
+  kernel.removeTileAttr();
+  if (succeeded(strategy) && familyName(strategy->family) == entry->family) {
+    strategy->source = "tuning database (" + entry->gpu + ")";
+    return strategy;
+  }
+  kernel.emitWarning("ignoring the tuning database's entry for kernel '")
+      << kernel.getName() << "' (" << entry->family << "): "
+      << (why.empty() ? "it selects another family" : why)
+      << "; using the heuristic";
+  strategy = selectStrategy(kernel, target, options);
+  if (succeeded(strategy))
+    strategy->source = "heuristic";
+  return strategy;
+}
+
 /// Rewrites graph function `func` (of fuse.kernel ops, reshapes and a
 /// return) into its launch plan, with the kernels in `module`.
 static LogicalResult lowerGraph(func::FuncOp func, gpu::GPUModuleOp module,
                                 const TargetDescription &target,
-                                const TilingOptions &options) {
+                                const TilingOptions &options,
+                                const Tuning &tuning) {
   Location loc = func.getLoc();
   OpBuilder b(func);
   SmallVector<Type> argTypes;
@@ -98,7 +175,7 @@ static LogicalResult lowerGraph(func::FuncOp func, gpu::GPUModuleOp module,
              << kernel.getName() << "' is taken by another kernel of @"
              << func.getSymName();
     FailureOr<KernelStrategy> strategy =
-        selectStrategy(kernel, target, options);
+        selectTunedStrategy(kernel, target, options, tuning);
     if (failed(strategy))
       return failure();
     FailureOr<LaunchConfig> config =
@@ -111,6 +188,16 @@ static LogicalResult lowerGraph(func::FuncOp func, gpu::GPUModuleOp module,
     if (strategy->tile.bm)
       kernelFunc->setAttr("fusec.tile",
                           strategy->tile.toAttr(b.getContext()));
+    // Attention's tile in #fuse.tile's terms: query rows, keys, k-step.
+    if (strategy->family == KernelFamily::AttentionMmaSync ||
+        strategy->family == KernelFamily::AttentionWgmma) {
+      bool wgmma = strategy->family == KernelFamily::AttentionWgmma;
+      int64_t rows = wgmma ? 128 : 16 * strategy->attention.warps;
+      kernelFunc->setAttr(
+          "fusec.tile",
+          TileAttr::get(b.getContext(), rows, strategy->attention.bc, 16, 0, 0,
+                        wgmma ? 0 : strategy->attention.warps, 0, 0, 0));
+    }
     SmallVector<Value> args;
     for (Value input : kernel.getInputs())
       args.push_back(buffers.lookup(input));
@@ -144,8 +231,17 @@ static LogicalResult lowerGraph(func::FuncOp func, gpu::GPUModuleOp module,
     if (config->sharedBytes)
       sharedBytes = arith::ConstantIntOp::create(b, loc, b.getI32Type(),
                                                  config->sharedBytes);
-    gpu::LaunchFuncOp::create(b, loc, kernelFunc, dim3(config->grid),
-                              dim3(config->block), sharedBytes, args);
+    auto launch =
+        gpu::LaunchFuncOp::create(b, loc, kernelFunc, dim3(config->grid),
+                                  dim3(config->block), sharedBytes, args);
+    // What the artifact records of the kernel's configuration.
+    SmallVector<NamedAttribute> record{
+        b.getNamedAttr("family", b.getStringAttr(familyName(strategy->family))),
+        b.getNamedAttr("source", b.getStringAttr(strategy->source)),
+        b.getNamedAttr("signature", b.getStringAttr(strategy->signature))};
+    if (TileAttr tile = kernelFunc->getAttrOfType<TileAttr>("fusec.tile"))
+      record.push_back(b.getNamedAttr("tile", tile));
+    launch->setAttr("fusec.config", b.getDictionaryAttr(record));
   }
   for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
     auto it = outputOf.find(reshapeRoot(v));
@@ -181,6 +277,13 @@ struct TileKernelsPass : fusec::impl::TileKernelsBase<TileKernelsPass> {
           << fp32Math << "'";
       return signalPassFailure();
     }
+    Tuning tuning{{}, target->chip, tuningGpu, fp32Math};
+    if (!tuningDb.empty() && tuningDb != "none") {
+      std::vector<std::string> warnings;
+      tuning.db = tuning::Database::load(tuningDb, warnings);
+      for (const std::string &warning : warnings)
+        module.emitWarning(warning);
+    }
     OpBuilder b(module.getContext());
     module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
                     b.getUnitAttr());
@@ -188,7 +291,7 @@ struct TileKernelsPass : fusec::impl::TileKernelsBase<TileKernelsPass> {
       b.setInsertionPointToEnd(module.getBody());
       auto gpuModule = gpu::GPUModuleOp::create(
           b, func.getLoc(), (func.getSymName() + "_kernels").str());
-      if (failed(lowerGraph(func, gpuModule, *target, options)))
+      if (failed(lowerGraph(func, gpuModule, *target, options, tuning)))
         return signalPassFailure();
     }
   }

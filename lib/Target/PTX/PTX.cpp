@@ -209,6 +209,10 @@ private:
   llvm::DenseMap<Value, int64_t> ids;
   llvm::json::Array buffers, steps;
   int64_t version = 1;
+
+public:
+  /// Each kernel's configuration (fusec.config on its launch).
+  llvm::json::Array kernels;
 };
 } // namespace
 
@@ -261,6 +265,18 @@ LogicalResult PlanWriter::run(func::FuncOp plan) {
               {"upper", llvm::json::Array(*map.getIm2colUpper())}};
         args.push_back(llvm::json::Object{{"tensor_map", std::move(desc)}});
       }
+      if (auto config = launch->getAttrOfType<DictionaryAttr>("fusec.config")) {
+        llvm::json::Object record{{"kernel", launch.getKernelName().getValue()}};
+        for (NamedAttribute attr : config) {
+          std::string text;
+          if (auto str = dyn_cast<StringAttr>(attr.getValue()))
+            text = str.getValue().str();
+          else
+            llvm::raw_string_ostream(text) << attr.getValue();
+          record[attr.getName().getValue()] = text;
+        }
+        kernels.push_back(std::move(record));
+      }
       steps.push_back(llvm::json::Object{
           {"kind", "launch"},
           {"kernel", launch.getKernelName().getValue()},
@@ -304,6 +320,10 @@ FailureOr<std::string> fusec::writeArtifact(ModuleOp module,
   std::string text = "// fusec artifact v1\n// fusec-plan: ";
   llvm::raw_string_ostream os(text);
   os << llvm::json::Value(std::move(writer.result)) << "\n";
+  // How each kernel was configured, for people and for `fusec tune` (no
+  // runtime reads it).
+  os << "// fusec-kernels: " << llvm::json::Value(std::move(writer.kernels))
+     << "\n";
   os << object.getObject().getValue();
   return text;
 }

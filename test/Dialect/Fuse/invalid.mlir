@@ -691,3 +691,91 @@ func.func @split_zero(%x: tensor<2x3x4xf32>, %x2: tensor<2x5x4xf32>, %h: tensor<
   %0:2 = fuse.split %x {axis = -1, sizes = array<i64: 4, 0>} : tensor<2x3x4xf32>
   return
 }
+
+// -----
+
+func.func @tensor_map_result(%a: memref<64x64xf16>) {
+  // expected-error @below {{'fuse.tensor_map' op result must be !llvm.ptr, the kernel parameter that holds the map, not 'i64'}}
+  %0 = fuse.tensor_map %a {dims = array<i64: 64, 64>, strides = array<i64: 128>, box = array<i64: 64, 64>} : memref<64x64xf16> -> i64
+  return
+}
+
+// -----
+
+func.func @tensor_map_rank(%a: memref<2x2x2x2x2x2xf16>) {
+  // expected-error @below {{'fuse.tensor_map' op views a tensor of rank 6; a TMA tensor map has rank 1 to 5}}
+  %0 = fuse.tensor_map %a {dims = array<i64: 2, 2, 2, 2, 2, 2>, strides = array<i64: 16, 32, 64, 128, 256>, box = array<i64: 2, 2, 2, 2, 2, 2>} : memref<2x2x2x2x2x2xf16> -> !llvm.ptr
+  return
+}
+
+// -----
+
+func.func @tensor_map_boxes(%a: memref<64x64xf16>) {
+  // expected-error @below {{'fuse.tensor_map' op has 1 strides and 1 box extents for 2 dims; it needs one stride per dim but the innermost, and one box extent per dim}}
+  %0 = fuse.tensor_map %a {dims = array<i64: 64, 64>, strides = array<i64: 128>, box = array<i64: 64>} : memref<64x64xf16> -> !llvm.ptr
+  return
+}
+
+// -----
+
+func.func @tensor_map_one_corner(%x: memref<2x9x9x32xf16>) {
+  // expected-error @below {{'fuse.tensor_map' op needs both im2col corners or neither}}
+  %0 = fuse.tensor_map %x {dims = array<i64: 32, 9, 9, 2>, strides = array<i64: 64, 576, 5184>, box = array<i64: 32, 64>, im2col_lower = array<i64: -1, -1>} : memref<2x9x9x32xf16> -> !llvm.ptr
+  return
+}
+
+// -----
+
+func.func @tensor_map_corner(%x: memref<2x9x9x32xf16>) {
+  // expected-error @below {{'fuse.tensor_map' op im2col corner -200 is outside [-128, 127] for rank 4}}
+  %0 = fuse.tensor_map %x {dims = array<i64: 32, 9, 9, 2>, strides = array<i64: 64, 576, 5184>, box = array<i64: 32, 64>, im2col_lower = array<i64: -200, -1>, im2col_upper = array<i64: -1, -1>} : memref<2x9x9x32xf16> -> !llvm.ptr
+  return
+}
+
+// -----
+
+func.func @tensor_map_swizzle(%a: memref<64x64xf16>) {
+  // expected-error @below {{'fuse.tensor_map' op swizzle is 16 bytes; expected 0, 32, 64 or 128}}
+  %0 = fuse.tensor_map %a {dims = array<i64: 64, 64>, strides = array<i64: 128>, box = array<i64: 64, 64>, swizzle = 16} : memref<64x64xf16> -> !llvm.ptr
+  return
+}
+
+// -----
+
+func.func @tensor_map_offset(%a: memref<64x64xf16>) {
+  // expected-error @below {{'fuse.tensor_map' op offset 8 is not a non-negative multiple of 16}}
+  %0 = fuse.tensor_map %a {dims = array<i64: 64, 64>, strides = array<i64: 128>, box = array<i64: 64, 64>, offset = 8} : memref<64x64xf16> -> !llvm.ptr
+  return
+}
+
+// -----
+
+func.func @tensor_map_box_extent(%a: memref<64x512xf16>) {
+  // expected-error @below {{'fuse.tensor_map' op box[1] = 512 is outside [1, 256]}}
+  %0 = fuse.tensor_map %a {dims = array<i64: 64, 512>, strides = array<i64: 128>, box = array<i64: 64, 512>} : memref<64x512xf16> -> !llvm.ptr
+  return
+}
+
+// -----
+
+func.func @tensor_map_stride(%a: memref<64x64xf16>) {
+  // expected-error @below {{'fuse.tensor_map' op strides[0] = 120 is not a positive multiple of 16 bytes}}
+  %0 = fuse.tensor_map %a {dims = array<i64: 64, 64>, strides = array<i64: 120>, box = array<i64: 64, 64>} : memref<64x64xf16> -> !llvm.ptr
+  return
+}
+
+// -----
+
+func.func @tensor_map_swizzle_span(%a: memref<64x128xf16>) {
+  // expected-error @below {{'fuse.tensor_map' op box[0] spans 256 bytes; it must span a multiple of 16 bytes, at most the swizzle's 128}}
+  %0 = fuse.tensor_map %a {dims = array<i64: 128, 64>, strides = array<i64: 256>, box = array<i64: 128, 64>} : memref<64x128xf16> -> !llvm.ptr
+  return
+}
+
+// -----
+
+func.func @tensor_map_outside(%a: memref<64x64xf16>) {
+  // expected-error @below {{'fuse.tensor_map' op views bytes up to 8320 of a buffer of 8192 bytes}}
+  %0 = fuse.tensor_map %a {dims = array<i64: 64, 64>, strides = array<i64: 128>, box = array<i64: 64, 64>, offset = 128} : memref<64x64xf16> -> !llvm.ptr
+  return
+}

@@ -184,3 +184,13 @@ func.func @slice_concat_split(%x: tensor<2x3x8xf16>, %y: tensor<2x3x4xf16>)
   %2:2 = fuse.split %x {axis = 2, sizes = array<i64: 5, 3>} : tensor<2x3x8xf16>
   return %0, %1, %2#0, %2#1 : tensor<1x2x8xf16>, tensor<2x3x12xf16>, tensor<2x3x5xf16>, tensor<2x3x3xf16>
 }
+
+// A tiled TMA map (128-byte swizzle by default) and an im2col one over NHWC.
+// CHECK-LABEL: func.func @tensor_maps
+func.func @tensor_maps(%a: memref<8192x4096xbf16>, %x: memref<2x9x9x32xf16>) -> (!llvm.ptr, !llvm.ptr) {
+  // CHECK: fuse.tensor_map %{{.+}} {box = array<i64: 64, 128>, dims = array<i64: 4096, 8192>, strides = array<i64: 8192>} : memref<8192x4096xbf16> -> !llvm.ptr
+  %0 = fuse.tensor_map %a {dims = array<i64: 4096, 8192>, strides = array<i64: 8192>, box = array<i64: 64, 128>} : memref<8192x4096xbf16> -> !llvm.ptr
+  // CHECK: fuse.tensor_map %{{.+}} {box = array<i64: 32, 64>, dims = array<i64: 32, 9, 9, 2>, im2col_lower = array<i64: -1, -1>, im2col_upper = array<i64: -1, -1>, strides = array<i64: 64, 576, 5184>, swizzle = 64 : i64} : memref<2x9x9x32xf16> -> !llvm.ptr
+  %1 = fuse.tensor_map %x {dims = array<i64: 32, 9, 9, 2>, strides = array<i64: 64, 576, 5184>, box = array<i64: 32, 64>, swizzle = 64, im2col_lower = array<i64: -1, -1>, im2col_upper = array<i64: -1, -1>} : memref<2x9x9x32xf16> -> !llvm.ptr
+  return %0, %1 : !llvm.ptr, !llvm.ptr
+}
