@@ -11,7 +11,7 @@
           f16, batch 32;
         - section 4's FFN (linear + GeLU, linear), bf16, whole and per linear;
         - the memory-bound rows of section 3.
-  bench.py run --runtime LIBFUSEC_RUNTIME --dir DIR [--json OUT] [-k SUBSTR[,SUBSTR...]]
+  bench.py run --runtime LIBFUSEC_RUNTIME --dir DIR [--tuned-dir TDIR] [--json OUT] [-k SUBSTR[,SUBSTR...]]
       On a CUDA machine with PyTorch: measures the ceilings (device-to-device
       copy; 8192^3 GEMMs), then for each workload runs fusec's artifact
       through libfusec_runtime.so on PyTorch's stream and the alternatives
@@ -19,7 +19,10 @@
       on random inputs (never zeros), with fusec's output checked against a
       float64 PyTorch reference. Prints a ratio per row (best alternative time
       / fusec time: above 1 means fusec is faster) and the fraction of the
-      measured ceiling fusec reaches.
+      measured ceiling fusec reaches. With --tuned-dir, the artifacts found
+      there (the same graphs compiled with a tuning database, `fusec tune`)
+      run as one more contender of the same rows: tuned_ms and tuned_ratio,
+      beside the heuristic's fusec_ms and ratio.
 
 Timing: CUDA events around `inner` back-to-back calls (so that host launch
 overhead hides behind the GPU, for every contender alike), median of `reps`
@@ -355,6 +358,9 @@ def prepare(args):
                 f.write(text)
             subprocess.run([args.fusec, graph, "-o", os.path.join(args.out, name + ".ptx"), f"--arch={arch}"] +
                            flags, check=True)
+            # How it was compiled, to compile it again with a tuning database.
+            with open(os.path.join(args.out, name + ".flags"), "w") as f:
+                f.write(" ".join([f"--arch={arch}"] + flags) + "\n")
             print("compiled", name, flush=True)
 
 
@@ -427,6 +433,9 @@ def run_bench(args):
 
     def interleaved(contenders, rounds=3, **kw):
         """Best median ms of each {name: fns} (None: absent), in turns."""
+        if "fusec" in contenders and tuned_runners:
+            contenders = dict(contenders, fusec_tuned=list(tuned_runners))
+            tuned_runners.clear()
         best = {name: None for name in contenders}
         for _ in range(rounds):
             for name, fns in contenders.items():
@@ -445,8 +454,29 @@ def run_bench(args):
             return float("nan")
         return ((out - ref).norm() / ref.norm()).item()
 
+    # The tuned twin of each loaded artifact: every runner made for the
+    # artifact gets a twin on the same tensors, and the row's next
+    # interleaved() times them as one more contender.
+    twins, tuned_runners = {}, []
+    untuned_runner = rt.runner
+
+    def runner(module, stream, inputs, outputs):
+        twin = twins.get(module.value)
+        if twin is not None:
+            tuned_runners.append(untuned_runner(twin, stream, inputs, outputs))
+        return untuned_runner(module, stream, inputs, outputs)
+    rt.runner = runner
+
     def load(tag):
-        return rt.load(os.path.join(args.dir, tag + ".ptx"))
+        module = rt.load(os.path.join(args.dir, tag + ".ptx"))
+        tuned_runners.clear()
+        tuned = os.path.join(args.tuned_dir, tag + ".ptx") if args.tuned_dir else None
+        if tuned and os.path.exists(tuned):
+            twins[module.value] = rt.load(tuned)
+        return module
+
+    def tuned_fields(tuned_ms, best):
+        return dict(tuned_ms=tuned_ms, tuned_ratio=best / tuned_ms) if tuned_ms else {}
 
     stream = lambda: torch.cuda.current_stream().cuda_stream  # noqa: E731
     rows = []
@@ -481,7 +511,10 @@ def run_bench(args):
     emit(dict(workload="ceilings", **ceil))
 
     def compute_row(workload, dt, fusec_ms, alts, flops, err, **extra):
+        alts = dict(alts)
+        tuned = alts.pop("fusec_tuned", None)
         best = min(v for v in alts.values() if v)
+        extra = dict(extra, **tuned_fields(tuned, best))
         peak = ceil.get(f"gemm_{'bf16' if dt == 'bf16' else 'f16' if dt == 'f16' else 'tf32'}_TFLOPs")
         tf = flops / fusec_ms / 1e9
         row = dict(workload=workload, dtype=dt, fusec_ms=fusec_ms, **{k + "_ms": v for k, v in alts.items()},
@@ -490,11 +523,13 @@ def run_bench(args):
         emit(row)
 
     def memory_row(workload, dt, fusec_ms, alts, nbytes, err):
+        alts = dict(alts)
+        tuned = alts.pop("fusec_tuned", None)
         best = min(v for v in alts.values() if v)
         tb = nbytes / fusec_ms / 1e9
         emit(dict(workload=workload, dtype=dt, fusec_ms=fusec_ms, **{k + "_ms": v for k, v in alts.items()},
                   best_alt_ms=best, ratio=best / fusec_ms, fusec_TBps=tb, ceiling_fraction=tb / ceil["copy_TBps"],
-                  relerr=err))
+                  relerr=err, **tuned_fields(tuned, best)))
 
     def eager_and_compiled(fns_of):
         """{eager, compile} contenders for fns_of(f) -> list of closures."""
@@ -685,8 +720,10 @@ def run_bench(args):
                 ms = interleaved(dict(fusec=fusec, **eager_and_compiled(lambda wrap: [wrap(eager)]),
                                       cublas=cublas and [cublas]), reps=9, inner=3)
             ms_f, ms_cb = ms.pop("fusec"), ms.pop("cublas")
+            ms_t = ms.get("fusec_tuned")
             compute_row(part + (" (sm_90)" if suffix else ""), "bf16", ms_f, ms, flops, err, cublas_linear_ms=ms_cb,
-                        ratio_vs_cublas_linear=ms_cb / ms_f if ms_cb else None)
+                        ratio_vs_cublas_linear=ms_cb / ms_f if ms_cb else None,
+                        **(dict(tuned_ratio_vs_cublas_linear=ms_cb / ms_t) if ms_cb and ms_t else {}))
             rt.lib.fusec_module_release(module)
         del x, w1, b1, w2, b2, hmid
 
@@ -728,8 +765,10 @@ def run_bench(args):
                 flops = 4 * bsz * heads * n * n * hd // (2 if causal else 1)
                 ms_f, ms_cudnn = ms.pop("fusec"), ms.pop("cudnn")
                 name = attention_tag(bsz, heads, n, hd, causal, dt)[: -len(dt) - 1]
+                ms_t = ms.get("fusec_tuned")
                 compute_row(name + (" (sm_90)" if suffix else ""), dt, ms_f, ms, flops, err, cudnn_sdpa_ms=ms_cudnn,
-                            ratio_vs_cudnn=ms_cudnn / ms_f if ms_cudnn else None)
+                            ratio_vs_cudnn=ms_cudnn / ms_f if ms_cudnn else None,
+                            **(dict(tuned_ratio_vs_cudnn=ms_cudnn / ms_t) if ms_cudnn and ms_t else {}))
                 rt.lib.fusec_module_release(module)
                 del q, k, v, out, fusec
 
@@ -982,13 +1021,15 @@ def run_bench(args):
     print()
     print(f"ceilings: copy {ceil['copy_TBps']:.2f} TB/s; GEMM 8192^3 bf16 {ceil['gemm_bf16_TFLOPs']:.0f}, "
           f"f16 {ceil['gemm_f16_TFLOPs']:.0f}, tf32 {ceil['gemm_tf32_TFLOPs']:.0f} TFLOP/s")
+    tuned = any("tuned_ms" in r for r in rows[1:])
     print(f"{'workload':<28} {'dtype':<5} {'fusec ms':>9} {'best alt ms':>11} {'ratio':>6} {'fusec':>12} "
-          f"{'of ceil':>7} {'relerr':>8}")
+          f"{'of ceil':>7} {'relerr':>8}" + (f" {'tuned ms':>9} {'ratio':>6}" if tuned else ""))
     for r in rows[1:]:
         rate = f"{r['fusec_TFLOPs']:.0f} TFLOP/s" if "fusec_TFLOPs" in r else f"{r['fusec_TBps']:.2f} TB/s"
         frac = f"{r['ceiling_fraction']:.2f}" if r.get("ceiling_fraction") else "-"
+        more = f" {r['tuned_ms']:>9.3f} {r['tuned_ratio']:>6.2f}" if "tuned_ms" in r else ""
         print(f"{r['workload']:<28} {r['dtype']:<5} {r['fusec_ms']:>9.3f} {r['best_alt_ms']:>11.3f} "
-              f"{r['ratio']:>6.2f} {rate:>12} {frac:>7} {r['relerr']:>8.1e}")
+              f"{r['ratio']:>6.2f} {rate:>12} {frac:>7} {r['relerr']:>8.1e}{more}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"device": props.name, "torch": torch.__version__, "cudnn": torch.backends.cudnn.version(),
@@ -1008,6 +1049,7 @@ def main():
     r.add_argument("--runtime", required=True)
     r.add_argument("--dir", required=True)
     r.add_argument("--json")
+    r.add_argument("--tuned-dir", help="the same graphs compiled with a tuning database: one more contender")
     r.add_argument("--no-compile", action="store_true")
     r.add_argument("-k")
     args = ap.parse_args()

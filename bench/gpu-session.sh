@@ -12,6 +12,12 @@
 #       `fusec run` on the examples (suite), the benchmarks (bench), or both
 #       (all, the default); writes suite.json, bench.json and logs to $OUT (or
 #       .gpu/out) and prints a short table last. -k limits the benchmark rows.
+#   bench/gpu-session.sh tune [-k SUBSTR[,SUBSTR...]]
+#       (there) `fusec tune` on the benchmark graphs (those matching -k) into
+#       $OUT/tuning.json, each graph compiled again with that database into
+#       .gpu/bench-tuned/, then the benchmarks with the heuristic's and the
+#       tuned artifacts side by side (fusec_ms and tuned_ms of one row, one
+#       process); $OUT/tune.log, bench-tuned.json.
 #   bench/gpu-session.sh sweep
 #       (there; prepared with FUSEC_SWEEP=1) times the workloads of bench/sweep.py under each candidate
 #       tile, to calibrate the tensor-core heuristic; $OUT/sweep.json.
@@ -83,6 +89,42 @@ run)
   [ "$what" = suite ] || sed -n '/^ceilings: /,$p' "$out/bench.log"
   exit $((suite | fusec_run))
   ;;
+tune)
+  shift
+  [ "${1:-}" = -k ] && keys=$2 || keys=
+  out=${OUT:-$STAGE/out}
+  mkdir -p "$out"
+  export PYTHONUNBUFFERED=1
+  nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$out/gpu.txt"
+  echo "commit $(cat "$STAGE/commit" | tr '\n' ' ')" | tee -a "$out/gpu.txt"
+  python3 -c "import lzma, sys; open('/tmp/fusec', 'wb').write(lzma.open(sys.argv[1]).read())" \
+    "$STAGE/fusec.xz" && chmod +x /tmp/fusec
+  /tmp/fusec --version | tee -a "$out/gpu.txt"
+  db="$out/tuning.json"
+  rm -rf "$STAGE/bench-tuned" && mkdir -p "$STAGE/bench-tuned"
+  for graph in "$STAGE"/bench/*.mlir; do
+    name=$(basename "$graph" .mlir)
+    # The portable twins (_sm90) are not what `fusec run` picks here.
+    case "$name" in *_sm90) continue ;; esac
+    if [ -n "$keys" ]; then
+      hit=0
+      for k in ${keys//,/ }; do case "$name" in *"$k"*) hit=1 ;; esac; done
+      [ "$hit" = 1 ] || continue
+    fi
+    flags=$(cat "$STAGE/bench/$name.flags")
+    echo "== $name" | tee -a "$out/tune.log"
+    # shellcheck disable=SC2086
+    /tmp/fusec tune "$graph" --tuning-db="$db" $flags 2>&1 | tee -a "$out/tune.log"
+    # shellcheck disable=SC2086
+    /tmp/fusec "$graph" -o "$STAGE/bench-tuned/$name.ptx" --tuning-db="$db" $flags
+  done
+  python3 bench/bench.py run --runtime "$STAGE/libfusec_runtime.so" --dir "$STAGE/bench" \
+    --tuned-dir "$STAGE/bench-tuned" --json "$out/bench-tuned.json" ${keys:+-k "$keys"} 2>&1 |
+    tee "$out/bench-tuned.log"
+  echo
+  grep -E "^kernel  |^k[0-9]+_" "$out/tune.log" || true
+  sed -n '/^ceilings: /,$p' "$out/bench-tuned.log"
+  ;;
 sweep)
   # Every workload of bench/sweep.py under each candidate tile.
   out=${OUT:-$STAGE/out}
@@ -109,7 +151,7 @@ profile)
   done
   ;;
 *)
-  echo "usage: $0 prepare|run [suite|bench|all] [-k SUBSTR]|sweep|profile KERNEL_REGEX ARTIFACT..." >&2
+  echo "usage: $0 prepare|run [suite|bench|all] [-k SUBSTR]|tune [-k SUBSTR]|sweep|profile KERNEL_REGEX ARTIFACT..." >&2
   exit 2
   ;;
 esac
