@@ -45,13 +45,14 @@ def Fuse_UpsampleModeAttr
 
 def Fuse_TileAttr : AttrDef<Fuse_Dialect, "Tile"> {
   let mnemonic = "tile";
-  let summary = "The tile a fuse.kernel's GEMM runs with";
+  let summary = "The tile a fuse.kernel's GEMM or attention runs with";
   let description = [{
     Overrides the tile that `fusec-tile-kernels` would choose for a
-    convolution, linear layer or matrix product (docs/Tiling.md). Each block
-    computes a `bm x bn` tile of the result, the reduction advancing `bk` at
-    a time. The remaining parameters belong to one family each; 0 (the
-    default) lets the family choose:
+    convolution, linear layer, matrix product or attention (docs/Tiling.md);
+    the tuning database (docs/Tuning.md) supplies one for kernels without.
+    Each block computes a `bm x bn` tile of the result, the reduction
+    advancing `bk` at a time. The remaining parameters belong to one family
+    each; 0 (the default) lets the family choose:
 
     - CUDA-core GEMM (f32): each thread owns a `tm x tn` register tile.
     - tensor-core GEMM (f16, bf16, and f32 with `fp32-math=tf32`):
@@ -60,6 +61,14 @@ def Fuse_TileAttr : AttrDef<Fuse_Dialect, "Tile"> {
       step of the reduction and sum their parts at the end (sliced k, for
       small tiles of long reductions; 0 or 1: one group); `stages`
       shared-memory buffers in the `cp.async` pipeline.
+    - warpgroup GEMM (sm_90a): `bm` 64 or 128 (one consumer warpgroup per
+      64 rows, `warps_m = bm / 16`, `warps_n = 1`), `bk` 128 bytes, `stages`
+      TMA buffers.
+    - attention: `bm` query rows, `bn` keys per K/V tile, `bk = 16`; on
+      `mma.sync`, `warps_m` warps (16 rows each); on sm_90a's warpgroup MMA
+      (`bm = 128`, no `warps_m`), `warps_n = 2` has its two consumer
+      warpgroups take turns at the tensor cores (ping-pong), 1 lets them run
+      free.
 
     The attribute checks that every value is in range; whether a tile fits
     the chosen family and the target (divisibility, threads, shared memory)

@@ -168,6 +168,19 @@ def tiled_linear_case(dt, m, k, n, tile):
             f"    fuse.yield %2 : {os_}\n  }}\n  return %0 : {os_}\n}}\n")
 
 
+def tiled_attention_case(dt, b, hq, hkv, nq, nk, d, causal, tile):
+    """fuse.attention as a hand-written fuse.kernel with its own #fuse.tile
+    (schedules the heuristic leaves to the tuner)."""
+    qs, ks = t([b, hq, nq, d], dt), t([b, hkv, nk, d], dt)
+    attr = ", causal" if causal else ""
+    return (f"func.func @g(%q: {qs}, %k: {ks}, %v: {ks}) -> {qs} {{\n"
+            f"  %0 = fuse.kernel \"k0_attention\"(%q, %k, %v) {{tile = #fuse.tile<{tile}>}}\n"
+            f"      : ({qs}, {ks}, {ks}) -> {qs} {{\n"
+            f"  ^bb0(%a: {qs}, %c: {ks}, %d: {ks}):\n"
+            f"    %1 = fuse.attention %a, %c, %d {{scale = 0.125{attr}}} : {qs}, {ks}, {ks}\n"
+            f"    fuse.yield %1 : {qs}\n  }}\n  return %0 : {qs}\n}}\n")
+
+
 def attention_case(dt, b, hq, hkv, nq, nk, d, dv, causal=False, mask=None, scale=None, mask_dt=None):
     """fuse.attention, with an additive mask of shape `mask` (and dtype
     `mask_dt`, else q's) if given."""
@@ -436,6 +449,15 @@ def wgmma_cases():
                  f" : {t([2, 13, 17, 24], dt)}, {t([40, 3, 5, 24], dt)}, {t([40], dt)}")
         v = g.op(f"fuse.relu {v} : {t([2, 12, 12, 40], dt)}")
         add("conv_asymmetric", g.text([(v, t([2, 12, 12, 40], dt))]))
+        # Attention with its consumer warpgroups in turns (ping-pong), and
+        # free-running with 64-key tiles: odd lengths, grouped heads, causal.
+        for tag, shape, causal, tile in (
+                ("pingpong_d64", (2, 4, 2, 130, 300, 64), False, "bm = 128, bn = 128, bk = 16, warps_n = 2"),
+                ("pingpong_d128_causal", (1, 2, 1, 257, 257, 128), True, "bm = 128, bn = 128, bk = 16, warps_n = 2"),
+                ("pingpong_k64_d96", (1, 3, 3, 77, 45, 96), False, "bm = 128, bn = 64, bk = 16, warps_n = 2"),
+                ("free_k64_d64_causal", (2, 2, 1, 200, 200, 64), True, "bm = 128, bn = 64, bk = 16, warps_n = 1")):
+            out.append((f"wgmma_attention_{tag}_{dt}", tiled_attention_case(dt, *shape, causal, tile), dt, [],
+                        ["sm_90a"]))
     return out
 
 

@@ -503,7 +503,7 @@ public:
   /// The median of 5 timings of `repeat` back-to-back runs, in ms per run.
   FailureOr<double> time(rt::Module &module, unsigned repeat) {
     rt::Event start = nullptr, end = nullptr;
-    auto cleanup = llvm::make_scope_exit([&] {
+    llvm::scope_exit cleanup([&] {
       if (start)
         (void)gpu->destroyEvent(start);
       if (end)

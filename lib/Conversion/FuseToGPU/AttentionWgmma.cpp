@@ -110,8 +110,10 @@ int64_t sharedBytesOf(const AttentionShape &s, int64_t bc) {
 class AttentionWgmmaKernel : public KernelBuilder {
 public:
   AttentionWgmmaKernel(KernelOp kernel, gpu::GPUModuleOp module,
-                       const TargetDescription &target, int64_t bc)
-      : KernelBuilder(kernel, module, target), bc(bc) {}
+                       const TargetDescription &target,
+                       const AttentionTile &tile)
+      : KernelBuilder(kernel, module, target), bc(tile.bc),
+        pingPong(tile.pingPong) {}
 
 private:
   FailureOr<LaunchConfig> emitBody() override;
@@ -139,6 +141,7 @@ private:
   static constexpr int64_t kProducerRegisters = 24, kConsumerRegisters = 240;
 
   int64_t bc;
+  bool pingPong;
 };
 
 } // namespace
@@ -165,7 +168,7 @@ int64_t fusec::tiling::chooseWgmmaAttentionKeys(AttentionOp op) {
 bool fusec::tiling::suitsWgmmaAttention(AttentionOp op, TileAttr attr,
                                         const TargetDescription &target) {
   return attr.getBm() == kRows && (attr.getBn() == 64 || attr.getBn() == 128) &&
-         attr.getBk() == 16 && !attr.getWarpsM() &&
+         attr.getBk() == 16 && !attr.getWarpsM() && attr.getWarpsN() <= 2 &&
          sharedBytesOf(shapeOfAttention(op), attr.getBn()) <=
              target.sharedBytesPerBlockOptIn;
 }
@@ -174,8 +177,8 @@ std::unique_ptr<KernelBuilder>
 fusec::tiling::makeAttentionWgmmaKernel(KernelOp kernel,
                                         gpu::GPUModuleOp module,
                                         const TargetDescription &target,
-                                        int64_t keys) {
-  return std::make_unique<AttentionWgmmaKernel>(kernel, module, target, keys);
+                                        const AttentionTile &tile) {
+  return std::make_unique<AttentionWgmmaKernel>(kernel, module, target, tile);
 }
 
 //===----------------------------------------------------------------------===//
@@ -321,6 +324,17 @@ FailureOr<LaunchConfig> AttentionWgmmaKernel::emitBody() {
   // Q's 64 rows of this consumer, in every panel.
   Value qRows = wgmma::offset(b, qBase, consumer, 64 * 128);
   wgmma::waitBarrier(b, qFull, i32(0));
+  // Ping-pong: consumer c waits at named barrier 1 + c for its turn to issue
+  // its GEMMs and, once they are issued, lets the other one go; the first
+  // turn is consumer 0's. Both run the same number of key tiles.
+  Value myTurn = addi(toI32(consumer), i32(1));
+  Value otherTurn = subi(i32(2), toI32(consumer));
+  auto arriveAt = [&](Value id) {
+    NVVM::BarrierArriveOp::create(b, id, i32(2 * 128));
+  };
+  if (pingPong)
+    ifThen(cmpi(arith::CmpIPredicate::eq, consumer, idx(0)),
+           [&] { arriveAt(myTurn); });
 
   SmallVector<Value> init{wgmma::zeroAccumulators(b, s.dv), negInf, negInf,
                           zero, zero};
@@ -336,6 +350,9 @@ FailureOr<LaunchConfig> AttentionWgmmaKernel::emitBody() {
         // S = Q K^T, k-step i of the head dim in panel i / 4 at byte
         // 32 (i % 4) of its rows.
         wgmma::waitBarrier(b, barrierAt(1, stage), parity);
+        if (pingPong)
+          NVVM::BarrierOp::create(b, Type(), myTurn, i32(2 * 128), nullptr,
+                                  Value());
         NVVM::WgmmaFenceAlignedOp::create(b);
         Value sStruct = wgmma::zeroAccumulators(b, bc);
         for (int64_t i = 0; i < qSteps; ++i)
@@ -460,6 +477,8 @@ FailureOr<LaunchConfig> AttentionWgmmaKernel::emitBody() {
                                 false, bc * 128),
               s.dv, elementType, /*bKMajor=*/false);
         NVVM::WgmmaGroupSyncAlignedOp::create(b);
+        if (pingPong)
+          arriveAt(otherTurn);
         NVVM::WgmmaWaitGroupSyncOp::create(b, 0);
         // This consumer is done with the stage.
         ifThen(leader, [&] {

@@ -52,6 +52,9 @@ makeAttentionDirectKernel(KernelOp kernel, gpu::GPUModuleOp module,
 struct AttentionTile {
   /// Warps per block, 16 query rows each; keys per K/V tile.
   int64_t warps = 4, bc = 64;
+  /// attention_wgmma: its two consumer warpgroups take turns at the tensor
+  /// cores (ping-pong), so that one's softmax runs under the other's GEMMs.
+  bool pingPong = false;
 };
 bool isMmaSyncAttention(AttentionOp op);
 AttentionTile chooseAttentionTile(AttentionOp op,
@@ -73,12 +76,14 @@ bool isWgmmaAttention(AttentionOp op, const TargetDescription &target);
 /// Keys per K/V tile.
 int64_t chooseWgmmaAttentionKeys(AttentionOp op);
 /// Whether a #fuse.tile suits it: bm = 128 query rows, bn = 64 or 128 keys,
-/// bk = 16, no warps_m (mma.sync's tiles name their warps).
+/// bk = 16, no warps_m (mma.sync's tiles name their warps), warps_n 0 (the
+/// heuristic's schedule), 1 (consumers free-running) or 2 (ping-pong).
 bool suitsWgmmaAttention(AttentionOp op, TileAttr attr,
                          const TargetDescription &target);
 std::unique_ptr<KernelBuilder>
 makeAttentionWgmmaKernel(KernelOp kernel, gpu::GPUModuleOp module,
-                         const TargetDescription &target, int64_t keys);
+                         const TargetDescription &target,
+                         const AttentionTile &tile);
 
 /// The GEMM on CUDA cores (GemmSimt.cpp).
 std::unique_ptr<KernelBuilder>

@@ -96,6 +96,7 @@ fusec::tiling::selectStrategy(KernelOp kernel, const TargetDescription &target,
       strategy.family = KernelFamily::AttentionWgmma;
       strategy.attention.bc =
           attr ? attr.getBn() : chooseWgmmaAttentionKeys(attention);
+      strategy.attention.pingPong = attr && attr.getWarpsN() == 2;
       return strategy;
     }
     // A tile written for mma.sync keeps that kernel.
@@ -165,7 +166,7 @@ fusec::tiling::emitKernel(KernelOp kernel, gpu::GPUModuleOp module,
     break;
   case KernelFamily::AttentionWgmma:
     builder = makeAttentionWgmmaKernel(kernel, module, target,
-                                       strategy.attention.bc);
+                                       strategy.attention);
     break;
   case KernelFamily::GemmSimt:
     builder = makeGemmSimtKernel(kernel, module, target, strategy.tile);
@@ -199,7 +200,8 @@ fusec::tiling::tuningCandidates(KernelOp kernel,
   } else if (auto attention = dyn_cast_or_null<AttentionOp>(anchor)) {
     if (isWgmmaAttention(attention, target))
       for (int64_t keys : {64, 128})
-        tiles.push_back({128, keys, 16});
+        for (int64_t schedule : {1, 2})
+          tiles.push_back({128, keys, 16, 0, 0, 0, schedule});
     if (isMmaSyncAttention(attention))
       for (auto [warps, keys] : {std::pair{4, 32}, {4, 64}, {8, 64}, {8, 128}})
         tiles.push_back({16 * warps, keys, 16, 0, 0, warps});

@@ -196,7 +196,9 @@ static LogicalResult lowerGraph(func::FuncOp func, gpu::GPUModuleOp module,
       kernelFunc->setAttr(
           "fusec.tile",
           TileAttr::get(b.getContext(), rows, strategy->attention.bc, 16, 0, 0,
-                        wgmma ? 0 : strategy->attention.warps, 0, 0, 0));
+                        wgmma ? 0 : strategy->attention.warps,
+                        wgmma ? (strategy->attention.pingPong ? 2 : 1) : 0, 0,
+                        0));
     }
     SmallVector<Value> args;
     for (Value input : kernel.getInputs())
