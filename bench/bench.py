@@ -28,7 +28,10 @@ Timing: CUDA events around `inner` back-to-back calls (so that host launch
 overhead hides behind the GPU, for every contender alike), median of `reps`
 such measurements after a warm-up; the contenders of a row take turns over
 three rounds and each keeps its best median, so that a drift in clocks during
-the run does not favour whoever ran first. When a workload's tensors fit in L2 several
+the run does not favour whoever ran first (each round starts with the next
+contender, and each contender's turn starts after 100 ms of idle, so that
+none inherits the clocks a heavy predecessor left: identical kernels measured
+up to 10% apart without). When a workload's tensors fit in L2 several
 copies of them rotate, so that no contender runs out of the cache.
 """
 import argparse
@@ -37,6 +40,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 # name, N, Cin, H, W, Cout, k, stride, pad, groups (WORKLOADS.md section 1).
 CONVS = [
@@ -437,9 +441,19 @@ def run_bench(args):
             contenders = dict(contenders, fusec_tuned=list(tuned_runners))
             tuned_runners.clear()
         best = {name: None for name in contenders}
-        for _ in range(rounds):
-            for name, fns in contenders.items():
+        names = list(contenders)
+        for r in range(rounds):
+            # Each round starts one contender later: a contender that runs
+            # right after a heavy one (clocks lowered by power) is not always
+            # the same one.
+            for name in names[r % len(names):] + names[:r % len(names)]:
+                fns = contenders[name]
                 if fns is not None:
+                    # An idle moment first, so that each contender starts
+                    # with the clocks a power-limited GPU gives a cool chip,
+                    # not those the previous contender left it with.
+                    torch.cuda.synchronize()
+                    time.sleep(0.1)
                     ms = bench(fns, **kw)
                     best[name] = ms if best[name] is None else min(best[name], ms)
         return best
@@ -470,6 +484,9 @@ def run_bench(args):
     def load(tag):
         module = rt.load(os.path.join(args.dir, tag + ".ptx"))
         tuned_runners.clear()
+        # Only the current module has a twin: a released module's address
+        # may come back for the next one.
+        twins.clear()
         tuned = os.path.join(args.tuned_dir, tag + ".ptx") if args.tuned_dir else None
         if tuned and os.path.exists(tuned):
             twins[module.value] = rt.load(tuned)
