@@ -593,6 +593,17 @@ static double tolerance(Type elementType) {
   return fp32Math == "tf32" ? 5e-3 : 1e-4;
 }
 
+/// ||x - ref|| / ||ref|| (||x - ref|| when ref is all zeros); NaN when x
+/// holds one.
+static double relativeError(const ref::Tensor &x, const ref::Tensor &ref) {
+  double err = 0, norm = 0;
+  for (auto [a, b] : llvm::zip_equal(x.data, ref.data)) {
+    err += (a - b) * (a - b);
+    norm += b * b;
+  }
+  return std::sqrt(err) / (norm > 0 ? std::sqrt(norm) : 1.0);
+}
+
 static LogicalResult runGraph(ModuleOp module) {
   func::FuncOp func = findEntry(module);
   if (!func || failed(ref::verifyGraph(func)))
@@ -644,14 +655,10 @@ static LogicalResult runGraph(ModuleOp module) {
     std::string name = llvm::formatv("result{0}", i).str();
     printSummary(llvm::outs(), name, t, type);
     if (gpu) {
-      double err = 0, norm = 0, maxAbs = 0;
       const ref::Tensor &r = (*reference)[i];
-      for (auto [a, b] : llvm::zip_equal(t.data, r.data)) {
-        err += (a - b) * (a - b);
-        norm += b * b;
+      double rel = relativeError(t, r), maxAbs = 0;
+      for (auto [a, b] : llvm::zip_equal(t.data, r.data))
         maxAbs = std::max(maxAbs, std::abs(a - b));
-      }
-      double rel = std::sqrt(err) / (norm > 0 ? std::sqrt(norm) : 1.0);
       bool within = rel <= tolerance(elementType); // NaN fails
       allWithin &= within;
       llvm::outs() << llvm::formatv(
@@ -763,17 +770,12 @@ configOf(llvm::StringRef artifact, llvm::StringRef name) {
   return {};
 }
 
-/// ||a - b|| / ||b|| over every result, the worst of them.
+/// relativeError over every result, the worst of them.
 static double worstError(const std::vector<ref::Tensor> &a,
                          const std::vector<ref::Tensor> &b) {
   double worst = 0;
   for (auto [x, y] : llvm::zip_equal(a, b)) {
-    double err = 0, norm = 0;
-    for (auto [u, v] : llvm::zip_equal(x.data, y.data)) {
-      err += (u - v) * (u - v);
-      norm += v * v;
-    }
-    double rel = std::sqrt(err) / (norm > 0 ? std::sqrt(norm) : 1.0);
+    double rel = relativeError(x, y);
     if (!(rel <= worst)) // NaN sticks
       worst = rel;
   }

@@ -55,6 +55,16 @@ struct AttentionTile {
   /// attention_wgmma: its two consumer warpgroups take turns at the tensor
   /// cores (ping-pong), so that one's softmax runs under the other's GEMMs.
   bool pingPong = false;
+
+  /// In #fuse.tile's terms: query rows, keys, k-step 16; on mma.sync the
+  /// warps (warps_m), on wgmma (128 rows) the schedule (warps_n: 1 free
+  /// consumers, 2 ping-pong).
+  TileAttr toAttr(MLIRContext *context, bool wgmma) const {
+    return wgmma ? TileAttr::get(context, 128, bc, 16, 0, 0, 0,
+                                 pingPong ? 2 : 1, 0, 0)
+                 : TileAttr::get(context, 16 * warps, bc, 16, 0, 0, warps, 0,
+                                 0, 0);
+  }
 };
 bool isMmaSyncAttention(AttentionOp op);
 AttentionTile chooseAttentionTile(AttentionOp op,

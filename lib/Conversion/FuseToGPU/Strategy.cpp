@@ -190,27 +190,30 @@ fusec::tiling::tuningCandidates(KernelOp kernel,
   TilingOptions options;
   options.fp32Math = fp32Math == "tf32" ? Fp32Math::TF32 : Fp32Math::IEEE;
   Operation *anchor = findAnchor(kernel);
-  std::vector<GemmTile> tiles;
+  std::vector<TileAttr> tiles;
   if (anchor && isGemmAnchor(anchor)) {
     GemmShape shape = getGemmShape(anchor);
+    std::vector<GemmTile> gemm;
     if (isWgmmaGemm(anchor, shape, target))
-      tiles = wgmmaTuningTiles(anchor, shape, target);
+      gemm = wgmmaTuningTiles(anchor, shape, target);
     if (isMmaSyncGemm(shape, options))
-      llvm::append_range(tiles, mmaSyncTuningTiles(shape, target, options));
+      llvm::append_range(gemm, mmaSyncTuningTiles(shape, target, options));
+    for (const GemmTile &t : gemm)
+      tiles.push_back(t.toAttr(context));
   } else if (auto attention = dyn_cast_or_null<AttentionOp>(anchor)) {
     if (isWgmmaAttention(attention, target))
       for (int64_t keys : {64, 128})
-        for (int64_t schedule : {1, 2})
-          tiles.push_back({128, keys, 16, 0, 0, 0, schedule});
+        for (bool pingPong : {false, true})
+          tiles.push_back(
+              AttentionTile{0, keys, pingPong}.toAttr(context, true));
     if (isMmaSyncAttention(attention))
       for (auto [warps, keys] : {std::pair{4, 32}, {4, 64}, {8, 64}, {8, 128}})
-        tiles.push_back({16 * warps, keys, 16, 0, 0, warps});
+        tiles.push_back(AttentionTile{warps, keys}.toAttr(context, false));
   }
   // Only what a kernel's own tile attribute would be allowed to ask for.
   std::vector<TileAttr> out;
   TileAttr saved = kernel.getTileAttr();
-  for (const GemmTile &t : tiles) {
-    TileAttr attr = t.toAttr(context);
+  for (TileAttr attr : tiles) {
     kernel.setTileAttr(attr);
     ScopedDiagnosticHandler quiet(context, [](Diagnostic &) { return success(); });
     if (succeeded(selectStrategy(kernel, target, options)))

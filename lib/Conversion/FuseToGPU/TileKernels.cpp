@@ -55,27 +55,6 @@ struct Tuning {
   std::string chip, gpu, fp32Math;
 };
 
-static FailureOr<KernelStrategy> tuneWith(KernelOp kernel,
-                                          const TargetDescription &target,
-                                          const TilingOptions &options,
-                                          const tuning::Entry *entry);
-
-/// selectStrategy, but a kernel without a tile takes the tuning database's
-/// entry for it where that suits it (else a warning and the heuristic).
-static FailureOr<KernelStrategy>
-selectTunedStrategy(KernelOp kernel, const TargetDescription &target,
-                    const TilingOptions &options, const Tuning &tuning) {
-  std::string signature =
-      tuning::kernelSignature(kernel, tuning.chip, tuning.fp32Math);
-  const tuning::Entry *entry = nullptr;
-  if (!kernel.getTileAttr())
-    entry = tuning.db.lookup(signature, tuning.chip, tuning.gpu);
-  FailureOr<KernelStrategy> strategy = tuneWith(kernel, target, options, entry);
-  if (succeeded(strategy))
-    strategy->signature = signature;
-  return strategy;
-}
-
 /// selectStrategy with `entry`'s tile when there is one and it suits.
 static FailureOr<KernelStrategy> tuneWith(KernelOp kernel,
                                           const TargetDescription &target,
@@ -120,6 +99,22 @@ static FailureOr<KernelStrategy> tuneWith(KernelOp kernel,
   strategy = selectStrategy(kernel, target, options);
   if (succeeded(strategy))
     strategy->source = "heuristic";
+  return strategy;
+}
+
+/// selectStrategy, but a kernel without a tile takes the tuning database's
+/// entry for it where that suits it (else a warning and the heuristic).
+static FailureOr<KernelStrategy>
+selectTunedStrategy(KernelOp kernel, const TargetDescription &target,
+                    const TilingOptions &options, const Tuning &tuning) {
+  std::string signature =
+      tuning::kernelSignature(kernel, tuning.chip, tuning.fp32Math);
+  const tuning::Entry *entry = nullptr;
+  if (!kernel.getTileAttr())
+    entry = tuning.db.lookup(signature, tuning.chip, tuning.gpu);
+  FailureOr<KernelStrategy> strategy = tuneWith(kernel, target, options, entry);
+  if (succeeded(strategy))
+    strategy->signature = signature;
   return strategy;
 }
 
@@ -188,18 +183,13 @@ static LogicalResult lowerGraph(func::FuncOp func, gpu::GPUModuleOp module,
     if (strategy->tile.bm)
       kernelFunc->setAttr("fusec.tile",
                           strategy->tile.toAttr(b.getContext()));
-    // Attention's tile in #fuse.tile's terms: query rows, keys, k-step.
     if (strategy->family == KernelFamily::AttentionMmaSync ||
-        strategy->family == KernelFamily::AttentionWgmma) {
-      bool wgmma = strategy->family == KernelFamily::AttentionWgmma;
-      int64_t rows = wgmma ? 128 : 16 * strategy->attention.warps;
+        strategy->family == KernelFamily::AttentionWgmma)
       kernelFunc->setAttr(
           "fusec.tile",
-          TileAttr::get(b.getContext(), rows, strategy->attention.bc, 16, 0, 0,
-                        wgmma ? 0 : strategy->attention.warps,
-                        wgmma ? (strategy->attention.pingPong ? 2 : 1) : 0, 0,
-                        0));
-    }
+          strategy->attention.toAttr(
+              b.getContext(),
+              strategy->family == KernelFamily::AttentionWgmma));
     SmallVector<Value> args;
     for (Value input : kernel.getInputs())
       args.push_back(buffers.lookup(input));
