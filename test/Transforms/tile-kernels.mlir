@@ -48,7 +48,7 @@ func.func @conv(%x: tensor<1x9x9x3xf32>, %w: tensor<32x3x3x3xf32>, %m: tensor<32
 // CHECK-COUNT-9: math.fma
 // CHECK: gpu.func @k1_softmax(
 // CHECK: gpu.dynamic_shared_memory
-// CHECK: memref.view {{.+}} to memref<256xf32, #gpu.address_space<workgroup>>
+// CHECK: memref.view {{.+}} to memref<8xf32, #gpu.address_space<workgroup>>
 // CHECK: math.exp
 func.func @depthwise(%x: tensor<1x5x5x8xf32>, %w: tensor<8x3x3x1xf32>) -> tensor<1x200xf32> {
   %0 = fuse.conv2d %x, %w {padding = array<i64: 1, 1>, groups = 8} : tensor<1x5x5x8xf32>, tensor<8x3x3x1xf32>
@@ -135,6 +135,57 @@ func.func @resident_row(%x: tensor<3x4096xbf16>, %r: tensor<3x4096xbf16>) -> (te
 
 // -----
 
+// Rows of 65537 bf16: no vector divides them, so each row splits at its
+// first 16-byte boundary (a head of (8 - offset % 8) % 8 elements, then
+// vectors, then a tail). 1024 threads take 4 vectors per chunk, 2 chunks;
+// the first pass stages the row in shared memory (128 KiB) while it sums,
+// the second reads it back from there: the row leaves memory once.
+// CHECK-LABEL: func.func @streamed_row(
+// CHECK: gpu.launch_func @streamed_row_kernels::@k0_layer_norm blocks in (%{{.+}}, %{{.+}}, %{{.+}}) threads in (%c1024,
+// CHECK-SAME: dynamic_shared_memory_size %c131200_i32
+// CHECK: gpu.func @k0_layer_norm
+// CHECK: memref.view {{.+}} to memref<8192x8xbf16, #gpu.address_space<workgroup>>
+// CHECK: %[[OFF:.+]] = arith.remui %{{.+}}, %c8
+// CHECK: %[[PAST:.+]] = arith.subi %c8, %[[OFF]]
+// CHECK: arith.remui %[[PAST]], %c8
+// CHECK: scf.for
+// CHECK-COUNT-4: vector.load %{{.+}} {alignment = 16 : i64} : memref<2x65537xbf16>, vector<8xbf16>
+// CHECK-COUNT-4: vector.store %{{.+}} {alignment = 16 : i64} : memref<8192x8xbf16, #gpu.address_space<workgroup>>, vector<8xbf16>
+// CHECK: gpu.barrier
+// CHECK: scf.for
+// CHECK-NOT: memref<2x65537xbf16>, vector<8xbf16>
+// CHECK-COUNT-4: vector.load %{{.+}} : memref<8192x8xbf16, #gpu.address_space<workgroup>>, vector<8xbf16>
+// CHECK: vector.store %{{.+}} : memref<2x65537xbf16>, vector<8xbf16>
+func.func @streamed_row(%x: tensor<2x65537xbf16>, %w: tensor<65537xbf16>) -> tensor<2x65537xbf16> {
+  %0 = fuse.layer_norm %x scale(%w : tensor<65537xbf16>) : tensor<2x65537xbf16>
+  return %0 : tensor<2x65537xbf16>
+}
+
+// -----
+
+// f32 rows of 33333 with a residual add: both inputs would need 260 KiB of
+// shared memory, so the second pass reads them again; softmax's statistics
+// take one pass (a running maximum rescales the running sum).
+// CHECK-LABEL: func.func @streamed_softmax(
+// CHECK: gpu.func @k0_softmax
+// CHECK-NOT: memref<{{[0-9]+}}x4xf32, #gpu.address_space<workgroup>>
+// CHECK: scf.for
+// CHECK-COUNT-8: vector.load %{{.+}} : memref<3x33333xf32>, vector<4xf32>
+// CHECK: arith.maximumf
+// CHECK: math.exp
+// CHECK: scf.yield
+// CHECK: gpu.shuffle xor
+// CHECK: scf.for
+// CHECK-COUNT-8: vector.load %{{.+}} : memref<3x33333xf32>, vector<4xf32>
+// CHECK-COUNT-2: vector.store %{{.+}} : memref<3x33333xf32>, vector<4xf32>
+func.func @streamed_softmax(%x: tensor<3x33333xf32>, %r: tensor<3x33333xf32>) -> (tensor<3x33333xf32>, tensor<3x33333xf32>) {
+  %h = fuse.add %x, %r : tensor<3x33333xf32>, tensor<3x33333xf32>
+  %0 = fuse.softmax %h : tensor<3x33333xf32>
+  return %0, %h : tensor<3x33333xf32>, tensor<3x33333xf32>
+}
+
+// -----
+
 // NHWC pooling and resampling move a 16-byte vector of channels per
 // thread: one window of index math for 8 bf16 channels.
 // CHECK-LABEL: func.func @pool_resample_vector(
@@ -174,4 +225,19 @@ func.func @gather(%x: tensor<2x3x7x32xbf16>, %c: tensor<7x16xbf16>, %s: tensor<7
   %0 = fuse.rope %x, %c, %s : tensor<2x3x7x32xbf16>, tensor<7x16xbf16>
   %1 = fuse.transpose %y {permutation = array<i64: 0, 2, 1>} : tensor<3x37x45xf16>
   return %0, %1 : tensor<2x3x7x32xbf16>, tensor<3x45x37xf16>
+}
+
+// -----
+
+// When both innermost extents take 16-byte vectors, the tile is 64 x 64 and
+// both its reads and its writes move 8 bf16 at a time.
+// CHECK-LABEL: func.func @wide_transpose(
+// CHECK: gpu.func @k0_transpose
+// CHECK: memref.view {{.+}} to memref<64x65xf32, #gpu.address_space<workgroup>>
+// CHECK-COUNT-2: vector.load %arg0{{.+}} {alignment = 16 : i64} : memref<3x40x136xbf16>, vector<8xbf16>
+// CHECK: gpu.barrier
+// CHECK-COUNT-2: vector.store {{.+}}, %arg1{{.+}} {alignment = 16 : i64} : memref<3x136x40xbf16>, vector<8xbf16>
+func.func @wide_transpose(%x: tensor<3x40x136xbf16>) -> tensor<3x136x40xbf16> {
+  %0 = fuse.transpose %x {permutation = array<i64: 0, 2, 1>} : tensor<3x40x136xbf16>
+  return %0 : tensor<3x136x40xbf16>
 }

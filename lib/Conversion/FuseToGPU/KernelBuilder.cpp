@@ -455,6 +455,11 @@ Value KernelBuilder::evalAt(Value v, ArrayRef<Value> coords) {
 //===----------------------------------------------------------------------===//
 
 int64_t KernelBuilder::vectorWidth(ArrayRef<int64_t> shape) {
+  int64_t width = vectorLanes(shape);
+  return !shape.empty() && shape.back() % width == 0 ? width : 0;
+}
+
+int64_t KernelBuilder::vectorLanes(ArrayRef<int64_t> shape) {
   int64_t widest = 0;
   for (Value out : outputs)
     widest = std::max<int64_t>(
@@ -464,8 +469,7 @@ int64_t KernelBuilder::vectorWidth(ArrayRef<int64_t> shape) {
       widest = std::max<int64_t>(
           widest,
           cast<RankedTensorType>(arg.getType()).getElementTypeBitWidth());
-  int64_t width = 128 / widest;
-  return !shape.empty() && shape.back() % width == 0 ? width : 0;
+  return 128 / widest;
 }
 
 VectorType KernelBuilder::vectorOf(Value memref, int64_t width) {
@@ -486,14 +490,21 @@ Value KernelBuilder::loadVector(Value memref, ArrayRef<Value> coords,
 
 SmallVector<std::pair<BlockArgument, Value>>
 KernelBuilder::loadFullInputs(ArrayRef<Value> coords, int64_t width) {
-  ArrayRef<int64_t> shape = shapeOf(yield().getValues()[0]);
   SmallVector<std::pair<BlockArgument, Value>> full;
+  for (BlockArgument arg : fullInputs())
+    full.emplace_back(arg, loadVector(argOf.lookup(arg), coords, width));
+  return full;
+}
+
+SmallVector<BlockArgument> KernelBuilder::fullInputs() {
+  ArrayRef<int64_t> shape = shapeOf(yield().getValues()[0]);
+  SmallVector<BlockArgument> args;
   for (BlockArgument arg : kernel.getBody().getArguments())
     // An argument read through a view is read at other coordinates.
     if (shapeOf(arg) == shape && !arg.use_empty() &&
         llvm::none_of(arg.getUsers(), isView))
-      full.emplace_back(arg, loadVector(argOf.lookup(arg), coords, width));
-  return full;
+      args.push_back(arg);
+  return args;
 }
 
 void KernelBuilder::selectLane(ArrayRef<std::pair<BlockArgument, Value>> full,

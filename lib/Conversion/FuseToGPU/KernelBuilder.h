@@ -309,6 +309,8 @@ protected:
   /// How many elements of the innermost axis one thread moves as a 16-byte
   /// vector, or 0 when `shape` does not allow it.
   int64_t vectorWidth(ArrayRef<int64_t> shape);
+  /// How many elements of the widest operand of `shape` fill 16 bytes.
+  int64_t vectorLanes(ArrayRef<int64_t> shape);
   VectorType vectorOf(Value memref, int64_t width);
   llvm::MaybeAlign alignOf(Value memref, int64_t width);
   Value loadVector(Value memref, ArrayRef<Value> coords, int64_t width);
@@ -319,6 +321,8 @@ protected:
   void storeVectorResults(
       ArrayRef<Value> coords, int64_t width, ArrayRef<Value> anchorValues,
       const SmallVector<std::pair<BlockArgument, Value>> *full = nullptr);
+  /// The kernel inputs of the iteration shape that are read in place.
+  SmallVector<BlockArgument> fullInputs();
   /// The kernel inputs of the iteration shape, as vectors at `coords`.
   SmallVector<std::pair<BlockArgument, Value>>
   loadFullInputs(ArrayRef<Value> coords, int64_t width);

@@ -2,10 +2,16 @@
 //
 // layer_norm, rms_norm and softmax: one block per row, reductions by warp
 // shuffles then across warps in shared memory (mean then variance; max then
-// sum), contiguous rows moving as 16-byte vectors. A row of up to 8 vectors
-// per thread (4096 bf16, 2048 f32) is read once into registers; longer rows
-// are read once per pass, a fused prologue (a residual add, say) computed per
-// element in every pass. The prologue's result is written once.
+// sum). Contiguous rows move as 16-byte vectors:
+//  - a row of up to 8 vectors per thread of 256 (4096 bf16, 2048 f32) is
+//    read once into registers;
+//  - longer rows, and rows no 16-byte vector divides, are streamed: each
+//    row is split at its first 16-byte boundary into a vector body and at
+//    most 2 x 7 edge elements; the statistics take one pass (shifted sums,
+//    online softmax); the second pass reads the row again from registers
+//    (one chunk per thread), shared memory (when the row's inputs fit), or
+//    memory. A fused prologue's result is written once.
+// Rows along a strided axis take one scalar pass per statistic.
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,10 +26,18 @@ public:
 
 private:
   FailureOr<LaunchConfig> emitBody() override;
+  /// Streams contiguous rows of `length` (see the file comment).
+  LaunchConfig emitStreamed(Value input, ArrayRef<int64_t> shape,
+                            int64_t length, int64_t rows);
   /// Shared-memory tree reduction of one f32 per thread across the block.
   Value blockReduce(Value partial, bool isMax);
+  /// The anchor's value of input element `v` at `coords`, given the row's
+  /// parameters: {max, 1 / sum} (softmax), {mean, 1 / deviation} (layer
+  /// norm), {1 / root mean square} (rms norm).
+  Value rowValue(Value v, ArrayRef<Value> coords, ArrayRef<Value> params);
 
   Value reduceBuffer;
+  int64_t threads = kBlock;
   /// The most 16-byte vectors of a row one thread keeps in registers.
   static constexpr int64_t kResident = 8;
 };
@@ -53,12 +67,33 @@ Value RowReductionKernel::blockReduce(Value partial, bool isMax) {
          });
   gpu::BarrierOp::create(b);
   Value result = memref::LoadOp::create(b, reduceBuffer, ValueRange{idx(0)});
-  for (int64_t w = 1; w < kBlock / 32; ++w)
+  for (int64_t w = 1; w < threads / 32; ++w)
     result = combine(result, memref::LoadOp::create(b, reduceBuffer,
                                                     ValueRange{idx(w)}));
   // Nobody may overwrite the buffer before everyone has read the result.
   gpu::BarrierOp::create(b);
   return result;
+}
+
+Value RowReductionKernel::rowValue(Value v, ArrayRef<Value> coords,
+                                   ArrayRef<Value> params) {
+  if (isa<SoftmaxOp>(anchor))
+    return mulf(exp(subf(v, params[0])), params[1]);
+  if (auto ln = dyn_cast<LayerNormOp>(anchor)) {
+    Value y = mulf(subf(v, params[0]), params[1]);
+    ArrayRef<Value> trailing = coords.take_back(ln.getNormalizedRank());
+    if (Value scale = ln.getScale())
+      y = mulf(y, load(argOf.lookup(scale), trailing));
+    if (Value shift = ln.getShift())
+      y = addf(y, load(argOf.lookup(shift), trailing));
+    return y;
+  }
+  auto rms = cast<RmsNormOp>(anchor);
+  Value y = mulf(v, params[0]);
+  if (Value scale = rms.getScale())
+    y = mulf(y, load(argOf.lookup(scale), coords.take_back(
+                                              rms.getNormalizedRank())));
+  return y;
 }
 
 FailureOr<LaunchConfig> RowReductionKernel::emitBody() {
@@ -80,6 +115,11 @@ FailureOr<LaunchConfig> RowReductionKernel::emitBody() {
     inner = 1;
   }
   int64_t rows = product(shape) / length;
+  int64_t lanes = vectorLanes(shape);
+  bool resident = length % lanes == 0 && length / lanes % kBlock == 0 &&
+                  length / lanes / kBlock <= kResident;
+  if (inner == 1 && !resident && length >= 2 * lanes)
+    return emitStreamed(input, shape, length, rows);
   reduceBuffer = allocShared({kBlock}, b.getF32Type());
   Value row = blockId(gpu::Dimension::x), tid = threadId();
   Value outer = divi(row, inner), in = remi(row, inner);
@@ -192,13 +232,11 @@ FailureOr<LaunchConfig> RowReductionKernel::emitBody() {
     };
   }
   Value invLength = f32(1.0 / static_cast<double>(length));
+  SmallVector<Value> params;
   if (isa<SoftmaxOp>(op)) {
     Value max = rowSum([](Value v) { return v; }, /*isMax=*/true);
     Value sum = rowSum([&](Value v) { return exp(subf(v, max)); }, false);
-    Value inv = divf(f32(1), sum);
-    writeRow([&](Value v, ArrayRef<Value>) {
-      return mulf(exp(subf(v, max)), inv);
-    });
+    params = {max, divf(f32(1), sum)};
   } else if (auto ln = dyn_cast<LayerNormOp>(op)) {
     Value mean = mulf(rowSum([](Value v) { return v; }, false), invLength);
     Value var = mulf(rowSum(
@@ -208,31 +246,261 @@ FailureOr<LaunchConfig> RowReductionKernel::emitBody() {
                          },
                          false),
                      invLength);
-    Value inv = math::RsqrtOp::create(
-        b, addf(var, f32(ln.getEpsilon().convertToDouble())));
-    int64_t normRank = ln.getNormalizedRank();
-    writeRow([&](Value v, ArrayRef<Value> coords) {
-      Value y = mulf(subf(v, mean), inv);
-      ArrayRef<Value> trailing = coords.take_back(normRank);
-      if (Value scale = ln.getScale())
-        y = mulf(y, load(argOf.lookup(scale), trailing));
-      if (Value shift = ln.getShift())
-        y = addf(y, load(argOf.lookup(shift), trailing));
-      return y;
-    });
+    params = {mean, math::RsqrtOp::create(
+                        b, addf(var, f32(ln.getEpsilon().convertToDouble())))};
   } else {
-    auto rms = cast<RmsNormOp>(op);
     Value meanSq =
         mulf(rowSum([&](Value v) { return mulf(v, v); }, false), invLength);
-    Value inv = math::RsqrtOp::create(
-        b, addf(meanSq, f32(rms.getEpsilon().convertToDouble())));
-    int64_t normRank = rms.getNormalizedRank();
-    writeRow([&](Value v, ArrayRef<Value> coords) {
-      Value y = mulf(v, inv);
-      if (Value scale = rms.getScale())
-        y = mulf(y, load(argOf.lookup(scale), coords.take_back(normRank)));
-      return y;
-    });
+    params = {math::RsqrtOp::create(
+        b, addf(meanSq,
+                f32(cast<RmsNormOp>(op).getEpsilon().convertToDouble())))};
   }
+  writeRow([&](Value v, ArrayRef<Value> coords) {
+    return rowValue(v, coords, params);
+  });
   return LaunchConfig{{rows, 1, 1}, {kBlock, 1, 1}};
+}
+
+LaunchConfig RowReductionKernel::emitStreamed(Value input,
+                                              ArrayRef<int64_t> shape,
+                                              int64_t length, int64_t rows) {
+  int64_t width = vectorLanes(shape);
+  int64_t maxVectors = length / width;
+  // The fewest threads that take the row in one chunk of `unroll` vectors
+  // each; 1024 threads keep 4 (they have 64 registers each).
+  int64_t unroll = kResident;
+  threads = 256;
+  while (maxVectors > threads * unroll && threads < 1024) {
+    threads *= 2;
+    unroll = threads == 1024 ? 4 : kResident;
+  }
+  unroll = std::min<int64_t>(unroll, llvm::divideCeil(maxVectors, threads));
+  int64_t chunks = llvm::divideCeil(maxVectors, threads * unroll);
+  reduceBuffer = allocShared({threads / 32}, b.getF32Type());
+  // Rows of several chunks keep their inputs in shared memory for the
+  // second pass when they fit; otherwise that pass reads them again.
+  SmallVector<BlockArgument> full = fullInputs();
+  llvm::DenseMap<BlockArgument, Value> staged;
+  int64_t stagedBytes = 0;
+  for (BlockArgument arg : full)
+    stagedBytes += maxVectors * width *
+                   cast<RankedTensorType>(arg.getType()).getElementTypeBitWidth() / 8;
+  if (chunks > 1 &&
+      stagedBytes + sharedBytes + 1024 <= target.sharedBytesPerBlockOptIn)
+    for (BlockArgument arg : full)
+      staged[arg] = allocShared(
+          {maxVectors, width},
+          cast<RankedTensorType>(arg.getType()).getElementType(), 16);
+
+  Value row = blockId(gpu::Dimension::x), tid = threadId();
+  Value base = muli(row, idx(length));
+  auto coordsAt = [&](Value j) { return delinearize(addi(base, j), shape); };
+  // The row's elements before its first 16-byte boundary (`head`), its
+  // whole vectors after it, and the elements left at either end.
+  Value head = length % width == 0
+                   ? idx(0)
+                   : remi(subi(idx(width), remi(base, width)), width);
+  Value vectors = divi(subi(idx(length), head), width);
+  Value edges = subi(idx(length), muli(vectors, idx(width)));
+  // Thread t < edges takes edge element t (a head element, or one past the
+  // vectors); the others compute element 0 and discard it.
+  Value hasEdge = lt(tid, edges);
+  Value edge = select(hasEdge,
+                      select(lt(tid, head), tid,
+                             addi(tid, muli(vectors, idx(width)))),
+                      idx(0));
+  auto inputAt = [&](Value j) {
+    preloaded.clear();
+    cache.clear();
+    return evalAt(input, coordsAt(j));
+  };
+
+  // Per-thread statistics: {max, sum of exp(x - max)} (online softmax),
+  // {sum of x - k, sum of (x - k)^2} with k the row's first element
+  // (shifted sums: no cancellation when the mean is large), {sum of x^2}.
+  Value shiftK = isa<LayerNormOp>(anchor) ? inputAt(idx(0)) : Value();
+  auto notNegInf = [&](Value m) {
+    return select(arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, m,
+                                        f32(-INFINITY)),
+                  f32(0), m);
+  };
+  SmallVector<Value> init =
+      isa<SoftmaxOp>(anchor)
+          ? SmallVector<Value>{f32(-INFINITY), f32(0)}
+          : (shiftK ? SmallVector<Value>{f32(0), f32(0)}
+                    : SmallVector<Value>{f32(0)});
+  // Adds a group of input values (each run of `lanes` valid when `active`).
+  auto accumulate = [&](ArrayRef<Value> acc, ArrayRef<SmallVector<Value>> runs,
+                        ArrayRef<Value> active) -> SmallVector<Value> {
+    if (isa<SoftmaxOp>(anchor)) {
+      Value m = acc[0];
+      for (auto [run, on] : llvm::zip_equal(runs, active)) {
+        Value runMax = f32(-INFINITY);
+        for (Value v : run)
+          runMax = maxf(runMax, v);
+        m = maxf(m, select(on, runMax, f32(-INFINITY)));
+      }
+      // Rescale the running sum to the new maximum (exp(-inf) = 0 for a
+      // thread that has seen only masked elements).
+      Value safe = notNegInf(m);
+      Value sum = mulf(acc[1], exp(subf(acc[0], safe)));
+      for (auto [run, on] : llvm::zip_equal(runs, active)) {
+        Value t = f32(0);
+        for (Value v : run)
+          t = addf(t, exp(subf(v, safe)));
+        sum = addf(sum, select(on, t, f32(0)));
+      }
+      return {m, sum};
+    }
+    SmallVector<Value> out(acc);
+    for (auto [run, on] : llvm::zip_equal(runs, active)) {
+      Value s1 = f32(0), s2 = f32(0);
+      for (Value v : run) {
+        Value d = shiftK ? subf(v, shiftK) : v;
+        s1 = addf(s1, d);
+        s2 = fma(d, d, s2);
+      }
+      if (shiftK) {
+        out[0] = addf(out[0], select(on, s1, f32(0)));
+        out[1] = addf(out[1], select(on, s2, f32(0)));
+      } else {
+        out[0] = addf(out[0], select(on, s2, f32(0)));
+      }
+    }
+    return out;
+  };
+
+  // Vector `u` of chunk `c` of this thread: its index (clamped so that the
+  // loads of a chunk issue unconditionally), whether it exists, and where.
+  struct Slot {
+    Value vector, active;
+    SmallVector<Value> coords;
+  };
+  auto slotOf = [&](Value c, int64_t u) {
+    Value v = addi(tid, muli(addi(muli(c, idx(unroll)), idx(u)),
+                             idx(threads)));
+    Value active = lt(v, vectors);
+    v = mini(v, subi(vectors, idx(1)));
+    return Slot{v, active, coordsAt(addi(head, muli(v, idx(width))))};
+  };
+  using Full = SmallVector<std::pair<BlockArgument, Value>>;
+  auto laneValues = [&](const Slot &slot, const Full &loaded) {
+    SmallVector<Value> values;
+    for (int64_t i = 0; i < width; ++i) {
+      SmallVector<Value> at(slot.coords);
+      at.back() = addi(at.back(), idx(i));
+      selectLane(loaded, i);
+      values.push_back(evalAt(input, at));
+    }
+    preloaded.clear();
+    cache.clear();
+    return values;
+  };
+  auto sharedType = [&](BlockArgument arg) {
+    return VectorType::get({width}, cast<MemRefType>(staged[arg].getType())
+                                        .getElementType());
+  };
+
+  // First pass: the statistics, staging or keeping the inputs on the way.
+  SmallVector<SmallVector<Value>> edgeRun{{inputAt(edge)}};
+  SmallVector<Value> acc = accumulate(init, edgeRun, {hasEdge});
+  SmallVector<Slot> kept;
+  SmallVector<Full> keptFull;
+  auto firstPass = [&](Value c, ValueRange carried) {
+    SmallVector<Slot> slots;
+    SmallVector<Full> loaded;
+    for (int64_t u = 0; u < unroll; ++u) {
+      slots.push_back(slotOf(c, u));
+      loaded.push_back(loadFullInputs(slots.back().coords, width));
+    }
+    for (auto [slot, vecs] : llvm::zip_equal(slots, loaded))
+      for (auto [arg, vec] : vecs)
+        if (Value buffer = staged.lookup(arg))
+          vector::StoreOp::create(b, vec, buffer,
+                                  ValueRange{slot.vector, idx(0)},
+                                  /*nontemporal=*/false,
+                                  alignOf(buffer, width));
+    SmallVector<SmallVector<Value>> runs;
+    SmallVector<Value> active;
+    for (auto [slot, vecs] : llvm::zip_equal(slots, loaded)) {
+      runs.push_back(laneValues(slot, vecs));
+      active.push_back(slot.active);
+    }
+    if (chunks == 1) {
+      kept = slots;
+      keptFull = loaded;
+    }
+    return accumulate(SmallVector<Value>(carried), runs, active);
+  };
+  if (chunks == 1)
+    acc = firstPass(idx(0), acc);
+  else
+    acc = loop(idx(0), idx(chunks), idx(1), acc,
+               [&](Value c, ValueRange carried) {
+                 return firstPass(c, carried);
+               });
+
+  // The row's parameters.
+  Value invLength = f32(1.0 / static_cast<double>(length));
+  SmallVector<Value> params;
+  if (isa<SoftmaxOp>(anchor)) {
+    Value max = notNegInf(blockReduce(acc[0], /*isMax=*/true));
+    Value sum = blockReduce(mulf(acc[1], exp(subf(acc[0], max))), false);
+    params = {max, divf(f32(1), sum)};
+  } else {
+    double epsilon = isa<LayerNormOp>(anchor)
+                         ? cast<LayerNormOp>(anchor).getEpsilon().convertToDouble()
+                         : cast<RmsNormOp>(anchor).getEpsilon().convertToDouble();
+    Value meanSq = mulf(blockReduce(acc.back(), false), invLength);
+    if (shiftK) {
+      Value meanShift = mulf(blockReduce(acc[0], false), invLength);
+      Value var =
+          maxf(subf(meanSq, mulf(meanShift, meanShift)), f32(0));
+      params = {addf(shiftK, meanShift),
+                math::RsqrtOp::create(b, addf(var, f32(epsilon)))};
+    } else {
+      params = {math::RsqrtOp::create(b, addf(meanSq, f32(epsilon)))};
+    }
+  }
+
+  // Second pass: the results.
+  ifThen(hasEdge, [&] {
+    Value v = inputAt(edge);
+    SmallVector<Value> coords = coordsAt(edge);
+    storeResults(coords, rowValue(v, coords, params));
+  });
+  auto secondPass = [&](Value c) {
+    SmallVector<Slot> slots = kept;
+    SmallVector<Full> loaded = keptFull;
+    if (chunks > 1)
+      for (int64_t u = 0; u < unroll; ++u) {
+        slots.push_back(slotOf(c, u));
+        if (staged.empty()) {
+          loaded.push_back(loadFullInputs(slots.back().coords, width));
+          continue;
+        }
+        Full &vecs = loaded.emplace_back();
+        for (BlockArgument arg : full)
+          vecs.emplace_back(
+              arg, vector::LoadOp::create(
+                       b, sharedType(arg), staged[arg],
+                       ValueRange{slots.back().vector, idx(0)},
+                       /*nontemporal=*/false, alignOf(staged[arg], width)));
+      }
+    for (auto [slot, vecs] : llvm::zip_equal(slots, loaded))
+      ifThen(slot.active, [&] {
+        SmallVector<Value> anchorValues;
+        for (auto [i, v] : llvm::enumerate(laneValues(slot, vecs))) {
+          SmallVector<Value> at(slot.coords);
+          at.back() = addi(at.back(), idx(i));
+          anchorValues.push_back(rowValue(v, at, params));
+        }
+        storeVectorResults(slot.coords, width, anchorValues, &vecs);
+      });
+  };
+  if (chunks == 1)
+    secondPass(idx(0));
+  else
+    loop(0, chunks, secondPass);
+  return LaunchConfig{{rows, 1, 1}, {threads, 1, 1}};
 }
