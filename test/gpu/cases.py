@@ -277,6 +277,31 @@ def resident_rows_case(dt):
     return g.text([(ln, t([5, n], dt)), (h, t([5, n], dt)), (rms, t([5, n], dt)), (sm, t([3, 2, n // 2], dt))])
 
 
+def streamed_rows_case(dt):
+    """Row reductions streamed in 16-byte vectors from each row's first
+    aligned element: rows no vector divides (65537, 33333, 12345, 5003, 17,
+    15), rows of several chunks kept in shared memory (16-bit types) or read
+    twice (f32), a residual add whose sum is written too."""
+    g = Graph("g")
+    outs = []
+    n = 65537
+    x, w, b = g.arg([2, n], dt), g.arg([n], dt), g.arg([n], dt)
+    outs.append((g.op(f"fuse.layer_norm {x} scale({w} : {t([n], dt)}) shift({b} : {t([n], dt)}) : {t([2, n], dt)}"),
+                 t([2, n], dt)))
+    x, r = g.arg([3, 33333], dt), g.arg([3, 33333], dt)
+    h = g.op(f"fuse.add {x}, {r} : {t([3, 33333], dt)}, {t([3, 33333], dt)}")
+    outs += [(g.op(f"fuse.layer_norm {h} : {t([3, 33333], dt)}"), t([3, 33333], dt)), (h, t([3, 33333], dt))]
+    x, w = g.arg([4, 12345], dt), g.arg([12345], dt)
+    outs.append((g.op(f"fuse.rms_norm {x} scale({w} : {t([12345], dt)}) : {t([4, 12345], dt)}"),
+                 t([4, 12345], dt)))
+    for shape in ([3, 5003], [2, 40000], [5, 17]):
+        x = g.arg(shape, dt)
+        outs.append((g.op(f"fuse.softmax {x} : {t(shape, dt)}"), t(shape, dt)))
+    x = g.arg([4, 15], dt)
+    outs.append((g.op(f"fuse.layer_norm {x} : {t([4, 15], dt)}"), t([4, 15], dt)))
+    return g.text(outs)
+
+
 def merged_linears_case(dt):
     """Three biased projections of one input merge into one GEMM reading the
     weights in place; each result goes on through an elementwise op."""
@@ -331,8 +356,14 @@ def gather_case(dt):
     t1 = g.op(f"fuse.transpose {z} {{permutation = array<i64: 0, 2, 1>}} : {t([3, 37, 45], dt)}")
     t2 = g.op(f"fuse.transpose {w} {{permutation = array<i64: 0, 3, 1, 2>}} : {t([2, 9, 70, 66], dt)}")
     t2 = g.op(f"fuse.relu {t2} : {t([2, 66, 9, 70], dt)}")
+    # Both innermost extents a multiple of 16 bytes: 16-byte vectors both
+    # ways, partial 64 x 64 tiles.
+    u = g.arg([2, 5, 24, 72], dt)
+    v = g.arg([3, 40, 136], dt)
+    t3 = g.op(f"fuse.transpose {u} {{permutation = array<i64: 0, 3, 1, 2>}} : {t([2, 5, 24, 72], dt)}")
+    t4 = g.op(f"fuse.transpose {v} {{permutation = array<i64: 0, 2, 1>}} : {t([3, 40, 136], dt)}")
     return g.text([(r1, t([2, 3, 7, 32], dt)), (r2, t([3, 5, 16], dt)), (t1, t([3, 45, 37], dt)),
-                   (t2, t([2, 66, 9, 70], dt))])
+                   (t2, t([2, 66, 9, 70], dt)), (t3, t([2, 72, 5, 24], dt)), (t4, t([3, 136, 40], dt))])
 
 
 def attention_cases():
@@ -577,6 +608,7 @@ def build_cases():
         add(f"merged_linears_{dt}", merged_linears_case(dt), dt)
         add(f"channel_elementwise_{dt}", channel_elementwise_case(dt), dt)
         add(f"resident_rows_{dt}", resident_rows_case(dt), dt)
+        add(f"streamed_rows_{dt}", streamed_rows_case(dt), dt)
         add(f"gather_{dt}", gather_case(dt), dt)
     for case in gemm_cases() + wgmma_cases() + attention_cases():
         add(*case)
