@@ -356,8 +356,7 @@ def gather_case(dt):
     t1 = g.op(f"fuse.transpose {z} {{permutation = array<i64: 0, 2, 1>}} : {t([3, 37, 45], dt)}")
     t2 = g.op(f"fuse.transpose {w} {{permutation = array<i64: 0, 3, 1, 2>}} : {t([2, 9, 70, 66], dt)}")
     t2 = g.op(f"fuse.relu {t2} : {t([2, 66, 9, 70], dt)}")
-    # Both innermost extents a multiple of 16 bytes: 16-byte vectors both
-    # ways, partial 64 x 64 tiles.
+    # Both innermost extents even: paired stores, partial tiles.
     u = g.arg([2, 5, 24, 72], dt)
     v = g.arg([3, 40, 136], dt)
     t3 = g.op(f"fuse.transpose {u} {{permutation = array<i64: 0, 3, 1, 2>}} : {t([2, 5, 24, 72], dt)}")
@@ -525,7 +524,17 @@ def build_cases():
         u1 = g.op(f"fuse.upsample {x} {{scale = array<f64: 2.0, 2.0>}} : {t([2, 5, 7, 16], dt)}")
         u2 = g.op(f"fuse.upsample {x} {{mode = #fuse.upsample_mode<bilinear>, size = array<i64: 11, 13>}} : "
                   f"{t([2, 5, 7, 16], dt)}")
-        add(f"resample_vector_{dt}", g.text([(u1, t([2, 10, 14, 16], dt)), (u2, t([2, 11, 13, 16], dt))]), dt)
+        # Bilinear 2x (a thread per 2 x 2 outputs, edges clamped), on a 1 x 1
+        # image too, with a fused activation.
+        y = g.arg([1, 1, 1, 8 if dt != "f32" else 4], dt)
+        u3 = g.op(f"fuse.upsample {x} {{mode = #fuse.upsample_mode<bilinear>, scale = array<f64: 2.0, 2.0>}} : "
+                  f"{t([2, 5, 7, 16], dt)}")
+        u3 = g.op(f"fuse.silu {u3} : {t([2, 10, 14, 16], dt)}")
+        yc = 8 if dt != "f32" else 4
+        u4 = g.op(f"fuse.upsample {y} {{mode = #fuse.upsample_mode<bilinear>, size = array<i64: 2, 2>}} : "
+                  f"{t([1, 1, 1, yc], dt)}")
+        add(f"resample_vector_{dt}", g.text([(u1, t([2, 10, 14, 16], dt)), (u2, t([2, 11, 13, 16], dt)),
+                                             (u3, t([2, 10, 14, 16], dt)), (u4, t([1, 2, 2, yc], dt))]), dt)
         # Stride 1, dilated, batch norm: pixels per thread share input columns.
         add(f"conv_dw_vector_s1_{dt}", conv_case("g", dt, "nhwc", 1, 24, 9, 10, 24, 3, p=2, d=2, g=24,
                                                  act="relu"), dt)

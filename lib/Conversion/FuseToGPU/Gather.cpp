@@ -57,26 +57,17 @@ LaunchConfig GatherKernel::emitTiledTranspose(TransposeOp op) {
   // innermost axis goes to output axis `to`. A block moves a tile x tile
   // square of those two axes: it reads rows of the input along its
   // innermost axis into shared memory, and writes rows of the output along
-  // its own, each thread moving `pack` neighbouring elements at a time:
-  // 16 bytes (64 x 64 tiles) when both innermost extents allow it, else 4
-  // bytes (32 threads across a row).
+  // its own, each thread moving `pack` neighbouring elements (4 bytes) at a
+  // time, 32 threads across a row.
   ArrayRef<int64_t> outShape = shapeOf(op.getResult());
   ArrayRef<int64_t> perm = op.getPermutation();
   int64_t rank = outShape.size(), last = rank - 1;
   int64_t to = llvm::find(perm, last) - perm.begin();
+  int64_t bits = cast<ShapedType>(op.getType()).getElementTypeBitWidth();
+  int64_t pack = std::max<int64_t>(1, 32 / bits);
+  int64_t tile = 32 * pack, rowsPerPass = kBlock / 32;
   // Output extents along `to` (the input's rows) and `last` (its columns).
   int64_t rowsTo = outShape[to], colsLast = outShape[last];
-  int64_t bits = std::max<int64_t>(
-      cast<ShapedType>(op.getType()).getElementTypeBitWidth(),
-      cast<ShapedType>(op.getInput().getType()).getElementTypeBitWidth());
-  int64_t pack = std::max<int64_t>(1, 32 / bits), tile = 32 * pack;
-  bool wide = rowsTo % (128 / bits) == 0 && colsLast % (128 / bits) == 0 &&
-              canLoadVectorThroughViews(op.getInput(), 128 / bits);
-  if (wide) {
-    pack = 128 / bits;
-    tile = 64;
-  }
-  int64_t rowsPerPass = kBlock / (tile / pack);
   int64_t tilesTo = ceilDiv(rowsTo, tile), tilesLast = ceilDiv(colsLast, tile);
   SmallVector<int64_t> batchShape;
   for (int64_t i = 0; i < rank; ++i)
@@ -87,7 +78,7 @@ LaunchConfig GatherKernel::emitTiledTranspose(TransposeOp op) {
   Value buffer = allocShared({tile, tile + 1}, b.getF32Type());
 
   Value block = blockId(gpu::Dimension::x), tid = threadId();
-  Value tx = remi(tid, tile / pack), ty = divi(tid, tile / pack);
+  Value tx = remi(tid, 32), ty = divi(tid, 32);
   Value lastTile = remi(block, tilesLast);
   Value rest = divi(block, tilesLast);
   Value toTile = remi(rest, tilesTo);
@@ -104,32 +95,20 @@ LaunchConfig GatherKernel::emitTiledTranspose(TransposeOp op) {
   };
   // Read: tile row r is output column last0 + r (input axis `from`), tile
   // column c is output row to0 + c (the input's innermost axis).
-  auto inputCoords = [&](ArrayRef<Value> coords) {
-    SmallVector<Value> in(rank);
-    for (auto [i, q] : llvm::enumerate(perm))
-      in[q] = coords[i];
-    return in;
-  };
-  for (int64_t r = 0; r < tile && wide; r += rowsPerPass) {
-    Value row = addi(ty, idx(r));
-    Value col = muli(tx, idx(pack));
-    Value toIndex = addi(to0, col), lastIndex = addi(last0, row);
-    ifThen(andi(ltc(toIndex, rowsTo), ltc(lastIndex, colsLast)), [&] {
-      SmallVector<Value> values = loadVectorThroughViews(
-          op.getInput(), inputCoords(outCoords(toIndex, lastIndex)), pack);
-      for (auto [p, v] : llvm::enumerate(values))
-        memref::StoreOp::create(b, v, buffer,
-                                ValueRange{row, addi(col, idx(p))});
-    });
-  }
-  for (int64_t r = 0; r < tile && !wide; r += rowsPerPass) {
+  for (int64_t r = 0; r < tile; r += rowsPerPass) {
     Value row = addi(ty, idx(r));
     for (int64_t p = 0; p < pack; ++p) {
       Value col = addi(muli(tx, idx(pack)), idx(p));
       Value toIndex = addi(to0, col), lastIndex = addi(last0, row);
       ifThen(andi(ltc(toIndex, rowsTo), ltc(lastIndex, colsLast)), [&] {
-        Value v = loadThroughViews(
-            op.getInput(), inputCoords(outCoords(toIndex, lastIndex)));
+        SmallVector<Value> coords = outCoords(toIndex, lastIndex);
+        Value v = loadThroughViews(op.getInput(),
+                                   [&] {
+                                     SmallVector<Value> in(rank);
+                                     for (auto [i, q] : llvm::enumerate(perm))
+                                       in[q] = coords[i];
+                                     return in;
+                                   }());
         memref::StoreOp::create(b, v, buffer, ValueRange{row, col});
       });
     }

@@ -29,6 +29,7 @@ private:
   LaunchConfig emitPool(Operation *op);
   LaunchConfig emitGlobalAvgPool(GlobalAvgPoolOp op);
   LaunchConfig emitUpsample(UpsampleOp op);
+  LaunchConfig emitBilinear2x(UpsampleOp op, int64_t width);
 
   /// NHWC outputs whose channels split into 16-byte vectors move a vector
   /// of channels per thread: the window's index math is done once for
@@ -164,6 +165,9 @@ LaunchConfig PoolResampleKernel::emitUpsample(UpsampleOp op) {
         b, b.getIndexType(), arith::FPToSIOp::create(b, b.getI32Type(), f));
   };
   int64_t width = channelVector(layout, outShape);
+  if (bilinear && !alignCorners && width && outDims[2] == 2 * inDims[2] &&
+      outDims[3] == 2 * inDims[3])
+    return emitBilinear2x(op, width);
   int64_t lanes = std::max<int64_t>(width, 1);
   return perElement(product(outShape) / lanes, [&](Value linear) {
     SmallVector<Value> coords =
@@ -219,5 +223,52 @@ LaunchConfig PoolResampleKernel::emitUpsample(UpsampleOp op) {
       values.push_back(fma(frac[0], subf(bottom, top), top));
     }
     storeChannels(coords, values, width);
+  });
+}
+
+LaunchConfig PoolResampleKernel::emitBilinear2x(UpsampleOp op, int64_t width) {
+  // Output pixel (2i + a, 2j + b) blends input rows i - 1 + a and i + a,
+  // columns j - 1 + b and j + b (clamped to the image), with weights 1/4
+  // and 3/4. A thread computes the 2 x 2 outputs of input pixel (i, j)
+  // from the 3 x 3 input vectors around it: 9 loads for 4 outputs instead
+  // of 16, and one set of index math.
+  ArrayRef<int64_t> inShape = shapeOf(op.getInput());
+  int64_t h = inShape[1], w = inShape[2], runs = inShape[3] / width;
+  Value x = argOf.lookup(op.getInput());
+  return perElement(inShape[0] * h * w * runs, [&](Value t) {
+    // Channel runs vary fastest, so a warp's loads and stores are contiguous.
+    Value c0 = muli(remi(t, runs), idx(width));
+    Value rest = divi(t, runs);
+    Value j = remi(rest, w);
+    rest = divi(rest, w);
+    Value i = remi(rest, h), n = divi(rest, h);
+    auto around = [&](Value v, int64_t extent) {
+      return std::array<Value, 3>{maxi(subi(v, idx(1)), idx(0)), v,
+                                  mini(addi(v, idx(1)), idx(extent - 1))};
+    };
+    std::array<Value, 3> rows = around(i, h), cols = around(j, w);
+    std::array<std::array<SmallVector<Value>, 3>, 3> in;
+    for (int r = 0; r < 3; ++r)
+      for (int c = 0; c < 3; ++c)
+        in[r][c] = readChannels(x, Value(), [&] {
+          return SmallVector<Value>{n, rows[r], cols[c], c0};
+        }, width);
+    // 1/4 of the outer neighbour and 3/4 of the centre.
+    auto blend = [&](Value outer, Value centre) {
+      return fma(f32(0.25), outer, mulf(f32(0.75), centre));
+    };
+    for (int a = 0; a < 2; ++a)
+      for (int bo = 0; bo < 2; ++bo) {
+        SmallVector<Value> values;
+        for (int64_t l = 0; l < width; ++l) {
+          auto column = [&](int c) {
+            return blend(in[2 * a][c][l], in[1][c][l]);
+          };
+          values.push_back(blend(column(2 * bo), column(1)));
+        }
+        storeChannels({n, addi(muli(i, idx(2)), idx(a)),
+                       addi(muli(j, idx(2)), idx(bo)), c0},
+                      values, width);
+      }
   });
 }
