@@ -155,6 +155,12 @@ func.func @resident_row(%x: tensor<3x4096xbf16>, %r: tensor<3x4096xbf16>) -> (te
 // CHECK: scf.for
 // CHECK-NOT: memref<2x65537xbf16>, vector<8xbf16>
 // CHECK-COUNT-4: vector.load %{{.+}} : memref<8192x8xbf16, #gpu.address_space<workgroup>>, vector<8xbf16>
+// The scale too moves as aligned vectors: lanes [head, head + 8) of two of
+// them, picked by a switch on the block's head.
+// CHECK: vector.load %{{.+}} {alignment = 16 : i64} : memref<65537xbf16>, vector<8xbf16>
+// CHECK: vector.load %{{.+}} {alignment = 16 : i64} : memref<65537xbf16>, vector<8xbf16>
+// CHECK: scf.index_switch %{{.+}} -> f32, f32, f32, f32, f32, f32, f32, f32
+// CHECK: case 7
 // CHECK: vector.store %{{.+}} : memref<2x65537xbf16>, vector<8xbf16>
 func.func @streamed_row(%x: tensor<2x65537xbf16>, %w: tensor<65537xbf16>) -> tensor<2x65537xbf16> {
   %0 = fuse.layer_norm %x scale(%w : tensor<65537xbf16>) : tensor<2x65537xbf16>

@@ -34,7 +34,18 @@ private:
   /// The anchor's value of input element `v` at `coords`, given the row's
   /// parameters: {max, 1 / sum} (softmax), {mean, 1 / deviation} (layer
   /// norm), {1 / root mean square} (rms norm).
-  Value rowValue(Value v, ArrayRef<Value> coords, ArrayRef<Value> params);
+  /// `affine`, when given, holds the element's scale (and shift) values,
+  /// which are otherwise loaded.
+  Value rowValue(Value v, ArrayRef<Value> coords, ArrayRef<Value> params,
+                 ArrayRef<Value> affine = {});
+  /// The layer norm's scale and shift, or the rms norm's scale, when they
+  /// are 1-D kernel arguments.
+  SmallVector<Value> affineOperands();
+  /// Lanes [head, head + width) of those operands from row element
+  /// `base` = vector * width on (`head` < width, the same for the whole
+  /// block): two aligned vectors, the lanes picked per value of `head`.
+  SmallVector<SmallVector<Value>> affineLanes(Value base, Value head,
+                                              int64_t width, int64_t length);
 
   Value reduceBuffer;
   int64_t threads = kBlock;
@@ -76,24 +87,101 @@ Value RowReductionKernel::blockReduce(Value partial, bool isMax) {
 }
 
 Value RowReductionKernel::rowValue(Value v, ArrayRef<Value> coords,
-                                   ArrayRef<Value> params) {
+                                   ArrayRef<Value> params,
+                                   ArrayRef<Value> affine) {
   if (isa<SoftmaxOp>(anchor))
     return mulf(exp(subf(v, params[0])), params[1]);
-  if (auto ln = dyn_cast<LayerNormOp>(anchor)) {
-    Value y = mulf(subf(v, params[0]), params[1]);
-    ArrayRef<Value> trailing = coords.take_back(ln.getNormalizedRank());
-    if (Value scale = ln.getScale())
-      y = mulf(y, load(argOf.lookup(scale), trailing));
-    if (Value shift = ln.getShift())
-      y = addf(y, load(argOf.lookup(shift), trailing));
-    return y;
-  }
-  auto rms = cast<RmsNormOp>(anchor);
-  Value y = mulf(v, params[0]);
-  if (Value scale = rms.getScale())
-    y = mulf(y, load(argOf.lookup(scale), coords.take_back(
-                                              rms.getNormalizedRank())));
+  auto ln = dyn_cast<LayerNormOp>(anchor);
+  Value y = ln ? mulf(subf(v, params[0]), params[1]) : mulf(v, params[0]);
+  int64_t normRank = ln ? ln.getNormalizedRank()
+                        : cast<RmsNormOp>(anchor).getNormalizedRank();
+  Value scale = ln ? ln.getScale() : cast<RmsNormOp>(anchor).getScale();
+  Value shift = ln ? ln.getShift() : Value();
+  unsigned next = 0;
+  auto operand = [&](Value t) {
+    return affine.empty() ? load(argOf.lookup(t), coords.take_back(normRank))
+                          : affine[next++];
+  };
+  if (scale)
+    y = mulf(y, operand(scale));
+  if (shift)
+    y = addf(y, operand(shift));
   return y;
+}
+
+SmallVector<Value> RowReductionKernel::affineOperands() {
+  SmallVector<Value> operands;
+  if (auto ln = dyn_cast<LayerNormOp>(anchor))
+    operands = {ln.getScale(), ln.getShift()};
+  else if (auto rms = dyn_cast<RmsNormOp>(anchor))
+    operands = {rms.getScale()};
+  llvm::erase(operands, Value());
+  bool vectorisable = llvm::all_of(operands, [&](Value v) {
+    return isa<BlockArgument>(v) && shapeOf(v).size() == 1;
+  });
+  return vectorisable ? operands : SmallVector<Value>();
+}
+
+SmallVector<SmallVector<Value>>
+RowReductionKernel::affineLanes(Value base, Value head, int64_t width,
+                                int64_t length) {
+  SmallVector<Value> lo, hi;
+  for (Value operand : affineOperands()) {
+    Value m = argOf.lookup(operand);
+    VectorType type = vectorOf(m, width);
+    lo.push_back(vector::LoadOp::create(b, type, m, ValueRange{base},
+                                        /*nontemporal=*/false,
+                                        alignOf(m, width)));
+    if (length % width == 0)
+      continue;
+    // The second vector can pass the end of the operand near the row's
+    // end (only lanes before it are used): gather those lanes one by one.
+    Value next = addi(base, idx(width));
+    hi.push_back(ifElse(
+        ltc(addi(next, idx(width - 1)), length),
+        [&]() -> Value {
+          return vector::LoadOp::create(b, type, m, ValueRange{next},
+                                        /*nontemporal=*/false,
+                                        alignOf(m, width));
+        },
+        [&]() -> Value {
+          SmallVector<Value> elems;
+          for (int64_t i = 0; i < width; ++i)
+            elems.push_back(memref::LoadOp::create(
+                b, m, ValueRange{mini(addi(next, idx(i)), idx(length - 1))}));
+          return vector::FromElementsOp::create(b, type, elems);
+        },
+        type));
+  }
+  SmallVector<SmallVector<Value>> lanes(lo.size());
+  if (length % width == 0) {
+    for (auto [k, vec] : llvm::enumerate(lo))
+      for (int64_t i = 0; i < width; ++i)
+        lanes[k].push_back(toF32(vector::ExtractOp::create(b, vec, i)));
+    return lanes;
+  }
+  // `head` is uniform across the block: one branch per block, constant
+  // lane positions in each case.
+  SmallVector<int64_t> cases = llvm::to_vector(llvm::seq<int64_t>(1, width));
+  SmallVector<Type> types(lo.size() * width, b.getF32Type());
+  auto sw = scf::IndexSwitchOp::create(b, types, head, cases, cases.size());
+  auto fill = [&](Region &region, int64_t h) {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(&region.emplaceBlock());
+    SmallVector<Value> values;
+    for (auto [a, c] : llvm::zip_equal(lo, hi))
+      for (int64_t i = 0; i < width; ++i)
+        values.push_back(toF32(vector::ExtractOp::create(
+            b, h + i < width ? a : c, (h + i) % width)));
+    scf::YieldOp::create(b, values);
+  };
+  fill(sw.getDefaultRegion(), 0);
+  for (auto [region, h] : llvm::zip_equal(sw.getCaseRegions(), cases))
+    fill(region, h);
+  for (auto [k, lane] : llvm::enumerate(lanes))
+    for (int64_t i = 0; i < width; ++i)
+      lane.push_back(sw.getResult(k * width + i));
+  return lanes;
 }
 
 FailureOr<LaunchConfig> RowReductionKernel::emitBody() {
@@ -489,11 +577,19 @@ LaunchConfig RowReductionKernel::emitStreamed(Value input,
       }
     for (auto [slot, vecs] : llvm::zip_equal(slots, loaded))
       ifThen(slot.active, [&] {
+        // Scale and shift as vectors too.
+        SmallVector<SmallVector<Value>> affine;
+        if (!affineOperands().empty())
+          affine = affineLanes(muli(slot.vector, idx(width)), head, width,
+                               length);
         SmallVector<Value> anchorValues;
         for (auto [i, v] : llvm::enumerate(laneValues(slot, vecs))) {
           SmallVector<Value> at(slot.coords);
           at.back() = addi(at.back(), idx(i));
-          anchorValues.push_back(rowValue(v, at, params));
+          SmallVector<Value> perLane;
+          for (ArrayRef<Value> operandLanes : affine)
+            perLane.push_back(operandLanes[i]);
+          anchorValues.push_back(rowValue(v, at, params, perLane));
         }
         storeVectorResults(slot.coords, width, anchorValues, &vecs);
       });
