@@ -81,7 +81,9 @@ static_assert(static_cast<int>(DType::F32) == FUSEC_DTYPE_F32 &&
                   static_cast<int>(DType::F16) == FUSEC_DTYPE_F16 &&
                   static_cast<int>(DType::BF16) == FUSEC_DTYPE_BF16,
               "fusec_dtype must mirror DType");
-static_assert(static_cast<int>(StatusCode::DriverError) == FUSEC_ERROR_DRIVER,
+static_assert(static_cast<int>(StatusCode::DriverError) == FUSEC_ERROR_DRIVER &&
+                  static_cast<int>(StatusCode::CompileError) ==
+                      FUSEC_ERROR_COMPILE,
               "fusec_status must mirror StatusCode");
 
 extern "C" {
@@ -104,6 +106,10 @@ const char *fusec_status_name(fusec_status status) {
     return "FUSEC_ERROR_UNSUPPORTED_DEVICE";
   case FUSEC_ERROR_DRIVER:
     return "FUSEC_ERROR_DRIVER";
+  case FUSEC_ERROR_NO_COMPILER:
+    return "FUSEC_ERROR_NO_COMPILER";
+  case FUSEC_ERROR_COMPILE:
+    return "FUSEC_ERROR_COMPILE";
   }
   return "FUSEC_ERROR_UNKNOWN";
 }

@@ -9,6 +9,8 @@
 
 #include "fusec/runtime/Plan.h"
 
+#include "Nvrtc.h"
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -341,10 +343,11 @@ bool parseArch(const std::string &arch, int &major, int &minor,
 Status parseTarget(const json &value, Plan &plan) {
   FUSEC_RETURN_IF_ERROR(checkObject(value, "target", {"kind", "arch"}));
   FUSEC_RETURN_IF_ERROR(getString(value["kind"], "target.kind", plan.targetKind));
-  if (plan.targetKind != "ptx")
+  if (plan.targetKind != "ptx" && plan.targetKind != "cuda")
     return invalid("target.kind", "unsupported target kind '" +
                                       plan.targetKind +
-                                      "': this runtime loads \"ptx\"");
+                                      "': this runtime loads \"ptx\" and "
+                                      "\"cuda\"");
   FUSEC_RETURN_IF_ERROR(getString(value["arch"], "target.arch", plan.arch));
   if (!parseArch(plan.arch, plan.archMajor, plan.archMinor,
                  plan.archSpecific))
@@ -717,14 +720,20 @@ Status fusec::runtime::parseArtifact(const std::string &text, Plan &plan,
                               std::to_string(planLineNumber) +
                               ": invalid launch plan");
 
-  std::set<std::string> entries = ptxEntries(text);
+  bool cuda = plan.targetKind == "cuda";
+  std::set<std::string> entries =
+      cuda ? detail::cudaKernels(text) : ptxEntries(text);
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     const Step &step = plan.steps[i];
     if (step.kind == Step::Kind::Launch && !entries.count(step.kernel))
       return invalid(sourceName,
                      "steps[" + std::to_string(i) + "].kernel: kernel '" +
-                         step.kernel + "' is not defined in the PTX (no '.entry " +
-                         step.kernel + "'); the plan and the PTX do not match");
+                         step.kernel + "' is not defined in the " +
+                         (cuda ? "CUDA C (no '__global__' function '" +
+                                     step.kernel + "')"
+                               : "PTX (no '.entry " + step.kernel + "')") +
+                         "; the plan and the " + (cuda ? "CUDA C" : "PTX") +
+                         " do not match");
   }
   return Status::success();
 }

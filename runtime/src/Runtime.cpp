@@ -8,6 +8,7 @@
 #include "fusec/runtime/Runtime.h"
 
 #include "CudaDriver.h"
+#include "Nvrtc.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -371,6 +372,16 @@ Status Module::load(std::shared_ptr<Device> device, const std::string &artifact,
   const DriverApi &api = device->api();
   FUSEC_RETURN_IF_ERROR(device->makeCurrent());
 
+  // CUDA C becomes PTX first, for this device's architecture unless the
+  // artifact needs an arch-specific one ("sm_90a": wgmma, setmaxnreg).
+  std::string ptx;
+  if (plan.targetKind == "cuda") {
+    std::string arch = plan.archSpecific ? plan.arch : device->arch();
+    FUSEC_RETURN_IF_ERROR(detail::compileCudaToPtx(
+        artifact, "compute_" + arch.substr(3), sourceName, ptx));
+  }
+  const std::string &image = plan.targetKind == "cuda" ? ptx : artifact;
+
   // JIT-compile the PTX, keeping the logs so that a PTX error is reported
   // with the JIT compiler's own message. std::string keeps a NUL after the
   // text, which cuModuleLoadDataEx needs.
@@ -385,7 +396,7 @@ Status Module::load(std::shared_ptr<Device> device, const std::string &artifact,
                     infoLog.data(), reinterpret_cast<void *>(kLogBytes - 1)};
   CUmodule cuModule = nullptr;
   CUresult result = api.cuModuleLoadDataEx(
-      &cuModule, artifact.c_str(), sizeof(options) / sizeof(options[0]),
+      &cuModule, image.c_str(), sizeof(options) / sizeof(options[0]),
       options, values);
   m->jitLog_ = infoLog.data();
   if (result != CUDA_SUCCESS) {

@@ -13,8 +13,9 @@
 #include "fusec/runtime/Runtime.h"
 #include "fusec/runtime/fusec_runtime.h"
 
-// Internal: the driver table the fakes fill.
+// Internal: the driver table the fakes fill, and NVRTC.
 #include "CudaDriver.h"
+#include "Nvrtc.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -214,7 +215,7 @@ TEST(RuntimePlan, RejectsBadTarget) {
   json p = validPlan();
   p["target"]["kind"] = "cubin";
   EXPECT_EQ(planError(p), "target.kind: unsupported target kind 'cubin': "
-                          "this runtime loads \"ptx\"");
+                          "this runtime loads \"ptx\" and \"cuda\"");
   for (const char *arch : {"sm90", "sm_9", "sm_90x", "compute_90", "sm_1000"}) {
     p = validPlan();
     p["target"]["arch"] = arch;
@@ -500,6 +501,81 @@ bool driverLoadable() {
   if (library)
     dlclose(library);
   return library != nullptr;
+}
+
+//===----------------------------------------------------------------------===//
+// CUDA C artifacts (NVRTC runs without a GPU)
+//===----------------------------------------------------------------------===//
+
+/// A CUDA C artifact of validPlan() defining `kernels`, self-contained the
+/// way fusec --emit=cuda writes one (NVRTC gets no include path): a bf16
+/// round trip through inline PTX.
+std::string cudaArtifactOf(const std::vector<std::string> &kernels,
+                           const std::string &body = "") {
+  json p = validPlan();
+  p["target"]["kind"] = "cuda";
+  std::string text = std::string(kPlanLinePrefix) + p.dump() + "\n" +
+                     "// __global__ void k_in_a_comment(float *p) {}\n";
+  for (const std::string &k : kernels)
+    text += "extern \"C\" __global__ void __launch_bounds__(256)\n" + k +
+            "(const float *__restrict__ in, float *out, float *x) {\n"
+            "  unsigned i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+            "  unsigned short h;\n"
+            "  asm(\"cvt.rn.bf16.f32 %0, %1;\" : \"=h\"(h) : \"f\"(in[i]));\n" +
+            body +
+            "  out[i] = __uint_as_float(unsigned(h) << 16);\n"
+            "}\n";
+  return text;
+}
+
+TEST(RuntimeCuda, FindsTheKernelsOfACudaArtifact) {
+  Plan plan;
+  Status status =
+      parseArtifact(cudaArtifactOf({"k0_conv2d"}), plan, "a.cu");
+  EXPECT_TRUE(status) << status.message();
+  EXPECT_EQ(plan.targetKind, "cuda");
+  // A __global__ function in a comment does not count.
+  std::string text = cudaArtifactOf({"k1_add"});
+  status = parseArtifact(text, plan, "a.cu");
+  EXPECT_EQ(status.message(),
+            "a.cu: steps[0].kernel: kernel 'k0_conv2d' is not defined in the "
+            "CUDA C (no '__global__' function 'k0_conv2d'); the plan and the "
+            "CUDA C do not match");
+  EXPECT_EQ(detail::cudaKernels(text), std::set<std::string>{"k1_add"});
+}
+
+/// NVRTC's PTX for `source`, or a skip where this machine has no NVRTC.
+#define COMPILE_OR_SKIP(source, arch, ptx, status)                             \
+  Status status = detail::compileCudaToPtx(source, arch, "a.cu", ptx);         \
+  if (status.code() == StatusCode::NoCompiler)                                 \
+    GTEST_SKIP() << status.message();
+
+TEST(RuntimeCuda, CompilesCudaCWithNvrtc) {
+  std::string ptx;
+  COMPILE_OR_SKIP(cudaArtifactOf({"k0_conv2d", "k1_add"}), "compute_90a", ptx,
+                  status);
+  ASSERT_TRUE(status) << status.message();
+  EXPECT_NE(ptx.find(".target sm_90a"), std::string::npos) << ptx;
+  EXPECT_NE(ptx.find(".entry k0_conv2d("), std::string::npos);
+  EXPECT_NE(ptx.find(".entry k1_add("), std::string::npos);
+  EXPECT_EQ(ptx.find('\0'), std::string::npos);
+}
+
+TEST(RuntimeCuda, ReportsTheNvrtcLogAndTheKernel) {
+  std::string ptx;
+  COMPILE_OR_SKIP(cudaArtifactOf({"k0_conv2d"}) +
+                      cudaArtifactOf({"k1_add"}, "  undeclared = 1;\n")
+                          .substr(cudaArtifactOf({}).size()),
+                  "compute_80", ptx, status);
+  EXPECT_EQ(status.code(), StatusCode::CompileError);
+  EXPECT_EQ(status.message().rfind("a.cu: NVRTC cannot compile the CUDA C for "
+                                   "compute_80 (first error in kernel "
+                                   "'k1_add'): NVRTC_ERROR_COMPILATION\n"
+                                   "NVRTC log:\n",
+                                   0),
+            0u)
+      << status.message();
+  EXPECT_NE(status.message().find("undeclared"), std::string::npos);
 }
 
 TEST(RuntimeNoDriver, DeviceOpenSaysWhatIsMissing) {
@@ -1077,6 +1153,21 @@ TEST_F(RuntimeLaunch, RefusesMoreSharedMemoryThanTheDeviceHas) {
             "dynamic shared memory, but device 0 (Fake GPU, sm_90) allows at "
             "most 65535 bytes per block: recompile with smaller tiles for "
             "this device");
+}
+
+TEST_F(RuntimeLaunch, CompilesCudaCForTheDevice) {
+  std::shared_ptr<Device> device = openDevice();
+  std::unique_ptr<Module> module;
+  Status status =
+      Module::load(device, cudaArtifactOf({"k0_conv2d"}), module, "a.cu");
+  if (status.code() == StatusCode::NoCompiler)
+    GTEST_SKIP() << status.message();
+  ASSERT_TRUE(status) << status.message();
+  // The driver got NVRTC's PTX for the fake device's sm_90, not the source.
+  EXPECT_NE(fake::state.image.find(".target sm_90\n"), std::string::npos)
+      << fake::state.image;
+  EXPECT_NE(fake::state.image.find(".entry k0_conv2d("), std::string::npos);
+  EXPECT_EQ(fake::state.kernels, (std::vector<std::string>{"k0_conv2d"}));
 }
 
 TEST_F(RuntimeLaunch, ReportsTheJitLog) {

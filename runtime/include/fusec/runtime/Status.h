@@ -33,6 +33,10 @@ enum class StatusCode {
   UnsupportedDevice = 6,
   /// A CUDA driver call failed.
   DriverError = 7,
+  /// NVRTC (which CUDA C artifacts need) cannot be loaded.
+  NoCompiler = 8,
+  /// NVRTC rejected a CUDA C artifact.
+  CompileError = 9,
 };
 
 /// Success, or a failure with a code and a message. Cheap to return when ok.

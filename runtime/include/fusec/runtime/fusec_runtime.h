@@ -35,7 +35,9 @@ typedef enum fusec_status {
   FUSEC_ERROR_NO_DRIVER = 4,
   FUSEC_ERROR_NO_DEVICE = 5,
   FUSEC_ERROR_UNSUPPORTED_DEVICE = 6,
-  FUSEC_ERROR_DRIVER = 7
+  FUSEC_ERROR_DRIVER = 7,
+  FUSEC_ERROR_NO_COMPILER = 8,
+  FUSEC_ERROR_COMPILE = 9
 } fusec_status;
 
 typedef enum fusec_dtype {
