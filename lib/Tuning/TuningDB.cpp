@@ -30,10 +30,7 @@ static constexpr llvm::StringLiteral kTileKeys[] = {
 
 std::string fusec::tuning::version() { return FUSEC_VERSION; }
 
-std::string fusec::tuning::defaultPath() {
-  if (std::optional<std::string> path =
-          llvm::sys::Process::GetEnv("FUSEC_TUNING_DB"))
-    return *path;
+std::string fusec::tuning::userCacheDir() {
   llvm::SmallString<256> dir;
   if (std::optional<std::string> cache =
           llvm::sys::Process::GetEnv("XDG_CACHE_HOME");
@@ -42,10 +39,22 @@ std::string fusec::tuning::defaultPath() {
   } else if (llvm::sys::path::home_directory(dir)) {
     llvm::sys::path::append(dir, ".cache");
   } else {
-    return "none";
+    return "";
   }
-  llvm::sys::path::append(dir, "fusec", "tuning.json");
+  llvm::sys::path::append(dir, "fusec");
   return std::string(dir);
+}
+
+std::string fusec::tuning::defaultPath() {
+  if (std::optional<std::string> path =
+          llvm::sys::Process::GetEnv("FUSEC_TUNING_DB"))
+    return *path;
+  std::string dir = userCacheDir();
+  if (dir.empty())
+    return "none";
+  llvm::SmallString<256> path(dir);
+  llvm::sys::path::append(path, "tuning.json");
+  return std::string(path);
 }
 
 std::string fusec::tuning::kernelSignature(mlir::fuse::KernelOp kernel,

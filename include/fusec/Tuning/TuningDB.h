@@ -28,6 +28,10 @@ namespace fusec::tuning {
 /// "0.1.0+<commit>[-dirty]": the build entries are keyed by.
 std::string version();
 
+/// fusec's per-user cache directory: $XDG_CACHE_HOME/fusec, else
+/// ~/.cache/fusec; "" without a home directory.
+std::string userCacheDir();
+
 /// The database used when none is named: $FUSEC_TUNING_DB, else
 /// $XDG_CACHE_HOME/fusec/tuning.json, else ~/.cache/fusec/tuning.json.
 /// "none" (here or as a --tuning-db) disables it.

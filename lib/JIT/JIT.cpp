@@ -1,0 +1,290 @@
+//===- JIT.cpp - Compiling graphs from host programs ----------------------===//
+//
+// compile(): parse, verify, pick the entry, run the one pipeline builder to
+// PTX and write the artifact; in front of it, a cache keyed by everything
+// that shapes the artifact. A disk entry carries a hash of its own text, so
+// that a truncated or corrupt file is detected, rebuilt and replaced, never
+// loaded; entries are written to a temporary file and renamed.
+//
+//===----------------------------------------------------------------------===//
+
+#include "fusec/JIT.h"
+
+#include "fusec/InitAll.h"
+#include "fusec/Pipelines/Pipelines.h"
+#include "fusec/Reference/Interpreter.h"
+#include "fusec/Target/PTX.h"
+#include "fusec/Tuning/TuningDB.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/Chrono.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Process.h"
+#include "llvm/Support/SHA256.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <chrono>
+#include <map>
+#include <mutex>
+
+using namespace mlir;
+using namespace fusec;
+using namespace fusec::jit;
+
+namespace {
+
+/// Changes whenever the key's recipe or the entry format changes.
+constexpr llvm::StringLiteral kCacheFormat = "fusec-kernel-cache v1";
+constexpr llvm::StringLiteral kEntryHeader = "// fusec-cache-entry: ";
+
+std::string sha256Hex(llvm::StringRef text) {
+  return llvm::toHex(llvm::SHA256::hash(llvm::arrayRefFromStringRef(text)),
+                     /*LowerCase=*/true);
+}
+
+/// The in-memory cache: key -> artifact.
+struct MemoryCache {
+  std::mutex mutex;
+  std::map<std::string, std::string> entries;
+};
+MemoryCache &memoryCache() {
+  static MemoryCache cache;
+  return cache;
+}
+
+/// The tuning database a compilation reads ("none" for none).
+std::string tuningPath(const Options &options) {
+  return options.tuningDb.empty() ? tuning::defaultPath() : options.tuningDb;
+}
+
+/// Everything that shapes the artifact: the graph, the options, the
+/// tuning database's contents, and this build.
+std::string cacheKey(const std::string &mlir, const Options &options) {
+  std::string recipe;
+  llvm::raw_string_ostream os(recipe);
+  os << kCacheFormat << "\n" << version() << "\narch=" << options.arch
+     << "\nfp32-math=" << options.fp32Math << "\nentry=" << options.entry
+     << "\ntuning=";
+  std::string db = tuningPath(options);
+  if (db == "none") {
+    os << "none";
+  } else if (auto file = llvm::MemoryBuffer::getFile(db)) {
+    os << sha256Hex((*file)->getBuffer());
+  } else {
+    os << "absent";
+  }
+  os << "\n" << mlir;
+  return sha256Hex(recipe);
+}
+
+std::string entryPath(const Options &options, const std::string &key) {
+  llvm::SmallString<256> path(cacheDirectory(options));
+  llvm::sys::path::append(path, key + ".ptx");
+  return std::string(path);
+}
+
+/// The artifact of a disk entry, or "" (with `warning` set when the entry
+/// exists but is damaged: it is removed).
+std::string readEntry(const std::string &path, std::string &warning) {
+  auto file = llvm::MemoryBuffer::getFile(path);
+  if (!file)
+    return "";
+  llvm::StringRef text = (*file)->getBuffer();
+  auto [header, artifact] = text.split('\n');
+  if (header.consume_front(kEntryHeader) && header == sha256Hex(artifact) &&
+      !artifact.empty())
+    return artifact.str();
+  warning += "fusec: the kernel cache entry '" + path +
+             "' is damaged (its hash does not match); it was compiled "
+             "again and replaced\n";
+  llvm::sys::fs::remove(path);
+  return "";
+}
+
+/// Writes a disk entry atomically; a failure is a warning, not an error.
+void writeEntry(const std::string &path, const std::string &artifact,
+                std::string &warning) {
+  llvm::StringRef dir = llvm::sys::path::parent_path(path);
+  if (std::error_code ec = llvm::sys::fs::create_directories(dir)) {
+    warning += "fusec: cannot create the kernel cache '" + dir.str() +
+               "': " + ec.message() + "\n";
+    return;
+  }
+  // writeToOutput writes a temporary file beside `path` and renames it: a
+  // concurrent reader sees the old entry or the new one, never half.
+  if (llvm::Error error = llvm::writeToOutput(path, [&](llvm::raw_ostream &os) {
+        os << kEntryHeader << sha256Hex(artifact) << "\n" << artifact;
+        return llvm::Error::success();
+      }))
+    warning += "fusec: cannot write the kernel cache entry '" + path +
+               "': " + llvm::toString(std::move(error)) + "\n";
+}
+
+/// The function to compile, or null after an error.
+func::FuncOp findEntry(ModuleOp module, const std::string &entry,
+                       const std::string &name, llvm::raw_ostream &errors) {
+  SmallVector<func::FuncOp> funcs(module.getOps<func::FuncOp>());
+  if (!entry.empty()) {
+    if (auto f = module.lookupSymbol<func::FuncOp>(entry))
+      return f;
+    errors << name << ": error: no function @" << entry << "\n";
+    return nullptr;
+  }
+  if (funcs.size() == 1)
+    return funcs.front();
+  if (auto f = module.lookupSymbol<func::FuncOp>("main"))
+    return f;
+  errors << llvm::formatv("{0}: error: {1} functions and none is @main; name "
+                          "the one to compile (Options::entry)\n",
+                          name, funcs.size());
+  return nullptr;
+}
+
+/// The whole compilation, in a context of its own.
+std::string compileUncached(const std::string &mlir, const Options &options,
+                            const std::string &name, std::string &artifact) {
+  std::string errors;
+  llvm::raw_string_ostream errorStream(errors);
+  auto target = PTXTarget::parse(options.arch);
+  if (!target)
+    return name + ": error: " + llvm::toString(target.takeError());
+  if (options.fp32Math != "ieee" && options.fp32Math != "tf32")
+    return name + ": error: fp32 math must be ieee or tf32, found '" +
+           options.fp32Math + "'";
+
+  DialectRegistry registry;
+  registerAll(registry);
+  // One thread per compilation: callers compile several graphs at once.
+  MLIRContext context(registry, MLIRContext::Threading::DISABLED);
+  context.printOpOnDiagnostic(false);
+  llvm::SourceMgr sourceMgr;
+  sourceMgr.AddNewSourceBuffer(
+      llvm::MemoryBuffer::getMemBufferCopy(mlir, name), llvm::SMLoc());
+  SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context, errorStream);
+  // Registered last, so it sees diagnostics first: remarks are dropped.
+  context.getDiagEngine().registerHandler([](Diagnostic &diag) {
+    return success(diag.getSeverity() == DiagnosticSeverity::Remark);
+  });
+
+  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &context);
+  if (!module)
+    return errors;
+  for (func::FuncOp func : module->getOps<func::FuncOp>())
+    if (failed(ref::verifyGraph(func)))
+      return errors;
+  func::FuncOp entry = findEntry(*module, options.entry, name, errorStream);
+  if (!entry)
+    return errors;
+  for (auto func : llvm::to_vector(module->getOps<func::FuncOp>()))
+    if (func != entry)
+      func.erase();
+
+  PassManager pm(&context);
+  PipelineOptions pipeline;
+  pipeline.arch = target->chip;
+  pipeline.fp32Math = options.fp32Math;
+  pipeline.tuningDb = tuningPath(options);
+  buildPipeline(pm, Stage::Binary, pipeline);
+  if (failed(pm.run(*module)))
+    return errors.empty() ? name + ": error: compilation failed" : errors;
+  FailureOr<std::string> text = writeArtifact(*module, *target);
+  if (failed(text))
+    return errors.empty() ? name + ": error: cannot write the artifact"
+                          : errors;
+  artifact = std::move(*text);
+  return "";
+}
+
+} // namespace
+
+std::string fusec::jit::version() { return tuning::version(); }
+
+std::string fusec::jit::cacheDirectory(const Options &options) {
+  if (!options.cacheDir.empty())
+    return options.cacheDir;
+  if (std::optional<std::string> dir =
+          llvm::sys::Process::GetEnv("FUSEC_CACHE_DIR");
+      dir && !dir->empty())
+    return *dir;
+  std::string root = tuning::userCacheDir();
+  if (root.empty())
+    return "";
+  llvm::SmallString<256> dir(root);
+  llvm::sys::path::append(dir, "kernels");
+  return std::string(dir);
+}
+
+void fusec::jit::clearMemoryCache() {
+  MemoryCache &cache = memoryCache();
+  std::lock_guard<std::mutex> lock(cache.mutex);
+  cache.entries.clear();
+}
+
+Result fusec::jit::compile(const std::string &mlir, const Options &options,
+                           const std::string &name) {
+  auto start = std::chrono::steady_clock::now();
+  Result result;
+  auto finish = [&]() -> Result {
+    result.milliseconds = std::chrono::duration<double, std::milli>(
+                              std::chrono::steady_clock::now() - start)
+                              .count();
+    return std::move(result);
+  };
+
+  std::string key, path;
+  if (options.cache) {
+    key = cacheKey(mlir, options);
+    MemoryCache &cache = memoryCache();
+    {
+      std::lock_guard<std::mutex> lock(cache.mutex);
+      auto it = cache.entries.find(key);
+      if (it != cache.entries.end()) {
+        result.artifact = it->second;
+        result.source = Source::MemoryCache;
+        return finish();
+      }
+    }
+    if (!cacheDirectory(options).empty()) {
+      path = entryPath(options, key);
+      result.artifact = readEntry(path, result.warnings);
+      if (!result.artifact.empty()) {
+        std::lock_guard<std::mutex> lock(cache.mutex);
+        cache.entries.emplace(key, result.artifact);
+        result.source = Source::DiskCache;
+        return finish();
+      }
+    }
+  }
+
+  result.error = compileUncached(mlir, options, name, result.artifact);
+  if (!result.ok() || !options.cache)
+    return finish();
+  {
+    MemoryCache &cache = memoryCache();
+    std::lock_guard<std::mutex> lock(cache.mutex);
+    cache.entries.emplace(key, result.artifact);
+  }
+  if (!path.empty())
+    writeEntry(path, result.artifact, result.warnings);
+  return finish();
+}
+
+Result fusec::jit::compileFile(const std::string &path,
+                               const Options &options) {
+  auto file = llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
+  if (!file) {
+    Result result;
+    result.error = "cannot open '" + path + "': " + file.getError().message();
+    return result;
+  }
+  return compile((*file)->getBuffer().str(), options, path);
+}

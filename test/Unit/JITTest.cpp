@@ -1,0 +1,182 @@
+//===- JITTest.cpp - The compiler as a library, and its kernel cache -------===//
+//
+// No GPU: compile() produces artifacts the runtime's parser accepts; errors
+// are located; the cache hits in memory and on disk, rebuilds a damaged
+// entry, and holds up with many threads compiling at once.
+//
+//===----------------------------------------------------------------------===//
+
+#include "fusec/JIT.h"
+
+#include "fusec/runtime/Plan.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+using namespace fusec;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string reluGraph(int n) {
+  std::string t = "tensor<" + std::to_string(n) + "x33xf32>";
+  return "func.func @g(%x: " + t + ") -> " + t + " {\n  %0 = fuse.relu %x : " +
+         t + "\n  return %0 : " + t + "\n}\n";
+}
+
+/// A fresh cache directory per test, the tuning database off.
+class JIT : public ::testing::Test {
+protected:
+  void SetUp() override {
+    dir = fs::temp_directory_path() /
+          ("fusec-jit-test-" + std::to_string(::getpid()) + "-" +
+           ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir);
+    options.cacheDir = dir.string();
+    options.tuningDb = "none";
+    jit::clearMemoryCache();
+  }
+  void TearDown() override { fs::remove_all(dir); }
+
+  std::vector<fs::path> entries() {
+    std::vector<fs::path> files;
+    if (fs::exists(dir))
+      for (const auto &e : fs::directory_iterator(dir))
+        files.push_back(e.path());
+    return files;
+  }
+
+  fs::path dir;
+  jit::Options options;
+};
+
+TEST_F(JIT, CompilesToAnArtifactTheRuntimeAccepts) {
+  jit::Result r = jit::compile(reluGraph(5), options, "relu.mlir");
+  ASSERT_TRUE(r.ok()) << r.error;
+  EXPECT_EQ(r.source, jit::Source::Compiled);
+  runtime::Plan plan;
+  runtime::Status status = runtime::parseArtifact(r.artifact, plan, "relu");
+  ASSERT_TRUE(status) << status.message();
+  EXPECT_EQ(plan.arch, "sm_90");
+  EXPECT_EQ(plan.graph, "g");
+}
+
+TEST_F(JIT, ErrorsAreLocatedInTheGraph) {
+  jit::Result r = jit::compile(
+      "func.func @g(%x: tensor<4xf32>) -> tensor<4xf32> {\n"
+      "  %0 = fuse.relu %y : tensor<4xf32>\n"
+      "  return %0 : tensor<4xf32>\n}\n",
+      options, "bad.mlir");
+  EXPECT_FALSE(r.ok());
+  EXPECT_EQ(r.error.rfind("bad.mlir:2:18: error: use of undeclared SSA value "
+                          "name",
+                          0),
+            0u)
+      << r.error;
+  options.arch = "sm_61";
+  r = jit::compile(reluGraph(5), options, "relu.mlir");
+  EXPECT_EQ(r.error.rfind("relu.mlir: error: ", 0), 0u) << r.error;
+  EXPECT_NE(r.error.find("sm_61"), std::string::npos) << r.error;
+  options.arch = "sm_90";
+  options.entry = "nope";
+  r = jit::compile(reluGraph(5), options, "relu.mlir");
+  EXPECT_EQ(r.error, "relu.mlir: error: no function @nope\n");
+  // Nothing of a failed compilation is cached.
+  EXPECT_TRUE(entries().empty());
+  r = jit::compileFile((dir / "missing.mlir").string(), options);
+  EXPECT_EQ(r.error.rfind("cannot open '", 0), 0u) << r.error;
+}
+
+TEST_F(JIT, CachesInMemoryThenOnDisk) {
+  jit::Result cold = jit::compile(reluGraph(7), options);
+  ASSERT_TRUE(cold.ok()) << cold.error;
+  EXPECT_EQ(cold.source, jit::Source::Compiled);
+  ASSERT_EQ(entries().size(), 1u);
+
+  jit::Result warm = jit::compile(reluGraph(7), options);
+  EXPECT_EQ(warm.source, jit::Source::MemoryCache);
+  EXPECT_EQ(warm.artifact, cold.artifact);
+
+  jit::clearMemoryCache();
+  jit::Result disk = jit::compile(reluGraph(7), options);
+  EXPECT_EQ(disk.source, jit::Source::DiskCache);
+  EXPECT_EQ(disk.artifact, cold.artifact);
+  EXPECT_TRUE(disk.warnings.empty()) << disk.warnings;
+
+  // Another graph, another architecture, another math mode: misses.
+  EXPECT_EQ(jit::compile(reluGraph(8), options).source, jit::Source::Compiled);
+  options.arch = "sm_80";
+  EXPECT_EQ(jit::compile(reluGraph(7), options).source, jit::Source::Compiled);
+  options.fp32Math = "tf32";
+  EXPECT_EQ(jit::compile(reluGraph(7), options).source, jit::Source::Compiled);
+  EXPECT_EQ(entries().size(), 4u);
+
+  // Without the cache nothing is read or written.
+  options.cache = false;
+  EXPECT_EQ(jit::compile(reluGraph(9), options).source, jit::Source::Compiled);
+  EXPECT_EQ(entries().size(), 4u);
+}
+
+TEST_F(JIT, RebuildsADamagedEntry) {
+  jit::Result cold = jit::compile(reluGraph(3), options);
+  ASSERT_TRUE(cold.ok()) << cold.error;
+  ASSERT_EQ(entries().size(), 1u);
+  fs::path entry = entries()[0];
+  for (int damage = 0; damage < 3; ++damage) {
+    std::string text;
+    {
+      std::ifstream in(entry);
+      std::stringstream s;
+      s << in.rdbuf();
+      text = s.str();
+    }
+    // Truncated, one byte changed, emptied.
+    if (damage == 0)
+      text.resize(text.size() / 2);
+    else if (damage == 1)
+      text[text.size() - 10] ^= 1;
+    else
+      text.clear();
+    std::ofstream(entry, std::ios::trunc) << text;
+    jit::clearMemoryCache();
+    jit::Result again = jit::compile(reluGraph(3), options);
+    ASSERT_TRUE(again.ok()) << again.error;
+    EXPECT_EQ(again.source, jit::Source::Compiled) << damage;
+    EXPECT_EQ(again.artifact, cold.artifact);
+    EXPECT_NE(again.warnings.find("is damaged"), std::string::npos)
+        << again.warnings;
+    // Replaced by a good entry.
+    jit::clearMemoryCache();
+    EXPECT_EQ(jit::compile(reluGraph(3), options).source,
+              jit::Source::DiskCache);
+  }
+}
+
+TEST_F(JIT, ManyThreadsCompileTheSameAndDifferentGraphs) {
+  constexpr int kThreads = 8, kRounds = 3;
+  std::vector<std::vector<jit::Result>> results(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      for (int round = 0; round < kRounds; ++round)
+        results[t].push_back(jit::compile(reluGraph(1 + t % 3), options));
+    });
+  for (std::thread &t : threads)
+    t.join();
+  for (int t = 0; t < kThreads; ++t)
+    for (const jit::Result &r : results[t]) {
+      ASSERT_TRUE(r.ok()) << r.error;
+      EXPECT_TRUE(r.warnings.empty()) << r.warnings;
+      EXPECT_EQ(r.artifact, results[t % 3][0].artifact);
+    }
+  // One entry per graph, no temporary file left behind.
+  EXPECT_EQ(entries().size(), 3u);
+}
+
+} // namespace
