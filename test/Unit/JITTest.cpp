@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "fusec/JIT.h"
+#include "fusec/fusec_jit.h"
 
 #include "fusec/runtime/Plan.h"
 
@@ -177,6 +178,38 @@ TEST_F(JIT, ManyThreadsCompileTheSameAndDifferentGraphs) {
     }
   // One entry per graph, no temporary file left behind.
   EXPECT_EQ(entries().size(), 3u);
+}
+
+} // namespace
+
+namespace {
+
+TEST_F(JIT, CApi) {
+  fusec_jit_options c;
+  fusec_jit_options_init(&c);
+  std::string cacheDir = dir.string();
+  c.cache_dir = cacheDir.c_str();
+  c.tuning_db = "none";
+  fusec_jit_result *r = fusec_jit_compile(reluGraph(4).c_str(), "g.mlir", &c);
+  ASSERT_TRUE(fusec_jit_ok(r)) << fusec_jit_error(r);
+  size_t size = 0;
+  const char *artifact = fusec_jit_artifact(r, &size);
+  EXPECT_EQ(std::string(artifact).size(), size);
+  EXPECT_EQ(fusec_jit_result_source(r), FUSEC_JIT_COMPILED);
+  fusec_jit_result_free(r);
+  r = fusec_jit_compile(reluGraph(4).c_str(), "g.mlir", &c);
+  EXPECT_EQ(fusec_jit_result_source(r), FUSEC_JIT_MEMORY_CACHE);
+  fusec_jit_result_free(r);
+
+  r = fusec_jit_compile("func.func @g(", "bad.mlir", &c);
+  EXPECT_FALSE(fusec_jit_ok(r));
+  EXPECT_EQ(std::string(fusec_jit_error(r)).rfind("bad.mlir:1:", 0), 0u)
+      << fusec_jit_error(r);
+  fusec_jit_result_free(r);
+  r = fusec_jit_compile(nullptr, nullptr, nullptr);
+  EXPECT_STREQ(fusec_jit_error(r), "fusec_jit_compile: the graph text is null");
+  fusec_jit_result_free(r);
+  EXPECT_EQ(std::string(fusec_jit_version()), jit::version());
 }
 
 } // namespace
