@@ -15,7 +15,11 @@
 #ifndef FUSEC_JIT_H
 #define FUSEC_JIT_H
 
+#include <cstdint>
+#include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 namespace fusec {
 namespace jit {
@@ -55,6 +59,95 @@ struct Result {
 
   bool ok() const { return error.empty(); }
 };
+
+//===----------------------------------------------------------------------===//
+// Building a graph in C++
+//===----------------------------------------------------------------------===//
+
+enum class DType { F32, F16, BF16 };
+
+/// A value of the graph being built.
+struct Tensor {
+  int id = -1;
+};
+
+struct Conv2dOptions {
+  std::vector<int64_t> strides = {1, 1};
+  /// [ph, pw] or [top, bottom, left, right].
+  std::vector<int64_t> padding = {0, 0};
+  std::vector<int64_t> dilation = {1, 1};
+  int64_t groups = 1;
+};
+
+struct AttentionOptions {
+  bool causal = false;
+  /// The logits' scale; 1/sqrt(head dim) when not given.
+  std::optional<double> scale;
+};
+
+/// Builds a graph op by op (NHWC convolutions, [tokens, features] linear
+/// layers, [batch, heads, tokens, head dim] attention: the fuse dialect's
+/// conventions, docs/Dialect/FuseDialect.md). Each op's result type is
+/// inferred as it is added; the first op that is invalid records an error
+/// naming it, and later calls are ignored. The graph's MLIR text is what
+/// compile() takes.
+class GraphBuilder {
+public:
+  explicit GraphBuilder(std::string name = "graph");
+  ~GraphBuilder();
+  GraphBuilder(GraphBuilder &&) noexcept;
+  GraphBuilder &operator=(GraphBuilder &&) noexcept;
+
+  Tensor input(const std::vector<int64_t> &shape, DType dtype);
+  Tensor conv2d(Tensor x, Tensor filter, const Conv2dOptions &options = {},
+                std::optional<Tensor> bias = std::nullopt);
+  Tensor batchNorm(Tensor x, Tensor mean, Tensor variance, Tensor scale,
+                   Tensor shift, double epsilon = 1e-5);
+  Tensor relu(Tensor x);
+  Tensor gelu(Tensor x);
+  Tensor silu(Tensor x);
+  Tensor sigmoid(Tensor x);
+  Tensor tanh(Tensor x);
+  Tensor add(Tensor a, Tensor b);
+  Tensor mul(Tensor a, Tensor b);
+  Tensor biasAdd(Tensor x, Tensor bias);
+  Tensor linear(Tensor x, Tensor weight,
+                std::optional<Tensor> bias = std::nullopt);
+  Tensor matmul(Tensor a, Tensor b);
+  Tensor layerNorm(Tensor x, std::optional<Tensor> scale = std::nullopt,
+                   std::optional<Tensor> shift = std::nullopt,
+                   double epsilon = 1e-5);
+  Tensor rmsNorm(Tensor x, std::optional<Tensor> scale = std::nullopt,
+                 double epsilon = 1e-6);
+  Tensor softmax(Tensor x);
+  Tensor attention(Tensor q, Tensor k, Tensor v,
+                   const AttentionOptions &options = {});
+  Tensor maxPool2d(Tensor x, std::vector<int64_t> kernel,
+                   std::vector<int64_t> strides, std::vector<int64_t> padding);
+  Tensor transpose(Tensor x, const std::vector<int64_t> &permutation);
+  Tensor reshape(Tensor x, const std::vector<int64_t> &shape);
+  /// Any fuse op written in its generic form: "fuse.NAME" over `operands`
+  /// with `attributes` (an MLIR attribute dictionary's entries, "" for none);
+  /// the operand types are listed after the colon, one per operand.
+  Tensor op(const std::string &name, const std::vector<Tensor> &operands,
+            const std::string &attributes = "");
+  /// Marks a result of the graph, in order.
+  void output(Tensor x);
+
+  /// The shape of `x` (empty for an invalid handle).
+  std::vector<int64_t> shape(Tensor x) const;
+  /// The first error, or "".
+  const std::string &error() const;
+  /// The graph as MLIR text ("" while there is an error or no output).
+  std::string mlir() const;
+
+private:
+  struct Impl;
+  std::unique_ptr<Impl> impl;
+};
+
+/// Compiles a built graph (its error, if it has one).
+Result compile(const GraphBuilder &graph, const Options &options = {});
 
 /// Compiles the MLIR text of a graph; `name` names it in messages.
 Result compile(const std::string &mlir, const Options &options = {},

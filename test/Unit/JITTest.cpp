@@ -213,3 +213,74 @@ TEST_F(JIT, CApi) {
 }
 
 } // namespace
+
+namespace {
+
+TEST_F(JIT, GraphBuilderBuildsAConvBlockAndAnAttention) {
+  using jit::DType;
+  jit::GraphBuilder g("block");
+  jit::Tensor x = g.input({1, 9, 11, 16}, DType::F16);
+  jit::Tensor w = g.input({32, 3, 3, 16}, DType::F16);
+  std::vector<jit::Tensor> bn;
+  for (int i = 0; i < 4; ++i)
+    bn.push_back(g.input({32}, DType::F16));
+  jit::Conv2dOptions conv;
+  conv.strides = {2, 2};
+  conv.padding = {1, 1};
+  jit::Tensor y = g.conv2d(x, w, conv);
+  EXPECT_EQ(g.shape(y), (std::vector<int64_t>{1, 5, 6, 32}));
+  y = g.relu(g.batchNorm(y, bn[0], bn[1], bn[2], bn[3]));
+  g.output(y);
+
+  jit::Tensor q = g.input({1, 4, 33, 64}, DType::BF16);
+  jit::Tensor kv = g.input({1, 2, 40, 64}, DType::BF16);
+  jit::AttentionOptions causal;
+  causal.causal = true;
+  jit::Tensor a = g.attention(q, kv, kv, causal);
+  EXPECT_EQ(g.shape(a), (std::vector<int64_t>{1, 4, 33, 64}));
+  jit::Tensor t = g.reshape(g.transpose(a, {0, 2, 1, 3}), {1, 33, 256});
+  jit::Tensor lw = g.input({48, 256}, DType::BF16);
+  jit::Tensor h = g.layerNorm(g.gelu(g.linear(t, lw)), std::nullopt,
+                              std::nullopt, 1e-6);
+  EXPECT_EQ(g.shape(h), (std::vector<int64_t>{1, 33, 48}));
+  g.output(h);
+  ASSERT_EQ(g.error(), "");
+  std::string text = g.mlir();
+  EXPECT_NE(text.find("func.func @block(%arg0: tensor<1x9x11x16xf16>"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("{epsilon = 9.9999999999999995e-07 : f64}"),
+            std::string::npos)
+      << text;
+
+  jit::Result r = jit::compile(g, options);
+  ASSERT_TRUE(r.ok()) << r.error << "\n" << text;
+  runtime::Plan plan;
+  ASSERT_TRUE(runtime::parseArtifact(r.artifact, plan, "block"));
+  EXPECT_EQ(plan.graph, "block");
+}
+
+TEST_F(JIT, GraphBuilderNamesTheFirstInvalidOp) {
+  jit::GraphBuilder g;
+  jit::Tensor x = g.input({2, 8}, jit::DType::F32);
+  jit::Tensor w = g.input({4, 7}, jit::DType::F32);
+  jit::Tensor y = g.linear(x, w);
+  EXPECT_EQ(y.id, -1);
+  EXPECT_EQ(g.error().rfind("linear: ", 0), 0u) << g.error();
+  // Later calls are ignored; the error stays the first one.
+  g.relu(x);
+  EXPECT_EQ(g.error().rfind("linear: ", 0), 0u);
+  EXPECT_EQ(g.mlir(), "");
+  jit::Result r = jit::compile(g, options);
+  EXPECT_EQ(r.error.rfind("graph builder: linear: ", 0), 0u) << r.error;
+
+  jit::GraphBuilder h;
+  h.relu(jit::Tensor{3});
+  EXPECT_EQ(h.error(), "relu: operand 0 is not a value of this graph");
+  jit::GraphBuilder empty;
+  empty.input({1}, jit::DType::F32);
+  EXPECT_EQ(jit::compile(empty, options).error,
+            "graph builder: the graph has no output");
+}
+
+} // namespace
