@@ -206,10 +206,13 @@ Status fusec::runtime::detail::compileCudaToPtx(const std::string &source,
   std::unique_ptr<nvrtcProgram, void (*)(nvrtcProgram *)> guard(
       &program, [](nvrtcProgram *p) { (void)loaded.api.nvrtcDestroyProgram(p); });
 
+  // No implicit multiply-add contraction: the artifact writes its fused
+  // multiply-adds out (fmaf), as the PTX backend's LLVM does, so that both
+  // backends round alike.
   std::string archOption = "--gpu-architecture=" + arch;
-  const char *options[] = {archOption.c_str(), "--std=c++17",
+  const char *options[] = {archOption.c_str(), "--std=c++17", "--fmad=false",
                            "--device-as-default-execution-space"};
-  result = api.nvrtcCompileProgram(program, 3, options);
+  result = api.nvrtcCompileProgram(program, 4, options);
   size_t logSize = 0;
   std::string log;
   if (api.nvrtcGetProgramLogSize(program, &logSize) == NVRTC_SUCCESS &&
