@@ -1,10 +1,12 @@
 //===- fusec-nvrtc-check.cpp - Compile CUDA C artifacts with NVRTC --------===//
 //
 //   fusec-nvrtc-check kernel.cu... [--arch=sm_90a] [--ptx=out.ptx]
+//                     [--option=NVRTC_OPTION ...]
 //
 // Compiles each file with NVRTC to a cubin (so NVRTC's ptxas checks the code
-// too), as the runtime will at load time, and prints NVRTC's log when that
-// fails. The architecture defaults to the artifact plan's target.arch.
+// too), with the options the runtime must use at load time
+// (docs/Artifact.md: --fmad=false), and prints NVRTC's log when that fails. The
+// architecture defaults to the artifact plan's target.arch.
 // `--ptx` also writes the PTX NVRTC generates (for the virtual architecture,
 // compute_XY), which `ptxas -arch=sm_XY` then checks on its own. Needs no
 // GPU: NVRTC is opened at run time, as the runtime opens it; exit status 2
@@ -94,7 +96,8 @@ std::string planArch(const std::string &source) {
 /// Compiles `source` for `arch` ("sm_90a": a cubin; "compute_90a": PTX),
 /// returning false with NVRTC's log on failure.
 bool compile(Nvrtc &nvrtc, const std::string &source, const std::string &name,
-             const std::string &arch, std::string &log, std::string *ptx) {
+             const std::string &arch, const std::vector<std::string> &extra,
+             std::string &log, std::string *ptx) {
   nvrtcProgram program;
   if (nvrtcResult r = nvrtc.createProgram(&program, source.c_str(),
                                           name.c_str(), 0, nullptr, nullptr)) {
@@ -102,8 +105,13 @@ bool compile(Nvrtc &nvrtc, const std::string &source, const std::string &name,
     return false;
   }
   std::string archOption = "--gpu-architecture=" + arch;
-  const char *options[] = {archOption.c_str()};
-  nvrtcResult result = nvrtc.compileProgram(program, 1, options);
+  // CUDA's math functions then round each operation as libdevice does in
+  // the PTX backend, which LLVM does not contract into FMAs.
+  std::vector<const char *> options = {archOption.c_str(), "--fmad=false"};
+  for (const std::string &option : extra)
+    options.push_back(option.c_str());
+  nvrtcResult result =
+      nvrtc.compileProgram(program, options.size(), options.data());
   size_t size = 0;
   nvrtc.getProgramLogSize(program, &size);
   log.assign(size, '\0');
@@ -129,16 +137,18 @@ bool compile(Nvrtc &nvrtc, const std::string &source, const std::string &name,
 
 int main(int argc, char **argv) {
   std::string arch, ptxPath;
-  std::vector<std::string> files;
+  std::vector<std::string> files, extra;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg.rfind("--arch=", 0) == 0)
       arch = arg.substr(7);
     else if (arg.rfind("--ptx=", 0) == 0)
       ptxPath = arg.substr(6);
+    else if (arg.rfind("--option=", 0) == 0)
+      extra.push_back(arg.substr(9));
     else if (arg == "-h" || arg == "--help") {
       std::printf("usage: fusec-nvrtc-check kernel.cu... [--arch=sm_XY] "
-                  "[--ptx=out.ptx]\n");
+                  "[--ptx=out.ptx] [--option=NVRTC_OPTION ...]\n");
       return 0;
     } else
       files.push_back(arg);
@@ -175,10 +185,10 @@ int main(int argc, char **argv) {
       continue;
     }
     std::string log, ptx;
-    bool ok = compile(nvrtc, source, file, target, log, nullptr);
+    bool ok = compile(nvrtc, source, file, target, extra, log, nullptr);
     if (ok && !ptxPath.empty()) {
-      ok = compile(nvrtc, source, file, "compute_" + target.substr(3), log,
-                   &ptx);
+      ok = compile(nvrtc, source, file, "compute_" + target.substr(3), extra,
+                   log, &ptx);
       std::ofstream out(ptxPath);
       out << ptx;
     }

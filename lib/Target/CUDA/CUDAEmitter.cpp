@@ -2093,8 +2093,8 @@ LogicalResult fusec::printCUDA(ModuleOp module, raw_ostream &os) {
     }
   }
   os << "// CUDA C printed by fusec from its tiled kernels. Compile it with "
-        "NVRTC\n// (no --use_fast_math: the math must be CUDA's accurate "
-        "functions).\n\n";
+        "NVRTC and\n// --fmad=false (not --use_fast_math) to compute what the "
+        "PTX artifact does.\n\n";
   printHelpers(helpers, os);
   os << kernels;
   return success();
