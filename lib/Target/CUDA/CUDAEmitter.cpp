@@ -99,8 +99,13 @@ private:
   /// The C expression that reads `v`.
   std::string expr(Value v) {
     auto it = exprs.find(v);
-    assert(it != exprs.end() && "use before definition");
-    return it->second;
+    if (it != exprs.end())
+      return it->second;
+    // A result no statement defines (a shuffle's validity, an async token):
+    // the kernel fails once printed, at this value.
+    if (!undefined)
+      undefined = v;
+    return "/*undefined*/";
   }
   /// `v`'s C expression converted to the unsigned type of its width (a
   /// literal with a `u` suffix for constants).
@@ -168,6 +173,8 @@ private:
   std::set<Helper> &helpers;
   DenseMap<Value, std::string> exprs;
   llvm::StringSet<> names;
+  /// The first value used without a C expression.
+  Value undefined;
   raw_indented_ostream *os = nullptr;
 };
 } // namespace
@@ -1361,8 +1368,8 @@ LogicalResult KernelPrinter::printAsyncCopy(nvgpu::DeviceAsyncCopyOp op) {
   }
   statement.ptx += ";";
   printAsm(statement);
-  // The token only orders copies that fusec orders with commit/wait groups.
-  exprs[op.getAsyncToken()] = "";
+  // The token stays undefined: fusec orders copies with commit/wait groups,
+  // and nothing else may use it.
   return success();
 }
 
@@ -1969,6 +1976,12 @@ LogicalResult KernelPrinter::printKernel(gpu::GPUFuncOp func,
   os->indent();
   if (failed(printBlock(func.getBody().front())))
     return failure();
+  if (undefined) {
+    Operation *user = *undefined.getUsers().begin();
+    return user->emitOpError("uses a value the CUDA C printer has no "
+                             "expression for (operand of type ")
+           << undefined.getType() << ")";
+  }
   os->unindent();
   *os << "}\n";
   return success();
