@@ -170,6 +170,34 @@ gpu.module @control {
     }
     // CHECK-NEXT: [[F:arg0]][0] = [[S]];
     memref.store %s, %f[%c0] : memref<16xf32>
+    // CHECK-NEXT: int [[T:thread_id_x]] = threadIdx.x;
+    // CHECK-NEXT: float [[K:v[0-9]+]];
+    // CHECK-NEXT: switch ([[T]]) {
+    // CHECK-NEXT: case 1: {
+    // CHECK-NEXT: [[K]] = [[R]];
+    // CHECK-NEXT: break;
+    // CHECK-NEXT: }
+    // CHECK-NEXT: case 3: {
+    // CHECK-NEXT: [[K]] = [[Y]];
+    // CHECK-NEXT: break;
+    // CHECK-NEXT: }
+    // CHECK-NEXT: default: {
+    // CHECK-NEXT: [[K]] = 0.0f;
+    // CHECK-NEXT: }
+    // CHECK-NEXT: }
+    // CHECK-NEXT: [[F]][1] = [[K]];
+    %t = gpu.thread_id x
+    %k = scf.index_switch %t -> f32
+    case 1 {
+      scf.yield %w : f32
+    }
+    case 3 {
+      scf.yield %r#1 : f32
+    }
+    default {
+      scf.yield %zero : f32
+    }
+    memref.store %k, %f[%c1] : memref<16xf32>
     gpu.return
   }
 }

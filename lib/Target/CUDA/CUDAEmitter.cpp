@@ -146,6 +146,7 @@ private:
   LogicalResult printFor(scf::ForOp op);
   LogicalResult printIf(scf::IfOp op);
   LogicalResult printWhile(scf::WhileOp op);
+  LogicalResult printIndexSwitch(scf::IndexSwitchOp op);
 
   /// The element `indices` address in `memref` as `base + offset`, or
   /// `base[offset]` when `subscript`.
@@ -1054,6 +1055,38 @@ LogicalResult KernelPrinter::printWhile(scf::WhileOp op) {
   return success();
 }
 
+LogicalResult KernelPrinter::printIndexSwitch(scf::IndexSwitchOp op) {
+  SmallVector<std::string> results;
+  for (Value result : op.getResults()) {
+    if (failed(declare(result, op)))
+      return failure();
+    results.push_back(expr(result));
+  }
+  // Each case in a block of its own: the regions' values are local to it.
+  *os << "switch (" << expr(op.getArg()) << ") {\n";
+  for (auto [value, region] :
+       llvm::zip_equal(op.getCases(), op.getCaseRegions())) {
+    *os << "case "
+        << literal(IntegerAttr::get(op.getArg().getType(), value),
+                   op.getArg().getType())
+        << ": {\n";
+    os->indent();
+    if (failed(printBlock(region.front(), results)))
+      return failure();
+    *os << "break;\n";
+    os->unindent();
+    *os << "}\n";
+  }
+  *os << "default: {\n";
+  os->indent();
+  if (failed(printBlock(op.getDefaultBlock(), results)))
+    return failure();
+  os->unindent();
+  *os << "}\n";
+  *os << "}\n";
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // memref and vector
 //===----------------------------------------------------------------------===//
@@ -1588,6 +1621,9 @@ LogicalResult KernelPrinter::printOp(Operation &op,
       .Case([&](scf::IfOp ifOp) -> LogicalResult { return printIf(ifOp); })
       .Case([&](scf::WhileOp whileOp) -> LogicalResult {
         return printWhile(whileOp);
+      })
+      .Case([&](scf::IndexSwitchOp indexSwitch) -> LogicalResult {
+        return printIndexSwitch(indexSwitch);
       })
       .Case([&](scf::YieldOp yield) -> LogicalResult {
         printParallelAssign(yieldTo, yield.getOperands());
