@@ -37,6 +37,8 @@ tools = [
     "fusec",
     "fusec-opt",
     "fusec-runner",
+    "fusec-translate",
+    "fusec-nvrtc-check",
 ]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 
@@ -49,6 +51,16 @@ except (OSError, subprocess.CalledProcessError):
     pass
 if shutil.which("ptxas"):
     config.available_features.add("ptxas")
+# NVRTC (CUDA toolkit): CUDA C artifacts compile without a GPU.
+import ctypes
+for nvrtc in [os.path.join(d, "lib64", "libnvrtc.so")
+              for d in (os.environ.get("CUDA_HOME"), "/usr/local/cuda") if d] + ["libnvrtc.so"]:
+    try:
+        ctypes.CDLL(nvrtc)
+        config.available_features.add("nvrtc")
+        break
+    except OSError:
+        pass
 # The NVIDIA driver: GPU tests need it; the no-driver tests run without it.
 try:
     import ctypes

@@ -7,6 +7,11 @@
       DIR/<case>/kernel-sm_90a.ptx as well, evaluates it on the CPU reference
       interpreter with fresh random inputs (DIR/<case>/ref/input*.npy,
       result*.npy), and lists the cases in DIR/manifest.json.
+  cases.py nvrtc --fusec FUSEC --nvrtc-check CHECK --out DIR [--ptxas PTXAS] [-j N] [-k SUBSTR[,...]]
+      On any machine with NVRTC: writes DIR/<case>/kernel.cu, the CUDA C
+      artifact for sm_90 (and kernel-sm_90a.cu where that takes Hopper's
+      instructions), and compiles each with NVRTC (fusec-nvrtc-check); with
+      --ptxas, ptxas checks the PTX NVRTC generates as well.
   cases.py run --runner FUSEC_RUNNER --cases DIR [--json OUT] [--timeout S] [-k SUBSTR[,...]]
       On a CUDA machine: runs every artifact on the reference inputs (outputs
       poisoned with NaN first), compares with the reference results as
@@ -680,6 +685,58 @@ def prepare(args):
     print(f"{len(cases)} cases prepared in {args.out} (seed {seed})")
 
 
+def nvrtc(args):
+    import concurrent.futures
+    keys = args.k.split(",") if args.k else []
+    cases = [c for c in build_cases() if not keys or any(k in c["name"] for k in keys)]
+    jobs = []
+    for case in cases:
+        d = os.path.join(args.out, case["name"])
+        os.makedirs(d, exist_ok=True)
+        with open(os.path.join(d, "graph.mlir"), "w") as f:
+            f.write(case["mlir"])
+        jobs += [(case, arch, d) for arch, _ in ARCHS if arch in case["archs"]]
+
+    def compile_one(job):
+        case, arch, d = job
+        cu = os.path.join(d, "kernel.cu" if arch == "sm_90" else f"kernel-{arch}.cu")
+        run([args.fusec, os.path.join(d, "graph.mlir"), "-o", cu, f"--arch={arch}"] + case["flags"])
+        # As for PTX: the Hopper artifact only where it differs in kind.
+        if arch != "sm_90" and "sm_90" in case["archs"]:
+            with open(cu) as f:
+                if not any(w in f.read() for w in HOPPER_ONLY):
+                    os.remove(cu)
+                    return None
+        if not args.ptxas:
+            run([args.nvrtc_check, cu])
+            return cu
+        ptx = cu[:-3] + ".nvrtc.ptx"
+        run([args.nvrtc_check, cu, "--ptx=" + ptx])
+        run([args.ptxas, f"-arch={arch}", ptx, "-o", ptx + ".cubin"])
+        os.remove(ptx + ".cubin")
+        return cu
+
+    compiled, failures = 0, 0
+    with concurrent.futures.ThreadPoolExecutor(args.j or os.cpu_count()) as pool:
+        for job, future in zip(jobs, pool.map(lambda j: _catch(compile_one, j), jobs)):
+            result, error = future
+            if error:
+                failures += 1
+                print(f"FAILED {job[0]['name']}@{job[1]}: {error}", flush=True)
+            elif result:
+                compiled += 1
+    print(f"{compiled} CUDA C artifacts of {len(cases)} cases compiled by NVRTC"
+          + (" and checked by ptxas" if args.ptxas else "") + f", {failures} failed")
+    return 1 if failures else 0
+
+
+def _catch(fn, arg):
+    try:
+        return fn(arg), None
+    except RuntimeError as e:
+        return None, str(e)
+
+
 def relerr(out, ref):
     import numpy as np
     out = out.astype(np.float64)
@@ -748,6 +805,13 @@ def main():
     p.add_argument("--seed", type=int)
     p.add_argument("--ptxas")
     p.add_argument("-k")
+    n = sub.add_parser("nvrtc")
+    n.add_argument("--fusec", required=True)
+    n.add_argument("--nvrtc-check", required=True)
+    n.add_argument("--out", required=True)
+    n.add_argument("--ptxas")
+    n.add_argument("-j", type=int)
+    n.add_argument("-k")
     r = sub.add_parser("run")
     r.add_argument("--runner", required=True)
     r.add_argument("--cases", required=True)
@@ -758,6 +822,8 @@ def main():
     if args.cmd == "prepare":
         prepare(args)
         return 0
+    if args.cmd == "nvrtc":
+        return nvrtc(args)
     return run_suite(args)
 
 

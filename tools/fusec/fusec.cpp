@@ -1,6 +1,6 @@
 //===- fusec.cpp - The fusec driver ---------------------------------------===//
 //
-//   fusec graph.mlir [-o out] [--emit=mlir]
+//   fusec graph.mlir [-o out] [--emit=mlir|kernels|tiled|gpu|ptx|cuda]
 //   fusec run graph.mlir --device=cpu [--seed=N] [--input=a.npy ...]
 //                                     [--output-dir=DIR]
 //
@@ -11,6 +11,7 @@
 #include "fusec/InitAll.h"
 #include "fusec/Pipelines/Pipelines.h"
 #include "fusec/Reference/Interpreter.h"
+#include "fusec/Target/CUDA.h"
 #include "fusec/Target/PTX.h"
 #include "fusec/Target/TargetDescription.h"
 #include "fusec/Tuning/TuningDB.h"
@@ -81,11 +82,11 @@ static cl::opt<std::string> entryName(
     cl::value_desc("name"), cl::cat(fusecCat),
     cl::sub(cl::SubCommand::getTopLevel()), cl::sub(runCmd), cl::sub(tuneCmd));
 
-enum class EmitKind { MLIR, Kernels, Tiled, GPU, PTX };
+enum class EmitKind { MLIR, Kernels, Tiled, GPU, PTX, CUDA };
 static cl::opt<EmitKind> emitKind(
     "emit",
-    cl::desc("What to write (default: ptx when -o names a .ptx file, else "
-             "mlir)"),
+    cl::desc("What to write (default: ptx when -o names a .ptx file, cuda "
+             "for a .cu file, else mlir)"),
     cl::init(EmitKind::MLIR),
     cl::values(clEnumValN(EmitKind::MLIR, "mlir",
                           "The verified graph in the fuse dialect"),
@@ -97,7 +98,10 @@ static cl::opt<EmitKind> emitKind(
                clEnumValN(EmitKind::GPU, "gpu",
                           "Kernels lowered to the NVVM dialect"),
                clEnumValN(EmitKind::PTX, "ptx",
-                          "The artifact: launch plan and PTX")),
+                          "The artifact: launch plan and PTX"),
+               clEnumValN(EmitKind::CUDA, "cuda",
+                          "The artifact: launch plan and CUDA C, which "
+                          "NVRTC compiles at load time")),
     cl::cat(fusecCat));
 
 static cl::opt<std::string>
@@ -376,8 +380,9 @@ static LogicalResult lower(ModuleOp module, EmitKind kind,
                            const LowerOptions &how = {}) {
   if (kind == EmitKind::MLIR)
     return success();
+  // CUDA C is printed from the tiled kernels.
   static const Stage stages[] = {Stage::Graph, Stage::Kernels, Stage::Tiled,
-                                 Stage::GPU, Stage::Binary};
+                                 Stage::GPU,   Stage::Binary,  Stage::Tiled};
   PassManager pm(module->getContext());
   if (failed(applyPassManagerCLOptions(pm)))
     return failure();
@@ -392,9 +397,11 @@ static LogicalResult lower(ModuleOp module, EmitKind kind,
   buildPipeline(pm, stages[static_cast<int>(kind)], options);
   if (failed(pm.run(module)))
     return failure();
-  if (kind != EmitKind::PTX)
+  if (kind != EmitKind::PTX && kind != EmitKind::CUDA)
     return success();
-  FailureOr<std::string> text = writeArtifact(module, target);
+  FailureOr<std::string> text = kind == EmitKind::CUDA
+                                    ? writeCUDAArtifact(module, target.chip)
+                                    : writeArtifact(module, target);
   if (failed(text))
     return failure();
   *artifact = std::move(*text);
@@ -406,6 +413,9 @@ static LogicalResult emitGraph(ModuleOp module) {
   if (emitKind.getNumOccurrences() == 0 &&
       llvm::StringRef(outputFilename).ends_with(".ptx"))
     kind = EmitKind::PTX;
+  if (emitKind.getNumOccurrences() == 0 &&
+      llvm::StringRef(outputFilename).ends_with(".cu"))
+    kind = EmitKind::CUDA;
   for (func::FuncOp func : module.getOps<func::FuncOp>())
     if (failed(ref::verifyGraph(func)))
       return failure();
@@ -421,7 +431,7 @@ static LogicalResult emitGraph(ModuleOp module) {
   std::string text;
   if (failed(lower(module, kind, *target, &text)))
     return failure();
-  if (kind != EmitKind::PTX) {
+  if (kind != EmitKind::PTX && kind != EmitKind::CUDA) {
     llvm::raw_string_ostream os(text);
     module.print(os);
   }
@@ -1039,7 +1049,9 @@ int main(int argc, char **argv) {
       "kernels\n\n"
       "  fusec graph.mlir -o kernel.ptx [--arch=sm_90] [--fp32-math=ieee|tf32] "
       "[--remarks]\n"
-      "  fusec graph.mlir [--emit=mlir|kernels|tiled|gpu|ptx] [-o out]\n"
+      "  fusec graph.mlir -o kernel.cu [--arch=sm_90] ...   (CUDA C for "
+      "NVRTC)\n"
+      "  fusec graph.mlir [--emit=mlir|kernels|tiled|gpu|ptx|cuda] [-o out]\n"
       "  fusec run graph.mlir [--device=auto|cpu|gpu] [--seed=N] "
       "[--input=a.npy ...] [--output-dir=DIR]\n"
       "  fusec tune graph.mlir [--tuning-db=FILE] [--repeat=N]\n");

@@ -1,0 +1,172 @@
+//===- Artifact.cpp - The launch plan both backends write -----------------===//
+
+#include "fusec/Target/Artifact.h"
+#include "Fuse/FuseOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "llvm/Support/JSON.h"
+
+using namespace mlir;
+using namespace fusec;
+
+static StringRef dtypeName(Type type) {
+  if (type.isF16())
+    return "f16";
+  if (type.isBF16())
+    return "bf16";
+  return "f32";
+}
+
+static int64_t byteSize(MemRefType type) {
+  return type.getNumElements() * type.getElementTypeBitWidth() / 8;
+}
+
+namespace {
+/// Builds the plan: buffers (inputs, outputs, intermediates) and steps.
+class PlanWriter {
+public:
+  LogicalResult run(func::FuncOp plan);
+  llvm::json::Object result;
+
+private:
+  int64_t bufferOf(Value v) {
+    while (auto cast = v.getDefiningOp<memref::ReinterpretCastOp>())
+      v = cast.getSource();
+    return ids.lookup(v);
+  }
+  void addBuffer(Value v, StringRef role, std::optional<int64_t> index) {
+    auto type = cast<MemRefType>(v.getType());
+    int64_t id = buffers.size();
+    ids[v] = id;
+    llvm::json::Object buffer{{"id", id},
+                              {"role", role},
+                              {"dtype", dtypeName(type.getElementType())},
+                              {"shape", llvm::json::Array(type.getShape())},
+                              {"bytes", byteSize(type)}};
+    if (index)
+      buffer["index"] = *index;
+    buffers.push_back(std::move(buffer));
+  }
+
+  llvm::DenseMap<Value, int64_t> ids;
+  llvm::json::Array buffers, steps;
+  int64_t version = 1;
+
+public:
+  /// Each kernel's configuration (fusec.config on its launch).
+  llvm::json::Array kernels;
+};
+} // namespace
+
+/// The launch's dynamic shared memory in bytes (0 when it has none).
+static int64_t sharedBytes(gpu::LaunchFuncOp launch) {
+  Value size = launch.getDynamicSharedMemorySize();
+  return size ? *getConstantIntValue(size) : 0;
+}
+
+static llvm::json::Array dims(gpu::KernelDim3 d) {
+  llvm::json::Array result;
+  for (Value v : {d.x, d.y, d.z})
+    result.push_back(*getConstantIntValue(v));
+  return result;
+}
+
+LogicalResult PlanWriter::run(func::FuncOp plan) {
+  auto numInputs = plan->getAttrOfType<IntegerAttr>("fusec.num_inputs");
+  if (!numInputs)
+    return plan.emitOpError("is not a launch plan; run fusec-tile-kernels");
+  for (BlockArgument arg : plan.getArguments()) {
+    int64_t i = arg.getArgNumber();
+    bool isInput = i < numInputs.getInt();
+    addBuffer(arg, isInput ? "input" : "output",
+              isInput ? i : i - numInputs.getInt());
+  }
+  for (Operation &op : plan.getBody().front()) {
+    if (auto alloc = dyn_cast<memref::AllocOp>(op)) {
+      addBuffer(alloc, "intermediate", std::nullopt);
+    } else if (auto launch = dyn_cast<gpu::LaunchFuncOp>(op)) {
+      llvm::json::Array args;
+      for (Value v : launch.getKernelOperands()) {
+        auto map = v.getDefiningOp<fuse::TensorMapOp>();
+        if (!map) {
+          args.push_back(bufferOf(v));
+          continue;
+        }
+        // Plans with tensor maps are version 2; runtimes of version 1 do
+        // not know them.
+        version = 2;
+        llvm::json::Object desc{
+            {"buffer", bufferOf(map.getBuffer())},
+            {"dims", llvm::json::Array(map.getDims())},
+            {"strides", llvm::json::Array(map.getStrides())},
+            {"box", llvm::json::Array(map.getBox())},
+            {"offset", map.getOffset()},
+            {"swizzle", map.getSwizzle()}};
+        if (auto lower = map.getIm2colLower())
+          desc["im2col"] = llvm::json::Object{
+              {"lower", llvm::json::Array(*lower)},
+              {"upper", llvm::json::Array(*map.getIm2colUpper())}};
+        args.push_back(llvm::json::Object{{"tensor_map", std::move(desc)}});
+      }
+      if (auto config = launch->getAttrOfType<DictionaryAttr>("fusec.config")) {
+        llvm::json::Object record{
+            {"kernel", launch.getKernelName().getValue()}};
+        for (NamedAttribute attr : config) {
+          std::string text;
+          if (auto str = dyn_cast<StringAttr>(attr.getValue()))
+            text = str.getValue().str();
+          else
+            llvm::raw_string_ostream(text) << attr.getValue();
+          record[attr.getName().getValue()] = text;
+        }
+        kernels.push_back(std::move(record));
+      }
+      steps.push_back(llvm::json::Object{
+          {"kind", "launch"},
+          {"kernel", launch.getKernelName().getValue()},
+          {"grid", dims(launch.getGridSizeOperandValues())},
+          {"block", dims(launch.getBlockSizeOperandValues())},
+          {"shared_bytes", sharedBytes(launch)},
+          {"args", std::move(args)}});
+    } else if (auto copy = dyn_cast<memref::CopyOp>(op)) {
+      steps.push_back(llvm::json::Object{
+          {"kind", "copy"},
+          {"src", bufferOf(copy.getSource())},
+          {"dst", bufferOf(copy.getTarget())},
+          {"bytes", byteSize(cast<MemRefType>(copy.getTarget().getType()))}});
+    } else if (!isa<arith::ConstantOp, memref::ReinterpretCastOp,
+                    fuse::TensorMapOp, func::ReturnOp>(op)) {
+      return op.emitOpError("has no meaning in a launch plan");
+    }
+  }
+  result = llvm::json::Object{{"format", "fusec-plan"},
+                              {"version", version},
+                              {"graph", plan.getSymName()},
+                              {"buffers", std::move(buffers)},
+                              {"steps", std::move(steps)}};
+  return success();
+}
+
+FailureOr<std::string>
+fusec::writeArtifactHeader(ModuleOp module, StringRef kind, StringRef arch) {
+  auto plans = llvm::to_vector(module.getOps<func::FuncOp>());
+  if (plans.size() != 1)
+    return module.emitError("an artifact holds exactly one graph, found ")
+           << plans.size() << " plans";
+  PlanWriter writer;
+  if (failed(writer.run(plans.front())))
+    return failure();
+  writer.result["target"] = llvm::json::Object{{"kind", kind}, {"arch", arch}};
+  std::string text = "// fusec artifact v1\n// fusec-plan: ";
+  llvm::raw_string_ostream os(text);
+  os << llvm::json::Value(std::move(writer.result)) << "\n";
+  // How each kernel was configured, for people and for `fusec tune` (no
+  // runtime reads it).
+  os << "// fusec-kernels: " << llvm::json::Value(std::move(writer.kernels))
+     << "\n";
+  return text;
+}
