@@ -33,7 +33,7 @@ case "${1:-}" in
 prepare)
   ./setup.sh
   rm -rf "$STAGE" && mkdir -p "$STAGE"
-  python3 test/gpu/cases.py prepare --fusec build/bin/fusec --out "$STAGE/cases" \
+  python3 test/gpu/cases.py prepare --fusec build/bin/fusec --out "$STAGE/cases" --cuda \
     --ptxas "$(command -v ptxas)"
   # The cases' reference data: compressed, it fits the carry limit.
   tar -C "$STAGE" -cf - cases | xz -T2 -6 > "$STAGE/cases.tar.xz"

@@ -1,10 +1,11 @@
 """The on-GPU numeric suite: graphs with odd shapes in every dtype and layout.
 
-  cases.py prepare --fusec FUSEC --out DIR [--seed N] [--ptxas PTXAS] [-k SUBSTR[,SUBSTR...]]
+  cases.py prepare --fusec FUSEC --out DIR [--seed N] [--ptxas PTXAS] [--cuda] [-k SUBSTR[,SUBSTR...]]
       On any machine: writes DIR/<case>/graph.mlir, compiles it to
       DIR/<case>/kernel.ptx for sm_90 (checked with ptxas when given) and,
       where that takes the Hopper path (wgmma, TMA), to
-      DIR/<case>/kernel-sm_90a.ptx as well, evaluates it on the CPU reference
+      DIR/<case>/kernel-sm_90a.ptx as well (with --cuda, each also to CUDA C:
+      kernel.cu, kernel-sm_90a.cu), evaluates it on the CPU reference
       interpreter with fresh random inputs (DIR/<case>/ref/input*.npy,
       result*.npy), and lists the cases in DIR/manifest.json.
   cases.py nvrtc --fusec FUSEC --nvrtc-check CHECK --out DIR [--ptxas PTXAS] [-j N] [-k SUBSTR[,...]]
@@ -16,7 +17,8 @@
       On a CUDA machine: runs every artifact on the reference inputs (outputs
       poisoned with NaN first), compares with the reference results as
       ||out - ref|| / ||ref||, and prints one line per artifact (the sm_90a
-      one named CASE@sm_90a) and a summary.
+      one named CASE@sm_90a, the CUDA C ones CASE@sm_90:cuda and
+      CASE@sm_90a:cuda) and a summary.
 """
 import argparse
 import json
@@ -672,6 +674,13 @@ def prepare(args):
                 run([args.ptxas, f"-arch={arch}", ptx, "-o", os.path.join(d, "kernel.cubin")])
                 os.remove(os.path.join(d, "kernel.cubin"))
             artifacts[arch] = name
+            if not args.cuda:
+                continue
+            # The same graph through the CUDA C backend (NVRTC compiles it
+            # where it runs): both backends must give the same numbers.
+            cu = ptx[:-len(".ptx")] + ".cu"
+            run([args.fusec, graph, "-o", cu, f"--arch={arch}"] + case["flags"])
+            artifacts[arch + ":cuda"] = os.path.basename(cu)
         case_seed = rng.randrange(1 << 30)
         run([args.fusec, "run", graph, "--device=cpu", f"--seed={case_seed}",
              "--output-dir=" + os.path.join(d, "ref")])
@@ -805,6 +814,7 @@ def main():
     p.add_argument("--seed", type=int)
     p.add_argument("--ptxas")
     p.add_argument("-k")
+    p.add_argument("--cuda", action="store_true", help="CUDA C artifacts beside the PTX ones")
     n = sub.add_parser("nvrtc")
     n.add_argument("--fusec", required=True)
     n.add_argument("--nvrtc-check", required=True)
