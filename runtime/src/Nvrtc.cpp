@@ -41,12 +41,20 @@ struct LoadedNvrtc {
 LoadedNvrtc loadOnce() {
   LoadedNvrtc loaded;
   // $FUSEC_NVRTC names the library; else the sonames of the CUDA 13 and 12
-  // toolkits, then the development link.
+  // toolkits and the development link on the loader's path, then in
+  // $CUDA_HOME, $CUDA_PATH and /usr/local/cuda.
   std::vector<std::string> candidates;
   if (const char *path = std::getenv("FUSEC_NVRTC"); path && *path)
     candidates.push_back(path);
-  for (const char *name : {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"})
+  const char *names[] = {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"};
+  for (const char *name : names)
     candidates.push_back(name);
+  for (const char *var : {"CUDA_HOME", "CUDA_PATH"})
+    if (const char *dir = std::getenv(var); dir && *dir)
+      for (const char *name : names)
+        candidates.push_back(std::string(dir) + "/lib64/" + name);
+  for (const char *name : names)
+    candidates.push_back(std::string("/usr/local/cuda/lib64/") + name);
   void *library = nullptr;
   std::string reasons;
   for (const std::string &name : candidates) {
@@ -181,10 +189,10 @@ fusec::runtime::detail::cudaKernels(const std::string &text) {
   return names;
 }
 
-Status fusec::runtime::detail::compileCudaToPtx(const std::string &source,
-                                                const std::string &arch,
-                                                const std::string &sourceName,
-                                                std::string &ptx) {
+Status fusec::runtime::detail::compileCuda(
+    const std::string &source, const std::string &arch,
+    const std::vector<std::string> &extraOptions,
+    const std::string &sourceName, std::string *ptx) {
   // A function-local static is initialised once, thread-safely; NVRTC
   // itself may be called from several threads at once.
   static const LoadedNvrtc loaded = loadOnce();
@@ -210,9 +218,13 @@ Status fusec::runtime::detail::compileCudaToPtx(const std::string &source,
   // multiply-adds out (fmaf), as the PTX backend's LLVM does, so that both
   // backends round alike.
   std::string archOption = "--gpu-architecture=" + arch;
-  const char *options[] = {archOption.c_str(), "--std=c++17", "--fmad=false",
-                           "--device-as-default-execution-space"};
-  result = api.nvrtcCompileProgram(program, 4, options);
+  std::vector<const char *> options = {archOption.c_str(), "--std=c++17",
+                                       "--fmad=false",
+                                       "--device-as-default-execution-space"};
+  for (const std::string &option : extraOptions)
+    options.push_back(option.c_str());
+  result = api.nvrtcCompileProgram(program, static_cast<int>(options.size()),
+                                   options.data());
   size_t logSize = 0;
   std::string log;
   if (api.nvrtcGetProgramLogSize(program, &logSize) == NVRTC_SUCCESS &&
@@ -235,14 +247,16 @@ Status fusec::runtime::detail::compileCudaToPtx(const std::string &source,
             "\nthis is a fusec bug: please report it with the artifact");
   }
 
+  if (!ptx)
+    return Status::success();
   size_t ptxSize = 0;
   if ((result = api.nvrtcGetPTXSize(program, &ptxSize)) != NVRTC_SUCCESS)
     return fail(result, "nvrtcGetPTXSize");
-  ptx.assign(ptxSize, '\0');
-  if ((result = api.nvrtcGetPTX(program, ptx.data())) != NVRTC_SUCCESS)
+  ptx->assign(ptxSize, '\0');
+  if ((result = api.nvrtcGetPTX(program, ptx->data())) != NVRTC_SUCCESS)
     return fail(result, "nvrtcGetPTX");
   // std::string keeps its own NUL after the text.
-  while (!ptx.empty() && ptx.back() == '\0')
-    ptx.pop_back();
+  while (!ptx->empty() && ptx->back() == '\0')
+    ptx->pop_back();
   return Status::success();
 }

@@ -16,16 +16,28 @@
 
 #include <set>
 #include <string>
+#include <vector>
 
 namespace fusec {
 namespace runtime {
 namespace detail {
 
-/// Compiles `source` (named `sourceName` in messages) to PTX for the virtual
-/// architecture `arch` ("compute_90a"). On a compile error the message holds
-/// NVRTC's log and names the kernel the first error is in.
-Status compileCudaToPtx(const std::string &source, const std::string &arch,
-                        const std::string &sourceName, std::string &ptx);
+/// Compiles `source` (named `sourceName` in messages) for `arch`: a virtual
+/// architecture ("compute_90a") gives PTX in `ptx` (when not null), a real
+/// one ("sm_90a") runs ptxas too (fusec-nvrtc-check). `extraOptions` go
+/// after the runtime's own. On a compile error the message holds NVRTC's
+/// log and names the kernel the first error is in.
+Status compileCuda(const std::string &source, const std::string &arch,
+                   const std::vector<std::string> &extraOptions,
+                   const std::string &sourceName, std::string *ptx);
+
+/// compileCuda for the runtime: PTX for the virtual architecture `arch`.
+inline Status compileCudaToPtx(const std::string &source,
+                               const std::string &arch,
+                               const std::string &sourceName,
+                               std::string &ptx) {
+  return compileCuda(source, arch, {}, sourceName, &ptx);
+}
 
 /// The names of the `__global__` functions `text` defines, outside comments.
 std::set<std::string> cudaKernels(const std::string &text);

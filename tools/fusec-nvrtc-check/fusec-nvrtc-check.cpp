@@ -4,78 +4,26 @@
 //                     [--option=NVRTC_OPTION ...]
 //
 // Compiles each file with NVRTC to a cubin (so NVRTC's ptxas checks the code
-// too), with the options the runtime must use at load time
-// (docs/Artifact.md: --fmad=false), and prints NVRTC's log when that fails. The
-// architecture defaults to the artifact plan's target.arch.
-// `--ptx` also writes the PTX NVRTC generates (for the virtual architecture,
-// compute_XY), which `ptxas -arch=sm_XY` then checks on its own. Needs no
-// GPU: NVRTC is opened at run time, as the runtime opens it; exit status 2
-// says it is missing.
+// too), through the runtime's own NVRTC loader and options (docs/Artifact.md:
+// --fmad=false), and prints NVRTC's log when that fails. The architecture
+// defaults to the artifact plan's target.arch. `--ptx` also writes the PTX
+// NVRTC generates (for the virtual architecture, compute_XY), which
+// `ptxas -arch=sm_XY` then checks on its own. Needs no GPU: NVRTC is opened
+// at run time, as the runtime opens it; exit status 2 says it is missing.
 //
 //===----------------------------------------------------------------------===//
 
-#include <dlfcn.h>
+#include "Nvrtc.h"
 
 #include <cstdio>
-#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
 
+using namespace fusec::runtime;
+
 namespace {
-
-// The part of nvrtc.h this tool calls; the ABI is stable across CUDA 11-13.
-using nvrtcResult = int;
-using nvrtcProgram = struct _nvrtcProgram *;
-
-struct Nvrtc {
-  const char *(*getErrorString)(nvrtcResult);
-  nvrtcResult (*createProgram)(nvrtcProgram *, const char *, const char *, int,
-                               const char *const *, const char *const *);
-  nvrtcResult (*destroyProgram)(nvrtcProgram *);
-  nvrtcResult (*compileProgram)(nvrtcProgram, int, const char *const *);
-  nvrtcResult (*getProgramLogSize)(nvrtcProgram, size_t *);
-  nvrtcResult (*getProgramLog)(nvrtcProgram, char *);
-  nvrtcResult (*getPTXSize)(nvrtcProgram, size_t *);
-  nvrtcResult (*getPTX)(nvrtcProgram, char *);
-
-  /// Opens libnvrtc from $CUDA_HOME, /usr/local/cuda or the loader's path.
-  bool open(std::string &error) {
-    std::vector<std::string> candidates;
-    for (const char *var : {"CUDA_HOME", "CUDA_PATH"})
-      if (const char *dir = std::getenv(var))
-        candidates.push_back(std::string(dir) + "/lib64/libnvrtc.so");
-    candidates.push_back("/usr/local/cuda/lib64/libnvrtc.so");
-    for (const char *name : {"libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12"})
-      candidates.push_back(name);
-    void *lib = nullptr;
-    for (const std::string &c : candidates)
-      if ((lib = dlopen(c.c_str(), RTLD_NOW | RTLD_LOCAL)))
-        break;
-    if (!lib) {
-      error = "cannot open libnvrtc.so (set CUDA_HOME to the CUDA toolkit)";
-      return false;
-    }
-    bool ok = true;
-    auto get = [&](auto &fn, const char *name) {
-      fn = reinterpret_cast<std::decay_t<decltype(fn)>>(dlsym(lib, name));
-      if (!fn) {
-        error = std::string("libnvrtc.so lacks ") + name;
-        ok = false;
-      }
-    };
-    get(getErrorString, "nvrtcGetErrorString");
-    get(createProgram, "nvrtcCreateProgram");
-    get(destroyProgram, "nvrtcDestroyProgram");
-    get(compileProgram, "nvrtcCompileProgram");
-    get(getProgramLogSize, "nvrtcGetProgramLogSize");
-    get(getProgramLog, "nvrtcGetProgramLog");
-    get(getPTXSize, "nvrtcGetPTXSize");
-    get(getPTX, "nvrtcGetPTX");
-    return ok;
-  }
-};
 
 /// target.arch of the artifact's plan line, or "".
 std::string planArch(const std::string &source) {
@@ -91,46 +39,6 @@ std::string planArch(const std::string &source) {
     return line.substr(at, line.find('"', at) - at);
   }
   return "";
-}
-
-/// Compiles `source` for `arch` ("sm_90a": a cubin; "compute_90a": PTX),
-/// returning false with NVRTC's log on failure.
-bool compile(Nvrtc &nvrtc, const std::string &source, const std::string &name,
-             const std::string &arch, const std::vector<std::string> &extra,
-             std::string &log, std::string *ptx) {
-  nvrtcProgram program;
-  if (nvrtcResult r = nvrtc.createProgram(&program, source.c_str(),
-                                          name.c_str(), 0, nullptr, nullptr)) {
-    log = nvrtc.getErrorString(r);
-    return false;
-  }
-  std::string archOption = "--gpu-architecture=" + arch;
-  // CUDA's math functions then round each operation as libdevice does in
-  // the PTX backend, which LLVM does not contract into FMAs.
-  std::vector<const char *> options = {archOption.c_str(), "--fmad=false"};
-  for (const std::string &option : extra)
-    options.push_back(option.c_str());
-  nvrtcResult result =
-      nvrtc.compileProgram(program, options.size(), options.data());
-  size_t size = 0;
-  nvrtc.getProgramLogSize(program, &size);
-  log.assign(size, '\0');
-  if (size)
-    nvrtc.getProgramLog(program, &log[0]);
-  while (!log.empty() && (log.back() == '\0' || log.back() == '\n'))
-    log.pop_back();
-  if (result) {
-    if (log.empty())
-      log = nvrtc.getErrorString(result);
-  } else if (ptx) {
-    nvrtc.getPTXSize(program, &size);
-    ptx->assign(size, '\0');
-    nvrtc.getPTX(program, &(*ptx)[0]);
-    while (!ptx->empty() && ptx->back() == '\0')
-      ptx->pop_back();
-  }
-  nvrtc.destroyProgram(&program);
-  return result == 0;
 }
 
 } // namespace
@@ -158,12 +66,6 @@ int main(int argc, char **argv) {
                          "with --ptx)\n");
     return 1;
   }
-  Nvrtc nvrtc;
-  std::string error;
-  if (!nvrtc.open(error)) {
-    std::fprintf(stderr, "fusec-nvrtc-check: %s\n", error.c_str());
-    return 2;
-  }
   int failures = 0;
   for (const std::string &file : files) {
     std::ifstream in(file);
@@ -184,17 +86,20 @@ int main(int argc, char **argv) {
       ++failures;
       continue;
     }
-    std::string log, ptx;
-    bool ok = compile(nvrtc, source, file, target, extra, log, nullptr);
-    if (ok && !ptxPath.empty()) {
-      ok = compile(nvrtc, source, file, "compute_" + target.substr(3), extra,
-                   log, &ptx);
+    std::string ptx;
+    Status status = detail::compileCuda(source, target, extra, file, nullptr);
+    if (status && !ptxPath.empty()) {
+      status = detail::compileCuda(source, "compute_" + target.substr(3),
+                                   extra, file, &ptx);
       std::ofstream out(ptxPath);
       out << ptx;
     }
-    if (!ok) {
-      std::fprintf(stderr, "fusec-nvrtc-check: %s: NVRTC failed for %s:\n%s\n",
-                   file.c_str(), target.c_str(), log.c_str());
+    if (status.code() == StatusCode::NoCompiler) {
+      std::fprintf(stderr, "fusec-nvrtc-check: %s\n", status.message().c_str());
+      return 2;
+    }
+    if (!status) {
+      std::fprintf(stderr, "fusec-nvrtc-check: %s\n", status.message().c_str());
       ++failures;
     }
   }
