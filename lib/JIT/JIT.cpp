@@ -24,7 +24,6 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Chrono.h"
 #include "llvm/Support/FileSystem.h"
-#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Process.h"
@@ -129,26 +128,6 @@ void writeEntry(const std::string &path, const std::string &artifact,
                "': " + llvm::toString(std::move(error)) + "\n";
 }
 
-/// The function to compile, or null after an error.
-func::FuncOp findEntry(ModuleOp module, const std::string &entry,
-                       const std::string &name, llvm::raw_ostream &errors) {
-  SmallVector<func::FuncOp> funcs(module.getOps<func::FuncOp>());
-  if (!entry.empty()) {
-    if (auto f = module.lookupSymbol<func::FuncOp>(entry))
-      return f;
-    errors << name << ": error: no function @" << entry << "\n";
-    return nullptr;
-  }
-  if (funcs.size() == 1)
-    return funcs.front();
-  if (auto f = module.lookupSymbol<func::FuncOp>("main"))
-    return f;
-  errors << llvm::formatv("{0}: error: {1} functions and none is @main; name "
-                          "the one to compile (Options::entry)\n",
-                          name, funcs.size());
-  return nullptr;
-}
-
 /// The whole compilation, in a context of its own.
 std::string compileUncached(const std::string &mlir, const Options &options,
                             const std::string &name, std::string &artifact) {
@@ -181,12 +160,14 @@ std::string compileUncached(const std::string &mlir, const Options &options,
   for (func::FuncOp func : module->getOps<func::FuncOp>())
     if (failed(ref::verifyGraph(func)))
       return errors;
-  func::FuncOp entry = findEntry(*module, options.entry, name, errorStream);
+  std::string problem;
+  func::FuncOp entry = selectEntry(*module, options.entry, problem);
   if (!entry)
-    return errors;
-  for (auto func : llvm::to_vector(module->getOps<func::FuncOp>()))
-    if (func != entry)
-      func.erase();
+    return name + ": error: " + problem +
+           (options.entry.empty()
+                ? "; name the one to compile (Options::entry)\n"
+                : "\n");
+  keepOnlyEntry(*module, entry);
 
   PassManager pm(&context);
   PipelineOptions pipeline;

@@ -65,3 +65,26 @@ void fusec::registerPipelines() {
         });
   }
 }
+
+func::FuncOp fusec::selectEntry(ModuleOp module, llvm::StringRef entry,
+                                std::string &problem) {
+  if (!entry.empty()) {
+    if (auto f = module.lookupSymbol<func::FuncOp>(entry))
+      return f;
+    problem = ("no function @" + entry).str();
+    return nullptr;
+  }
+  SmallVector<func::FuncOp> funcs(module.getOps<func::FuncOp>());
+  if (funcs.size() == 1)
+    return funcs.front();
+  if (auto f = module.lookupSymbol<func::FuncOp>("main"))
+    return f;
+  problem = std::to_string(funcs.size()) + " functions and none is @main";
+  return nullptr;
+}
+
+void fusec::keepOnlyEntry(ModuleOp module, func::FuncOp entry) {
+  for (auto func : llvm::to_vector(module.getOps<func::FuncOp>()))
+    if (func != entry)
+      func.erase();
+}

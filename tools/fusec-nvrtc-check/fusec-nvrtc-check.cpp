@@ -15,6 +15,8 @@
 
 #include "Nvrtc.h"
 
+#include "fusec/runtime/Plan.h"
+
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -22,26 +24,6 @@
 #include <vector>
 
 using namespace fusec::runtime;
-
-namespace {
-
-/// target.arch of the artifact's plan line, or "".
-std::string planArch(const std::string &source) {
-  std::istringstream lines(source);
-  std::string line;
-  while (std::getline(lines, line)) {
-    if (line.rfind("// fusec-plan: ", 0) != 0)
-      continue;
-    size_t at = line.find("\"arch\":\"");
-    if (at == std::string::npos)
-      return "";
-    at += 8;
-    return line.substr(at, line.find('"', at) - at);
-  }
-  return "";
-}
-
-} // namespace
 
 int main(int argc, char **argv) {
   std::string arch, ptxPath;
@@ -77,14 +59,18 @@ int main(int argc, char **argv) {
     std::stringstream buffer;
     buffer << in.rdbuf();
     std::string source = buffer.str();
-    std::string target = arch.empty() ? planArch(source) : arch;
-    if (target.rfind("sm_", 0) != 0) {
-      std::fprintf(stderr,
-                   "fusec-nvrtc-check: %s: no --arch=sm_XY and no plan "
-                   "target.arch\n",
-                   file.c_str());
-      ++failures;
-      continue;
+    // Without --arch, the plan's target.arch (the runtime's plan parser
+    // checks the whole artifact on the way).
+    std::string target = arch;
+    if (target.empty()) {
+      Plan plan;
+      if (Status status = parseArtifact(source, plan, file); !status) {
+        std::fprintf(stderr, "fusec-nvrtc-check: %s (or name --arch=sm_XY)\n",
+                     status.message().c_str());
+        ++failures;
+        continue;
+      }
+      target = plan.arch;
     }
     std::string ptx;
     Status status = detail::compileCuda(source, target, extra, file, nullptr);

@@ -215,21 +215,14 @@ static OwningOpRef<ModuleOp> loadGraph(MLIRContext &context,
 
 /// The graph function to run or compile.
 static func::FuncOp findEntry(ModuleOp module) {
-  SmallVector<func::FuncOp> funcs(module.getOps<func::FuncOp>());
-  if (!entryName.empty()) {
-    if (auto f = module.lookupSymbol<func::FuncOp>(entryName))
-      return f;
-    (void)fail("no function @" + entryName + " in " + inputFilename);
-    return nullptr;
-  }
-  if (funcs.size() == 1)
-    return funcs.front();
-  if (auto f = module.lookupSymbol<func::FuncOp>("main"))
-    return f;
-  (void)fail(llvm::formatv("{0} has {1} functions and none is @main; choose "
-                           "one with --entry",
-                           inputFilename, funcs.size()));
-  return nullptr;
+  std::string problem;
+  func::FuncOp f = selectEntry(module, entryName, problem);
+  if (!f)
+    (void)fail(entryName.empty()
+                   ? inputFilename + " has " + problem +
+                         "; choose one with --entry"
+                   : problem + " in " + inputFilename);
+  return f;
 }
 
 /// True if `value` feeds the variance operand of a batch norm, also inside a
@@ -348,12 +341,6 @@ static void printSummary(llvm::raw_ostream &os, llvm::StringRef name,
 // Commands
 //===----------------------------------------------------------------------===//
 
-/// Keeps only `entry` in `module`: code generation works on one graph.
-static void keepOnly(ModuleOp module, func::FuncOp entry) {
-  for (auto func : llvm::to_vector(module.getOps<func::FuncOp>()))
-    if (func != entry)
-      func.erase();
-}
 
 /// Runs the pipeline up to the stage `kind` emits; for PTX, returns the
 /// artifact text in `artifact`.
@@ -426,7 +413,7 @@ static LogicalResult emitGraph(ModuleOp module) {
     func::FuncOp entry = findEntry(module);
     if (!entry)
       return failure();
-    keepOnly(module, entry);
+    keepOnlyEntry(module, entry);
   }
   std::string text;
   if (failed(lower(module, kind, *target, &text)))
@@ -574,7 +561,7 @@ runOnGPU(func::FuncOp func, const std::vector<ref::Tensor> &inputs,
   if (!target)
     return fail(llvm::toString(target.takeError()));
   OwningOpRef<ModuleOp> module = cast<ModuleOp>(func->getParentOp()->clone());
-  keepOnly(*module, module->lookupSymbol<func::FuncOp>(func.getSymName()));
+  keepOnlyEntry(*module, module->lookupSymbol<func::FuncOp>(func.getSymName()));
   std::string artifact;
   // Tiles sized for this GPU's SMs, and its tuning entries.
   LowerOptions how;
@@ -822,7 +809,7 @@ static LogicalResult tuneGraph(ModuleOp module) {
     llvm::WithColor::warning(llvm::errs(), "fusec") << w << "\n";
 
   // The graph's kernels, as fusion forms them.
-  keepOnly(module, entry);
+  keepOnlyEntry(module, entry);
   PassManager pm(module->getContext());
   PipelineOptions options;
   options.arch = chip;

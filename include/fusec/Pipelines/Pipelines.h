@@ -3,6 +3,8 @@
 #ifndef FUSEC_PIPELINES_PIPELINES_H
 #define FUSEC_PIPELINES_PIPELINES_H
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassOptions.h"
 
@@ -64,6 +66,17 @@ void buildPipeline(mlir::OpPassManager &pm, Stage stage,
 /// Registers `fusec-pipeline-kernels`, `fusec-pipeline-tiled` and
 /// `fusec-pipeline-ptx` with fusec-opt.
 void registerPipelines();
+
+/// The graph function of `module` to compile or run: the one named `entry`,
+/// else the only function, else @main. Null when there is none, with
+/// `problem` saying why ("no function @x", "3 functions and none is
+/// @main") for the caller to word for its own options.
+mlir::func::FuncOp selectEntry(mlir::ModuleOp module, llvm::StringRef entry,
+                               std::string &problem);
+
+/// Erases every function of `module` but `entry`: code generation works on
+/// one graph.
+void keepOnlyEntry(mlir::ModuleOp module, mlir::func::FuncOp entry);
 
 } // namespace fusec
 
