@@ -7,11 +7,15 @@
 #       and the benchmark workloads (bench/bench.py) to artifacts with CPU
 #       reference results, and gathers what the GPU machine needs in .gpu/
 #       (ignored by git, under the 64 MiB carry limit; carry it).
-#   bench/gpu-session.sh run [suite|bench|all] [-k SUBSTR]
+#   bench/gpu-session.sh run [suite|bench|jit|all] [-k SUBSTR]
 #       (there: CUDA driver, PyTorch, no LLVM) runs the numeric suite and
-#       `fusec run` on the examples (suite), the benchmarks (bench), or both
-#       (all, the default); writes suite.json, bench.json and logs to $OUT (or
-#       .gpu/out) and prints a short table last. -k limits the benchmark rows.
+#       `fusec run` on the examples (suite), the benchmarks (bench), the
+#       Python module from its wheel (jit: its tests, every suite case
+#       compiled there through the JIT library by both backends, the call
+#       overhead, examples/jit), or all three (all, the default); writes
+#       suite.json, bench.json, jit-suite.json, python-overhead.json and logs
+#       to $OUT (or .gpu/out) and prints a short table last. -k limits the
+#       benchmark rows (the suite cases for jit).
 #   bench/gpu-session.sh tune [-k SUBSTR[,SUBSTR...]]
 #       (there) `fusec tune` on the benchmark graphs (those matching -k) into
 #       $OUT/tuning.json, each graph compiled again with that database into
@@ -49,6 +53,17 @@ prepare)
   cp build/bin/fusec-runner "$(find build -name 'libfusec_runtime.so' | head -n1)" "$STAGE/"
   BUILD_DIR=build-static FUSEC_CMAKE_ARGS=-DFUSEC_LINK_MLIR_DYLIB=OFF ./setup.sh fusec-stripped
   xz -T2 -6 -c build-static/bin/fusec.stripped > "$STAGE/fusec.xz"
+  # The Python module as pip builds it (LLVM/MLIR inside libfusec_jit.so),
+  # and examples/jit built against the installed library package of the
+  # same static build (it runs there with the wheel's copy of the
+  # libraries: the same build, stripped).
+  FUSEC_BUILD_DIR=build-static python3 -m pip wheel --no-build-isolation --no-deps \
+    --no-index -w "$STAGE" .
+  rm -rf /tmp/fusec-prefix /tmp/fusec-jit-example
+  cmake --install build-static --component library --prefix /tmp/fusec-prefix --strip
+  cmake -S examples/jit -B /tmp/fusec-jit-example -DCMAKE_PREFIX_PATH=/tmp/fusec-prefix >/dev/null
+  cmake --build /tmp/fusec-jit-example
+  cp /tmp/fusec-jit-example/jit-example "$STAGE/"
   git rev-parse HEAD > "$STAGE/commit"
   git status --porcelain --untracked-files=no | grep -q . && echo dirty >> "$STAGE/commit" || true
   du -sh "$STAGE"
@@ -63,7 +78,7 @@ run)
   echo "commit $(cat "$STAGE/commit" | tr '\n' ' ')" | tee -a "$out/gpu.txt"
   suite=0
   fusec_run=0
-  if [ "$what" != bench ]; then
+  if [ "$what" != bench ] && [ "$what" != jit ]; then
     rm -rf /tmp/fusec-cases && mkdir -p /tmp/fusec-cases
     xz -dc "$STAGE/cases.tar.xz" | tar -C /tmp/fusec-cases -xf -
     python3 test/gpu/cases.py run --runner "$STAGE/fusec-runner" --cases /tmp/fusec-cases/cases \
@@ -75,19 +90,48 @@ run)
       /tmp/fusec run "examples/$e.mlir" --device=gpu 2>&1 | tee -a "$out/fusec-run.log" || fusec_run=1
     done
   fi
-  if [ "$what" != suite ]; then
+  jit=0
+  if [ "$what" = jit ] || [ "$what" = all ]; then
+    # The Python module and the JIT library on this machine (no LLVM here):
+    # its tests, every suite case through both backends, the call
+    # overhead, and the installed-package example.
+    [ -d /tmp/fusec-cases/cases ] || { mkdir -p /tmp/fusec-cases &&
+      xz -dc "$STAGE/cases.tar.xz" | tar -C /tmp/fusec-cases -xf -; }
+    rm -rf /tmp/fusec-site
+    python3 -m pip install --no-deps --no-index --target /tmp/fusec-site "$STAGE"/fusec-*.whl \
+      >"$out/pip.log" 2>&1 || jit=1
+    export PYTHONPATH=/tmp/fusec-site FUSEC_CACHE_DIR=/tmp/fusec-kernel-cache
+    rm -rf "$FUSEC_CACHE_DIR"
+    python3 -m unittest discover -s python/tests -v >"$out/python-tests.log" 2>&1 || jit=1
+    python3 test/gpu/cases.py jit --cases /tmp/fusec-cases/cases --json "$out/jit-suite.json" \
+      "$@" >"$out/jit-suite.log" 2>&1 || jit=1
+    python3 bench/python-overhead.py --json "$out/python-overhead.json" \
+      2>&1 | tee "$out/python-overhead.log" || jit=1
+    for pass in cold warm; do
+      echo "== $pass" >>"$out/jit-example.log"
+      LD_LIBRARY_PATH=/tmp/fusec-site/fusec "$STAGE/jit-example" >>"$out/jit-example.log" 2>&1 || jit=1
+    done
+  fi
+  if [ "$what" != suite ] && [ "$what" != jit ]; then
     python3 bench/bench.py run --runtime "$STAGE/libfusec_runtime.so" --dir "$STAGE/bench" \
       --json "$out/bench.json" "$@" 2>&1 | tee "$out/bench.log"
   fi
   echo
-  if [ "$what" != bench ]; then
+  if [ "$what" = jit ] || [ "$what" = all ]; then
+    grep -E "^FAIL" "$out/jit-suite.log" || true
+    tail -n 1 "$out/jit-suite.log"
+    grep -E "^(OK|FAILED)|^Ran " "$out/python-tests.log"
+    grep -E "^ran on|relative error" "$out/jit-example.log" || cat "$out/jit-example.log"
+    [ "$jit" -eq 0 ] || echo "the Python/JIT part failed (pip.log, python-tests.log, jit-suite.log)"
+  fi
+  if [ "$what" != bench ] && [ "$what" != jit ]; then
     grep -E "^FAIL" "$out/suite.log" || true
     grep -E "^worst relative error|passed, " "$out/suite.log"
     grep -E "^@|vs reference" "$out/fusec-run.log"
     [ "$fusec_run" -eq 0 ] || echo "fusec run on the GPU failed (fusec-run.log)"
   fi
-  [ "$what" = suite ] || sed -n '/^ceilings: /,$p' "$out/bench.log"
-  exit $((suite | fusec_run))
+  [ "$what" = suite ] || [ "$what" = jit ] || sed -n '/^ceilings: /,$p' "$out/bench.log"
+  exit $((suite | fusec_run | jit))
   ;;
 tune)
   shift

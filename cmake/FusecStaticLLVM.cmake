@@ -45,9 +45,10 @@ endforeach()
 
 # LLVMSupport: "rt;dl;m;.../libz3.so;ZLIB::ZLIB;zstd::libzstd_shared;
 # LLVMDemangle". Z3 backs only the (unused) SMT solver API: drop it. zlib and
-# zstd back llvm::compression; link their static archives when present
-# (zlib1g-dev ships libz.a, libzstd-dev ships libzstd.a), else the shared
-# library, else nothing (the linker then reports what is missing).
+# zstd back llvm::compression; link zlib's static archive when present
+# (zlib1g-dev ships libz.a) and zstd's shared library (below), else
+# whichever there is, else nothing (the linker then reports what is
+# missing).
 find_library(FUSEC_ZLIB_STATIC NAMES libz.a)
 find_library(FUSEC_ZSTD_STATIC NAMES libzstd.a)
 find_library(FUSEC_ZSTD_SHARED NAMES zstd libzstd.so.1)
@@ -59,10 +60,12 @@ foreach(_l IN LISTS _libs)
   elseif(_l STREQUAL "ZLIB::ZLIB" AND FUSEC_ZLIB_STATIC)
     set(_l "${FUSEC_ZLIB_STATIC}")
   elseif(_l MATCHES "^zstd::")
-    if(FUSEC_ZSTD_STATIC)
-      set(_l "${FUSEC_ZSTD_STATIC}")
-    elseif(FUSEC_ZSTD_SHARED)
+    # Debian's libzstd.a is not position-independent, so libfusec_jit.so
+    # takes the shared library (on every distribution: systemd needs it).
+    if(FUSEC_ZSTD_SHARED)
       set(_l "${FUSEC_ZSTD_SHARED}")
+    elseif(FUSEC_ZSTD_STATIC)
+      set(_l "${FUSEC_ZSTD_STATIC}")
     else()
       continue()
     endif()

@@ -1,9 +1,10 @@
 // Builds conv 3x3 + batch norm + ReLU with fusec's graph builder, compiles
 // it (through the kernel cache), and, where there is a GPU, runs it on
-// device buffers and prints the result's mean.
+// device buffers and compares the result with the reference interpreter.
 #include "fusec/JIT.h"
 #include "fusec/runtime/Runtime.h"
 
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <vector>
@@ -44,8 +45,10 @@ int main() {
   std::unique_ptr<runtime::Module> module;
   runtime::Status status =
       runtime::Module::load(device, compiled.artifact, module, "conv_bn_relu");
-  // Inputs: ones, variances 1 (every buffer is f32 here).
+  // Inputs: a fixed pattern, variances (input 3) positive; every buffer is
+  // f32 here.
   const runtime::Plan &plan = module->plan();
+  std::vector<jit::HostTensor> hostInputs;
   std::vector<runtime::DeviceBuffer> buffers(plan.inputs.size() +
                                              plan.outputs.size());
   std::vector<runtime::BufferRef> inputs, outputs;
@@ -55,8 +58,15 @@ int main() {
         isInput ? plan.input(i) : plan.output(i - plan.inputs.size());
     status = runtime::DeviceBuffer::allocate(device, desc.bytes, buffers[i]);
     if (status && isInput) {
-      std::vector<float> ones(desc.bytes / sizeof(float), 1.0f);
-      status = device->copyToDevice(buffers[i].ptr(), ones.data(), desc.bytes);
+      std::vector<float> values(desc.bytes / sizeof(float));
+      for (size_t j = 0; j < values.size(); ++j) {
+        float v = std::sin(0.37f * j + i);
+        values[j] = i == 3 ? 1 + v * v : v;
+      }
+      status =
+          device->copyToDevice(buffers[i].ptr(), values.data(), desc.bytes);
+      hostInputs.push_back({desc.shape, jit::DType::F32,
+                            std::vector<double>(values.begin(), values.end())});
     }
     (isInput ? inputs : outputs).push_back(buffers[i].ref());
   }
@@ -69,10 +79,15 @@ int main() {
     std::fprintf(stderr, "%s\n", status.message().c_str());
     return 1;
   }
-  double sum = 0;
-  for (float v : y)
-    sum += v;
-  std::printf("ran on %s: mean of the result %.4f\n",
-              device->describe().c_str(), sum / y.size());
-  return 0;
+  jit::Evaluation reference = jit::evaluate(g.mlir(), hostInputs);
+  if (!reference.ok()) {
+    std::fprintf(stderr, "%s\n", reference.error.c_str());
+    return 1;
+  }
+  double error = jit::relativeError(std::vector<double>(y.begin(), y.end()),
+                                    reference.outputs[0].data);
+  bool ok = error <= jit::tolerance(jit::DType::F32);
+  std::printf("ran on %s: relative error against the reference %.2e (%s)\n",
+              device->describe().c_str(), error, ok ? "ok" : "too large");
+  return ok ? 0 : 1;
 }

@@ -19,6 +19,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace fusec {
@@ -28,8 +29,20 @@ struct Options {
   /// The GPU architecture: sm_80, sm_86, sm_89, sm_90, sm_90a (Hopper's
   /// wgmma/TMA kernels), sm_100, sm_100a.
   std::string arch = "sm_90";
+  /// "ptx" (the artifact carries PTX) or "cuda" (CUDA C, which the runtime
+  /// compiles with NVRTC when it loads the artifact).
+  std::string backend = "ptx";
   /// "ieee" (f32 on CUDA cores) or "tf32" (f32 products on tensor cores).
   std::string fp32Math = "ieee";
+  /// Tile overrides: kernel name (as `fusec --emit=kernels` names them:
+  /// "k0_conv2d", ...) -> a `#fuse.tile<...>` (docs/Tiling.md). They win
+  /// over the tuning database and the heuristics.
+  std::vector<std::pair<std::string, std::string>> tiles;
+  /// SMs of the GPU the kernels are for (0: the architecture's flagship
+  /// part); grids are sized for it.
+  int64_t smCount = 0;
+  /// The GPU whose tuning database entries apply ("": any GPU of `arch`).
+  std::string gpu;
   /// The autotuner's database: "" for $FUSEC_TUNING_DB or the per-user
   /// default, "none" for the heuristics alone, or a path.
   std::string tuningDb;
@@ -154,6 +167,46 @@ Result compile(const std::string &mlir, const Options &options = {},
                const std::string &name = "<graph>");
 /// Compiles the graph in the file at `path`.
 Result compileFile(const std::string &path, const Options &options = {});
+
+//===----------------------------------------------------------------------===//
+// The reference interpreter
+//===----------------------------------------------------------------------===//
+
+/// A tensor in host memory: row-major float64 values (the reference
+/// interpreter computes in float64 and rounds each op's result to `dtype`).
+struct HostTensor {
+  std::vector<int64_t> shape;
+  DType dtype = DType::F32;
+  std::vector<double> data;
+};
+
+struct Evaluation {
+  /// Empty on success; else the located errors.
+  std::string error;
+  /// One per graph result, in order.
+  std::vector<HostTensor> outputs;
+
+  bool ok() const { return error.empty(); }
+};
+
+/// Evaluates a graph on the float64 reference interpreter, the oracle the
+/// compiled kernels are checked against. `inputs` take the arguments'
+/// shapes, in order; their values are rounded to the arguments' dtypes
+/// (their own `dtype` is ignored).
+Evaluation evaluate(const std::string &mlir,
+                    const std::vector<HostTensor> &inputs,
+                    const std::string &entry = "",
+                    const std::string &name = "<graph>");
+
+/// ||result - reference|| / ||reference|| (the plain norm of the difference
+/// when the reference is all zeros); NaN when `result` holds one.
+double relativeError(const std::vector<double> &result,
+                     const std::vector<double> &reference);
+
+/// The largest relativeError accepted for a GPU result of `dtype`: float32
+/// arithmetic (TF32 products when `fp32Math` is "tf32"), or rounding to
+/// f16/bf16 between kernels.
+double tolerance(DType dtype, const std::string &fp32Math = "ieee");
 
 /// The cache directory `options` selects.
 std::string cacheDirectory(const Options &options = {});

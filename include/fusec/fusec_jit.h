@@ -34,6 +34,14 @@ typedef struct fusec_jit_options {
   const char *entry;     /* the graph function, or null */
   int cache;             /* non-zero: use the kernel cache */
   const char *cache_dir; /* null: $FUSEC_CACHE_DIR or the per-user default */
+  const char *backend;   /* "ptx" (null) or "cuda" */
+  long long sm_count;    /* SMs of the GPU; 0: the architecture's flagship */
+  const char *gpu;       /* the GPU whose tuning entries apply, or null */
+  /* Tile overrides: tiles[i] ("#fuse.tile<...>") for kernel
+   * tile_kernels[i] ("k0_conv2d"), i < num_tiles. */
+  const char *const *tile_kernels;
+  const char *const *tiles;
+  size_t num_tiles;
 } fusec_jit_options;
 
 typedef enum fusec_jit_source {
@@ -44,7 +52,8 @@ typedef enum fusec_jit_source {
 
 typedef struct fusec_jit_result fusec_jit_result;
 
-/* The defaults: sm_90, ieee, default tuning database, cache on. */
+/* The defaults: sm_90, ptx, ieee, default tuning database, cache on, no
+ * tile overrides. */
 void fusec_jit_options_init(fusec_jit_options *options);
 
 /* Never null (short of memory): check fusec_jit_ok. `name` names the graph
@@ -63,6 +72,108 @@ const char *fusec_jit_artifact(const fusec_jit_result *result, size_t *size);
 const char *fusec_jit_warnings(const fusec_jit_result *result);
 fusec_jit_source fusec_jit_result_source(const fusec_jit_result *result);
 double fusec_jit_milliseconds(const fusec_jit_result *result);
+
+/* ---- The reference interpreter ------------------------------------------
+ * Evaluates a graph in float64 on the CPU (fusec::jit::evaluate). */
+
+typedef enum fusec_jit_dtype {
+  FUSEC_JIT_F32 = 0,
+  FUSEC_JIT_F16 = 1,
+  FUSEC_JIT_BF16 = 2
+} fusec_jit_dtype;
+
+/* A row-major host tensor of float64 values. */
+typedef struct fusec_jit_host_tensor {
+  const double *data;
+  const long long *shape;
+  size_t rank;
+} fusec_jit_host_tensor;
+
+typedef struct fusec_jit_evaluation fusec_jit_evaluation;
+
+/* Never null (short of memory): check fusec_jit_evaluation_error. `entry`
+ * and `name` may be null. */
+fusec_jit_evaluation *fusec_jit_evaluate(const char *mlir, const char *name,
+                                         const char *entry,
+                                         const fusec_jit_host_tensor *inputs,
+                                         size_t num_inputs);
+void fusec_jit_evaluation_free(fusec_jit_evaluation *evaluation);
+/* "" on success. */
+const char *fusec_jit_evaluation_error(const fusec_jit_evaluation *evaluation);
+size_t fusec_jit_evaluation_num_outputs(const fusec_jit_evaluation *evaluation);
+/* Output `index`: its values (valid while the evaluation is), shape, rank
+ * and dtype; null when `index` is out of range. */
+const double *fusec_jit_evaluation_output(const fusec_jit_evaluation *evaluation,
+                                          size_t index,
+                                          const long long **shape,
+                                          size_t *rank, fusec_jit_dtype *dtype);
+
+/* The largest relative error (||x - ref|| / ||ref||) accepted for a GPU
+ * result of `dtype`; `fp32_math` "tf32" or null/"ieee". */
+double fusec_jit_tolerance(fusec_jit_dtype dtype, const char *fp32_math);
+
+/* ---- Building a graph (fusec::jit::GraphBuilder) ---------------------------
+ * Values are small integers; a failed op returns -1 and the builder keeps
+ * its first error (fusec_jit_graph_error). Arrays of int64 are `long long`
+ * pointers with a count. */
+
+typedef struct fusec_jit_graph fusec_jit_graph;
+
+fusec_jit_graph *fusec_jit_graph_new(const char *name);
+void fusec_jit_graph_free(fusec_jit_graph *graph);
+int fusec_jit_graph_input(fusec_jit_graph *graph, const long long *shape,
+                          size_t rank, fusec_jit_dtype dtype);
+/* strides, padding (2 or 4 values) and dilation may be null for the
+ * defaults; bias -1 for none. */
+int fusec_jit_graph_conv2d(fusec_jit_graph *graph, int x, int filter,
+                           const long long *strides, const long long *padding,
+                           size_t num_padding, const long long *dilation,
+                           long long groups, int bias);
+int fusec_jit_graph_batch_norm(fusec_jit_graph *graph, int x, int mean,
+                               int variance, int scale, int shift,
+                               double epsilon);
+/* "relu", "gelu", "silu", "sigmoid", "tanh", "softmax". */
+int fusec_jit_graph_unary(fusec_jit_graph *graph, const char *op, int x);
+/* "add", "mul", "bias_add", "matmul". */
+int fusec_jit_graph_binary(fusec_jit_graph *graph, const char *op, int a,
+                           int b);
+/* bias -1 for none. */
+int fusec_jit_graph_linear(fusec_jit_graph *graph, int x, int weight,
+                           int bias);
+/* scale, shift -1 for none. */
+int fusec_jit_graph_layer_norm(fusec_jit_graph *graph, int x, int scale,
+                               int shift, double epsilon);
+int fusec_jit_graph_rms_norm(fusec_jit_graph *graph, int x, int scale,
+                             double epsilon);
+/* has_scale zero: 1/sqrt(head dim). */
+int fusec_jit_graph_attention(fusec_jit_graph *graph, int q, int k, int v,
+                              int causal, int has_scale, double scale);
+int fusec_jit_graph_max_pool2d(fusec_jit_graph *graph, int x,
+                               const long long *kernel, size_t num_kernel,
+                               const long long *strides, size_t num_strides,
+                               const long long *padding, size_t num_padding);
+int fusec_jit_graph_transpose(fusec_jit_graph *graph, int x,
+                              const long long *permutation, size_t rank);
+int fusec_jit_graph_reshape(fusec_jit_graph *graph, int x,
+                            const long long *shape, size_t rank);
+/* Any fuse op in generic form (GraphBuilder::op). */
+int fusec_jit_graph_op(fusec_jit_graph *graph, const char *name,
+                       const int *operands, size_t num_operands,
+                       const char *attributes);
+void fusec_jit_graph_output(fusec_jit_graph *graph, int x);
+/* The rank of `x` (-1 for an invalid value); its extents go to `shape` when
+ * it is not null and holds `capacity` >= rank values. */
+long long fusec_jit_graph_shape(const fusec_jit_graph *graph, int x,
+                                long long *shape, size_t capacity);
+/* "" while the graph is valid; valid until the next call on the graph. */
+const char *fusec_jit_graph_error(const fusec_jit_graph *graph);
+/* The graph's MLIR text ("" while it has an error or no output); valid
+ * until the next call on the graph. */
+const char *fusec_jit_graph_mlir(fusec_jit_graph *graph);
+
+/* The architecture fusec compiles for on a GPU of compute capability
+ * major.minor ("sm_90a" for 9.0: wgmma and TMA); static storage. */
+const char *fusec_jit_chip_for_device(int major, int minor);
 
 void fusec_jit_clear_memory_cache(void);
 /* The release and commit of this build; static storage. */

@@ -2,8 +2,13 @@
 
 #include "fusec/fusec_jit.h"
 #include "fusec/JIT.h"
+#include "fusec/Target/TargetDescription.h"
 
+#include <map>
+#include <mutex>
 #include <new>
+#include <optional>
+#include <vector>
 
 using namespace fusec;
 
@@ -28,13 +33,43 @@ static jit::Options toOptions(const fusec_jit_options *c) {
   set(options.entry, c->entry);
   set(options.cacheDir, c->cache_dir);
   options.cache = c->cache != 0;
+  set(options.backend, c->backend);
+  options.smCount = c->sm_count;
+  set(options.gpu, c->gpu);
+  for (size_t i = 0; i < c->num_tiles; ++i)
+    options.tiles.emplace_back(c->tile_kernels[i] ? c->tile_kernels[i] : "",
+                               c->tiles[i] ? c->tiles[i] : "");
   return options;
+}
+
+struct fusec_jit_evaluation {
+  jit::Evaluation evaluation;
+};
+
+struct fusec_jit_graph {
+  jit::GraphBuilder builder;
+  std::string text;
+};
+
+static_assert(static_cast<int>(jit::DType::BF16) == FUSEC_JIT_BF16,
+              "fusec_jit_dtype must mirror jit::DType");
+
+static std::vector<int64_t> toVector(const long long *values, size_t count) {
+  return values ? std::vector<int64_t>(values, values + count)
+                : std::vector<int64_t>();
+}
+
+static std::optional<jit::Tensor> optional(int id) {
+  if (id < 0)
+    return std::nullopt;
+  return jit::Tensor{id};
 }
 
 extern "C" {
 
 void fusec_jit_options_init(fusec_jit_options *options) {
-  *options = fusec_jit_options{nullptr, nullptr, nullptr, nullptr, 1, nullptr};
+  *options = fusec_jit_options{};
+  options->cache = 1;
 }
 
 fusec_jit_result *fusec_jit_compile(const char *mlir, const char *name,
@@ -88,6 +123,231 @@ fusec_jit_source fusec_jit_result_source(const fusec_jit_result *result) {
 
 double fusec_jit_milliseconds(const fusec_jit_result *result) {
   return result ? result->result.milliseconds : 0;
+}
+
+fusec_jit_evaluation *fusec_jit_evaluate(const char *mlir, const char *name,
+                                         const char *entry,
+                                         const fusec_jit_host_tensor *inputs,
+                                         size_t num_inputs) {
+  auto *e = new (std::nothrow) fusec_jit_evaluation;
+  if (!e)
+    return nullptr;
+  if (!mlir || (num_inputs && !inputs)) {
+    e->evaluation.error = "fusec_jit_evaluate: the graph text or the inputs "
+                          "are null";
+    return e;
+  }
+  std::vector<jit::HostTensor> tensors;
+  for (size_t i = 0; i < num_inputs; ++i) {
+    jit::HostTensor t;
+    t.shape = toVector(inputs[i].shape, inputs[i].rank);
+    int64_t count = 1;
+    for (int64_t d : t.shape)
+      count = d < 0 ? -1 : count * d;
+    if (count < 0 || (count && !inputs[i].data)) {
+      e->evaluation.error = "fusec_jit_evaluate: input " + std::to_string(i) +
+                            " has a negative extent or no data";
+      return e;
+    }
+    t.data.assign(inputs[i].data, inputs[i].data + count);
+    tensors.push_back(std::move(t));
+  }
+  e->evaluation = jit::evaluate(mlir, tensors, entry ? entry : "",
+                                name ? name : "<graph>");
+  return e;
+}
+
+void fusec_jit_evaluation_free(fusec_jit_evaluation *evaluation) {
+  delete evaluation;
+}
+
+const char *fusec_jit_evaluation_error(const fusec_jit_evaluation *e) {
+  return e ? e->evaluation.error.c_str() : "null evaluation";
+}
+
+size_t fusec_jit_evaluation_num_outputs(const fusec_jit_evaluation *e) {
+  return e ? e->evaluation.outputs.size() : 0;
+}
+
+const double *fusec_jit_evaluation_output(const fusec_jit_evaluation *e,
+                                          size_t index,
+                                          const long long **shape,
+                                          size_t *rank,
+                                          fusec_jit_dtype *dtype) {
+  if (!e || index >= e->evaluation.outputs.size())
+    return nullptr;
+  const jit::HostTensor &t = e->evaluation.outputs[index];
+  static_assert(sizeof(long long) == sizeof(int64_t));
+  if (shape)
+    *shape = reinterpret_cast<const long long *>(t.shape.data());
+  if (rank)
+    *rank = t.shape.size();
+  if (dtype)
+    *dtype = static_cast<fusec_jit_dtype>(t.dtype);
+  return t.data.data();
+}
+
+double fusec_jit_tolerance(fusec_jit_dtype dtype, const char *fp32_math) {
+  return jit::tolerance(static_cast<jit::DType>(dtype),
+                        fp32_math ? fp32_math : "ieee");
+}
+
+fusec_jit_graph *fusec_jit_graph_new(const char *name) {
+  return new (std::nothrow) fusec_jit_graph{
+      jit::GraphBuilder(name ? name : "graph"), ""};
+}
+
+void fusec_jit_graph_free(fusec_jit_graph *graph) { delete graph; }
+
+int fusec_jit_graph_input(fusec_jit_graph *g, const long long *shape,
+                          size_t rank, fusec_jit_dtype dtype) {
+  return g->builder
+      .input(toVector(shape, rank), static_cast<jit::DType>(dtype))
+      .id;
+}
+
+int fusec_jit_graph_conv2d(fusec_jit_graph *g, int x, int filter,
+                           const long long *strides, const long long *padding,
+                           size_t num_padding, const long long *dilation,
+                           long long groups, int bias) {
+  jit::Conv2dOptions options;
+  if (strides)
+    options.strides = toVector(strides, 2);
+  if (padding)
+    options.padding = toVector(padding, num_padding);
+  if (dilation)
+    options.dilation = toVector(dilation, 2);
+  options.groups = groups;
+  return g->builder.conv2d({x}, {filter}, options, optional(bias)).id;
+}
+
+int fusec_jit_graph_batch_norm(fusec_jit_graph *g, int x, int mean,
+                               int variance, int scale, int shift,
+                               double epsilon) {
+  return g->builder.batchNorm({x}, {mean}, {variance}, {scale}, {shift},
+                              epsilon)
+      .id;
+}
+
+int fusec_jit_graph_unary(fusec_jit_graph *g, const char *op, int x) {
+  std::string name = op ? op : "";
+  jit::GraphBuilder &b = g->builder;
+  if (name == "relu")
+    return b.relu({x}).id;
+  if (name == "gelu")
+    return b.gelu({x}).id;
+  if (name == "silu")
+    return b.silu({x}).id;
+  if (name == "sigmoid")
+    return b.sigmoid({x}).id;
+  if (name == "tanh")
+    return b.tanh({x}).id;
+  if (name == "softmax")
+    return b.softmax({x}).id;
+  // The builder records the error: an unknown op in generic form.
+  return b.op("fuse." + name, {{x}}).id;
+}
+
+int fusec_jit_graph_binary(fusec_jit_graph *g, const char *op, int a, int b) {
+  std::string name = op ? op : "";
+  jit::GraphBuilder &builder = g->builder;
+  if (name == "add")
+    return builder.add({a}, {b}).id;
+  if (name == "mul")
+    return builder.mul({a}, {b}).id;
+  if (name == "bias_add")
+    return builder.biasAdd({a}, {b}).id;
+  if (name == "matmul")
+    return builder.matmul({a}, {b}).id;
+  return builder.op("fuse." + name, {{a}, {b}}).id;
+}
+
+int fusec_jit_graph_linear(fusec_jit_graph *g, int x, int weight, int bias) {
+  return g->builder.linear({x}, {weight}, optional(bias)).id;
+}
+
+int fusec_jit_graph_layer_norm(fusec_jit_graph *g, int x, int scale,
+                               int shift, double epsilon) {
+  return g->builder.layerNorm({x}, optional(scale), optional(shift), epsilon)
+      .id;
+}
+
+int fusec_jit_graph_rms_norm(fusec_jit_graph *g, int x, int scale,
+                             double epsilon) {
+  return g->builder.rmsNorm({x}, optional(scale), epsilon).id;
+}
+
+int fusec_jit_graph_attention(fusec_jit_graph *g, int q, int k, int v,
+                              int causal, int has_scale, double scale) {
+  jit::AttentionOptions options;
+  options.causal = causal != 0;
+  if (has_scale)
+    options.scale = scale;
+  return g->builder.attention({q}, {k}, {v}, options).id;
+}
+
+int fusec_jit_graph_max_pool2d(fusec_jit_graph *g, int x,
+                               const long long *kernel, size_t num_kernel,
+                               const long long *strides, size_t num_strides,
+                               const long long *padding, size_t num_padding) {
+  return g->builder
+      .maxPool2d({x}, toVector(kernel, num_kernel),
+                 toVector(strides, num_strides), toVector(padding, num_padding))
+      .id;
+}
+
+int fusec_jit_graph_transpose(fusec_jit_graph *g, int x,
+                              const long long *permutation, size_t rank) {
+  return g->builder.transpose({x}, toVector(permutation, rank)).id;
+}
+
+int fusec_jit_graph_reshape(fusec_jit_graph *g, int x, const long long *shape,
+                            size_t rank) {
+  return g->builder.reshape({x}, toVector(shape, rank)).id;
+}
+
+int fusec_jit_graph_op(fusec_jit_graph *g, const char *name,
+                       const int *operands, size_t num_operands,
+                       const char *attributes) {
+  std::vector<jit::Tensor> values;
+  for (size_t i = 0; i < num_operands; ++i)
+    values.push_back({operands[i]});
+  return g->builder.op(name ? name : "", values, attributes ? attributes : "")
+      .id;
+}
+
+void fusec_jit_graph_output(fusec_jit_graph *g, int x) {
+  g->builder.output({x});
+}
+
+long long fusec_jit_graph_shape(const fusec_jit_graph *g, int x,
+                                long long *shape, size_t capacity) {
+  if (x < 0)
+    return -1;
+  std::vector<int64_t> extents = g->builder.shape({x});
+  if (shape && capacity >= extents.size())
+    std::copy(extents.begin(), extents.end(), shape);
+  return static_cast<long long>(extents.size());
+}
+
+const char *fusec_jit_graph_error(const fusec_jit_graph *g) {
+  return g->builder.error().c_str();
+}
+
+const char *fusec_jit_graph_mlir(fusec_jit_graph *g) {
+  g->text = g->builder.mlir();
+  return g->text.c_str();
+}
+
+const char *fusec_jit_chip_for_device(int major, int minor) {
+  // A handful of architectures: keep one string per (major, minor) seen.
+  static std::mutex mutex;
+  static std::map<std::pair<int, int>, std::string> chips;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto [it, inserted] = chips.try_emplace({major, minor});
+  if (inserted)
+    it->second = TargetDescription::chipForDevice(major, minor);
+  return it->second.c_str();
 }
 
 void fusec_jit_clear_memory_cache(void) { jit::clearMemoryCache(); }

@@ -19,11 +19,11 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
-#include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Chrono.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Process.h"
@@ -32,6 +32,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <chrono>
+#include <limits>
 #include <map>
 #include <mutex>
 
@@ -71,8 +72,12 @@ std::string cacheKey(const std::string &mlir, const Options &options) {
   std::string recipe;
   llvm::raw_string_ostream os(recipe);
   os << kCacheFormat << "\n" << version() << "\narch=" << options.arch
-     << "\nfp32-math=" << options.fp32Math << "\nentry=" << options.entry
-     << "\ntuning=";
+     << "\nbackend=" << options.backend << "\nfp32-math=" << options.fp32Math
+     << "\nentry=" << options.entry << "\nsm-count=" << options.smCount
+     << "\ngpu=" << options.gpu << "\ntiles=" << options.tiles.size();
+  for (const auto &[kernel, tile] : options.tiles)
+    os << "\n" << kernel << "=" << tile;
+  os << "\ntuning=";
   std::string db = tuningPath(options);
   if (db == "none") {
     os << "none";
@@ -128,61 +133,122 @@ void writeEntry(const std::string &path, const std::string &artifact,
                "': " + llvm::toString(std::move(error)) + "\n";
 }
 
-/// The whole compilation, in a context of its own.
+/// A graph parsed and verified in a context of its own (one thread per
+/// compilation: callers compile several graphs at once), its entry picked;
+/// diagnostics land in `errors`, located in the graph's text.
+class ParsedGraph {
+public:
+  /// Empty on success, else the errors.
+  std::string parse(const std::string &mlir, const std::string &name,
+                    const std::string &entryName) {
+    context.printOpOnDiagnostic(false);
+    sourceMgr.AddNewSourceBuffer(
+        llvm::MemoryBuffer::getMemBufferCopy(mlir, name), llvm::SMLoc());
+    module = parseSourceFile<ModuleOp>(sourceMgr, &context);
+    if (!module)
+      return errors;
+    for (func::FuncOp func : module->getOps<func::FuncOp>())
+      if (failed(ref::verifyGraph(func)))
+        return errors;
+    std::string problem;
+    entry = selectEntry(*module, entryName, problem);
+    if (!entry)
+      return name + ": error: " + problem +
+             (entryName.empty() ? "; name the one to use (the entry option)\n"
+                                : "\n");
+    return "";
+  }
+
+  /// The errors so far, or `otherwise` when there are none.
+  std::string failure(const std::string &otherwise) {
+    return errors.empty() ? otherwise : errors;
+  }
+
+  MLIRContext context{registry(), MLIRContext::Threading::DISABLED};
+  OwningOpRef<ModuleOp> module;
+  func::FuncOp entry;
+
+private:
+  static const DialectRegistry &registry() {
+    static const DialectRegistry registry = [] {
+      DialectRegistry r;
+      registerAll(r);
+      return r;
+    }();
+    return registry;
+  }
+
+  std::string errors;
+  llvm::raw_string_ostream errorStream{errors};
+  llvm::SourceMgr sourceMgr;
+  SourceMgrDiagnosticHandler diagnostics{sourceMgr, &context, errorStream};
+  // Registered last, so it sees diagnostics first: remarks are dropped.
+  DiagnosticEngine::HandlerID dropRemarks =
+      context.getDiagEngine().registerHandler([](Diagnostic &diag) {
+        return success(diag.getSeverity() == DiagnosticSeverity::Remark);
+      });
+};
+
+/// The whole compilation.
 std::string compileUncached(const std::string &mlir, const Options &options,
                             const std::string &name, std::string &artifact) {
-  std::string errors;
-  llvm::raw_string_ostream errorStream(errors);
   auto target = PTXTarget::parse(options.arch);
   if (!target)
     return name + ": error: " + llvm::toString(target.takeError());
   if (options.fp32Math != "ieee" && options.fp32Math != "tf32")
     return name + ": error: fp32 math must be ieee or tf32, found '" +
            options.fp32Math + "'";
+  if (options.backend != "ptx" && options.backend != "cuda")
+    return name + ": error: the backend must be ptx or cuda, found '" +
+           options.backend + "'";
+  if (options.smCount < 0)
+    return name + ": error: the SM count must be 0 or more, found " +
+           std::to_string(options.smCount);
 
-  DialectRegistry registry;
-  registerAll(registry);
-  // One thread per compilation: callers compile several graphs at once.
-  MLIRContext context(registry, MLIRContext::Threading::DISABLED);
-  context.printOpOnDiagnostic(false);
-  llvm::SourceMgr sourceMgr;
-  sourceMgr.AddNewSourceBuffer(
-      llvm::MemoryBuffer::getMemBufferCopy(mlir, name), llvm::SMLoc());
-  SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context, errorStream);
-  // Registered last, so it sees diagnostics first: remarks are dropped.
-  context.getDiagEngine().registerHandler([](Diagnostic &diag) {
-    return success(diag.getSeverity() == DiagnosticSeverity::Remark);
-  });
-
-  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &context);
-  if (!module)
+  ParsedGraph graph;
+  if (std::string errors = graph.parse(mlir, name, options.entry);
+      !errors.empty())
     return errors;
-  for (func::FuncOp func : module->getOps<func::FuncOp>())
-    if (failed(ref::verifyGraph(func)))
-      return errors;
-  std::string problem;
-  func::FuncOp entry = selectEntry(*module, options.entry, problem);
-  if (!entry)
-    return name + ": error: " + problem +
-           (options.entry.empty()
-                ? "; name the one to compile (Options::entry)\n"
-                : "\n");
-  keepOnlyEntry(*module, entry);
+  keepOnlyEntry(*graph.module, graph.entry);
 
-  PassManager pm(&context);
   PipelineOptions pipeline;
   pipeline.arch = target->chip;
+  pipeline.smCount = options.smCount;
   pipeline.fp32Math = options.fp32Math;
   pipeline.tuningDb = tuningPath(options);
-  buildPipeline(pm, Stage::Binary, pipeline);
-  if (failed(pm.run(*module)))
-    return errors.empty() ? name + ": error: compilation failed" : errors;
-  FailureOr<std::string> text = writeArtifact(*module, *target);
+  pipeline.tuningGpu = options.gpu;
+  ArtifactOptions how;
+  how.backend = options.backend == "cuda" ? Backend::CUDA : Backend::PTX;
+  how.tiles = options.tiles;
+  FailureOr<std::string> text = compileArtifact(*graph.module, pipeline, how);
   if (failed(text))
-    return errors.empty() ? name + ": error: cannot write the artifact"
-                          : errors;
+    return graph.failure(name + ": error: compilation failed");
   artifact = std::move(*text);
   return "";
+}
+
+DType toDType(ref::DType dtype) {
+  switch (dtype) {
+  case ref::DType::F16:
+    return DType::F16;
+  case ref::DType::BF16:
+    return DType::BF16;
+  case ref::DType::F32:
+    break;
+  }
+  return DType::F32;
+}
+
+ref::DType toRef(DType dtype) {
+  switch (dtype) {
+  case DType::F16:
+    return ref::DType::F16;
+  case DType::BF16:
+    return ref::DType::BF16;
+  case DType::F32:
+    break;
+  }
+  return ref::DType::F32;
 }
 
 } // namespace
@@ -268,4 +334,68 @@ Result fusec::jit::compileFile(const std::string &path,
     return result;
   }
   return compile((*file)->getBuffer().str(), options, path);
+}
+
+Evaluation fusec::jit::evaluate(const std::string &mlir,
+                                const std::vector<HostTensor> &inputs,
+                                const std::string &entry,
+                                const std::string &name) {
+  Evaluation result;
+  ParsedGraph graph;
+  result.error = graph.parse(mlir, name, entry);
+  if (!result.ok())
+    return result;
+  func::FuncOp func = graph.entry;
+  auto fail = [&](const std::string &message) {
+    result.error = name + ": error: @" + func.getSymName().str() + ": " +
+                   message + "\n";
+    return result;
+  };
+  if (inputs.size() != func.getNumArguments())
+    return fail("the graph takes " + std::to_string(func.getNumArguments()) +
+                " inputs, " + std::to_string(inputs.size()) + " were given");
+  std::vector<ref::Tensor> tensors;
+  for (auto [i, input] : llvm::enumerate(inputs)) {
+    auto type = cast<RankedTensorType>(func.getArgumentTypes()[i]);
+    if (llvm::ArrayRef<int64_t>(input.shape) != type.getShape()) {
+      std::string shape;
+      for (int64_t d : input.shape)
+        shape += (shape.empty() ? "" : "x") + std::to_string(d);
+      return fail("input " + std::to_string(i) + " has shape [" + shape +
+                  "], the graph takes " + llvm::formatv("{0}", type).str());
+    }
+    if (input.data.size() != static_cast<size_t>(type.getNumElements()))
+      return fail("input " + std::to_string(i) + " holds " +
+                  std::to_string(input.data.size()) + " values, its shape " +
+                  std::to_string(type.getNumElements()));
+    ref::DType dtype = *ref::getDType(type.getElementType());
+    ref::Tensor t(input.shape, input.data);
+    for (double &v : t.data)
+      v = ref::roundTo(dtype, v);
+    tensors.push_back(std::move(t));
+  }
+  FailureOr<std::vector<ref::Tensor>> outputs = ref::evaluate(func, tensors);
+  if (failed(outputs)) {
+    // The interpreter emits a located error.
+    result.error = graph.failure(name + ": error: the reference interpreter "
+                                        "failed\n");
+    return result;
+  }
+  for (auto [t, type] : llvm::zip_equal(*outputs, func.getResultTypes()))
+    result.outputs.push_back(
+        {t.shape,
+         toDType(*ref::getDType(cast<RankedTensorType>(type).getElementType())),
+         std::move(t.data)});
+  return result;
+}
+
+double fusec::jit::relativeError(const std::vector<double> &result,
+                                 const std::vector<double> &reference) {
+  if (result.size() != reference.size())
+    return std::numeric_limits<double>::quiet_NaN();
+  return ref::relativeError(result, reference);
+}
+
+double fusec::jit::tolerance(DType dtype, const std::string &fp32Math) {
+  return ref::tolerance(toRef(dtype), fp32Math == "tf32");
 }

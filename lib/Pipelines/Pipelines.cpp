@@ -2,12 +2,18 @@
 
 #include "fusec/Pipelines/Pipelines.h"
 
+#include "Fuse/FuseDialect.h"
+#include "Fuse/FuseOps.h"
+#include "fusec/Target/CUDA.h"
 #include "fusec/Target/PTX.h"
 #include "fusec/Transforms/Passes.h"
 
+#include "mlir/AsmParser/AsmParser.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringMap.h"
 #include "llvm/Support/Error.h"
 
 using namespace mlir;
@@ -87,4 +93,69 @@ void fusec::keepOnlyEntry(ModuleOp module, func::FuncOp entry) {
   for (auto func : llvm::to_vector(module.getOps<func::FuncOp>()))
     if (func != entry)
       func.erase();
+}
+
+/// Writes `tiles` onto the kernels of `module` by name; every name must
+/// match a kernel, and every text must parse as a #fuse.tile.
+static LogicalResult
+applyTiles(ModuleOp module,
+           llvm::ArrayRef<std::pair<std::string, std::string>> tiles) {
+  llvm::StringMap<fuse::KernelOp> kernels;
+  module.walk([&](fuse::KernelOp k) { kernels[k.getName()] = k; });
+  for (const auto &[name, text] : tiles) {
+    auto it = kernels.find(name);
+    if (it == kernels.end()) {
+      SmallVector<llvm::StringRef> names;
+      for (const auto &entry : kernels)
+        names.push_back(entry.getKey());
+      llvm::sort(names);
+      return emitError(module.getLoc())
+             << "a tile is given for kernel '" << name
+             << "', but the graph's kernels are: " << llvm::join(names, ", ");
+    }
+    auto tile = llvm::dyn_cast_or_null<fuse::TileAttr>(
+        parseAttribute(text, module.getContext()));
+    if (!tile)
+      return emitError(it->second.getLoc())
+             << "the tile given for kernel '" << name
+             << "' is not a #fuse.tile<...>: '" << text << "'";
+    it->second.setTileAttr(tile);
+  }
+  return success();
+}
+
+FailureOr<std::string> fusec::compileArtifact(ModuleOp module,
+                                              const PipelineOptions &options,
+                                              const ArtifactOptions &how) {
+  auto target = PTXTarget::parse(options.arch);
+  if (!target)
+    return emitError(module.getLoc())
+           << llvm::toString(target.takeError());
+  auto run = [&](Stage stage, const PipelineOptions &pipeline) {
+    PassManager pm(module.getContext());
+    if (how.configure && failed(how.configure(pm)))
+      return failure();
+    buildPipeline(pm, stage, pipeline);
+    return pm.run(module);
+  };
+  // CUDA C is printed from the tiled kernels.
+  Stage last = how.backend == Backend::CUDA ? Stage::Tiled : Stage::Binary;
+  if (how.tiles.empty() || options.fromKernels) {
+    if (!how.tiles.empty() && failed(applyTiles(module, how.tiles)))
+      return failure();
+    if (failed(run(last, options)))
+      return failure();
+  } else {
+    // Form the kernels, name their tiles, then go on from the kernels.
+    if (failed(run(Stage::Kernels, options)) ||
+        failed(applyTiles(module, how.tiles)))
+      return failure();
+    PipelineOptions rest;
+    rest.copyOptionValuesFrom(options);
+    rest.fromKernels = true;
+    if (failed(run(last, rest)))
+      return failure();
+  }
+  return how.backend == Backend::CUDA ? writeCUDAArtifact(module, target->chip)
+                                      : writeArtifact(module, *target);
 }

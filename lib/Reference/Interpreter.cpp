@@ -5,7 +5,10 @@
 #include "Fuse/FuseOps.h"
 
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/TypeSwitch.h"
+
+#include <cmath>
 
 using namespace mlir;
 using namespace mlir::fuse;
@@ -312,4 +315,26 @@ FailureOr<std::vector<Tensor>> fusec::ref::evaluate(func::FuncOp func,
   for (auto [t, type] : llvm::zip_equal(*results, func.getResultTypes()))
     t = castTo(t, *getDType(cast<RankedTensorType>(type).getElementType()));
   return results;
+}
+
+double fusec::ref::relativeError(llvm::ArrayRef<double> x,
+                                 llvm::ArrayRef<double> reference) {
+  double err = 0, norm = 0;
+  for (auto [a, b] : llvm::zip_equal(x, reference)) {
+    err += (a - b) * (a - b);
+    norm += b * b;
+  }
+  return std::sqrt(err) / (norm > 0 ? std::sqrt(norm) : 1.0);
+}
+
+double fusec::ref::tolerance(DType dtype, bool tf32) {
+  switch (dtype) {
+  case DType::F16:
+    return 5e-3;
+  case DType::BF16:
+    return 3e-2;
+  case DType::F32:
+    break;
+  }
+  return tf32 ? 5e-3 : 1e-4;
 }

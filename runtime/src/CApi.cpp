@@ -150,6 +150,10 @@ void fusec_device_compute_capability(const fusec_device *device, int *major,
     *minor = device ? device->device->computeCapabilityMinor() : 0;
 }
 
+int fusec_device_multiprocessor_count(const fusec_device *device) {
+  return device ? device->device->multiprocessorCount() : 0;
+}
+
 fusec_status fusec_device_alloc(fusec_device *device, uint64_t bytes,
                                 fusec_device_ptr *ptr) {
   if (!device || !ptr)

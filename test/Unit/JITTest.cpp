@@ -284,3 +284,117 @@ TEST_F(JIT, GraphBuilderNamesTheFirstInvalidOp) {
 }
 
 } // namespace
+
+namespace {
+
+TEST_F(JIT, BackendOptionSelectsCudaC) {
+  options.backend = "cuda";
+  jit::Result r = jit::compile(reluGraph(3), options, "relu.mlir");
+  ASSERT_TRUE(r.ok()) << r.error;
+  runtime::Plan plan;
+  ASSERT_TRUE(runtime::parseArtifact(r.artifact, plan, "relu"));
+  EXPECT_EQ(plan.targetKind, "cuda");
+  // The backend is part of the cache key: PTX is compiled, not served.
+  options.backend = "ptx";
+  jit::Result ptx = jit::compile(reluGraph(3), options, "relu.mlir");
+  ASSERT_TRUE(ptx.ok()) << ptx.error;
+  EXPECT_EQ(ptx.source, jit::Source::Compiled);
+  EXPECT_NE(ptx.artifact, r.artifact);
+  options.backend = "metal";
+  EXPECT_NE(jit::compile(reluGraph(3), options).error.find(
+                "the backend must be ptx or cuda, found 'metal'"),
+            std::string::npos);
+}
+
+TEST_F(JIT, TileOverridesNameKernels) {
+  jit::GraphBuilder g("mm");
+  jit::Tensor a = g.input({64, 128}, jit::DType::BF16);
+  jit::Tensor w = g.input({96, 128}, jit::DType::BF16);
+  g.output(g.linear(a, w));
+  options.tiles = {{"k7_conv2d", "#fuse.tile<bm = 64>"}};
+  jit::Result r = jit::compile(g, options);
+  EXPECT_NE(r.error.find("a tile is given for kernel 'k7_conv2d', but the "
+                         "graph's kernels are: k0_linear"),
+            std::string::npos)
+      << r.error;
+  options.tiles = {{"k0_linear", "#fuse.nonsense"}};
+  r = jit::compile(g, options);
+  EXPECT_NE(r.error.find("is not a #fuse.tile"), std::string::npos) << r.error;
+  const std::string tile = "#fuse.tile<bm = 64, bn = 32, bk = 32, tm = 0, "
+                           "tn = 0, warps_m = 2, warps_n = 1, stages = 2>";
+  options.tiles = {{"k0_linear", tile}};
+  r = jit::compile(g, options);
+  ASSERT_TRUE(r.ok()) << r.error;
+  EXPECT_NE(r.artifact.find("bm = 64, bn = 32, bk = 32"), std::string::npos);
+}
+
+TEST_F(JIT, EvaluatesOnTheReferenceInterpreter) {
+  jit::HostTensor x{{2, 33}, jit::DType::F32, std::vector<double>(66)};
+  for (size_t i = 0; i < x.data.size(); ++i)
+    x.data[i] = (i % 2 ? 1.0 : -1.0) * (0.1 + i) + 1e-9;
+  jit::Evaluation e = jit::evaluate(reluGraph(2), {x});
+  ASSERT_TRUE(e.ok()) << e.error;
+  ASSERT_EQ(e.outputs.size(), 1u);
+  EXPECT_EQ(e.outputs[0].shape, (std::vector<int64_t>{2, 33}));
+  for (size_t i = 0; i < x.data.size(); ++i)
+    // Inputs are rounded to f32 first.
+    EXPECT_EQ(e.outputs[0].data[i],
+              std::max(0.0, static_cast<double>(static_cast<float>(x.data[i]))));
+  EXPECT_EQ(jit::relativeError(e.outputs[0].data, e.outputs[0].data), 0.0);
+
+  EXPECT_NE(jit::evaluate(reluGraph(2), {}).error.find(
+                "@g: the graph takes 1 inputs, 0 were given"),
+            std::string::npos);
+  x.shape = {33, 2};
+  EXPECT_NE(jit::evaluate(reluGraph(2), {x}, "", "relu.mlir")
+                .error.find("relu.mlir: error: @g: input 0 has shape [33x2]"),
+            std::string::npos);
+  EXPECT_NE(jit::evaluate(reluGraph(2), {x}, "nope").error.find(
+                "no function @nope"),
+            std::string::npos);
+  EXPECT_EQ(jit::tolerance(jit::DType::BF16), 3e-2);
+  EXPECT_EQ(jit::tolerance(jit::DType::F32, "tf32"), 5e-3);
+}
+
+TEST_F(JIT, CApiEvaluatesAndBuilds) {
+  fusec_jit_graph *g = fusec_jit_graph_new("blk");
+  long long xs[] = {1, 5, 6, 8}, ws[] = {4, 3, 3, 8}, pad[] = {1, 1};
+  int x = fusec_jit_graph_input(g, xs, 4, FUSEC_JIT_F32);
+  int w = fusec_jit_graph_input(g, ws, 4, FUSEC_JIT_F32);
+  int y = fusec_jit_graph_conv2d(g, x, w, nullptr, pad, 2, nullptr, 1, -1);
+  int r = fusec_jit_graph_unary(g, "relu", y);
+  long long shape[4];
+  ASSERT_EQ(fusec_jit_graph_shape(g, r, shape, 4), 4);
+  EXPECT_EQ(shape[3], 4);
+  fusec_jit_graph_output(g, r);
+  std::string text = fusec_jit_graph_mlir(g);
+  ASSERT_NE(text.find("fuse.conv2d"), std::string::npos) << text;
+  EXPECT_EQ(fusec_jit_graph_binary(g, "add", x, w), -1);
+  EXPECT_NE(std::string(fusec_jit_graph_error(g)).find("add"),
+            std::string::npos);
+  fusec_jit_graph_free(g);
+
+  std::vector<double> xv(240, 1.0), wv(288, 0.5);
+  fusec_jit_host_tensor in[] = {{xv.data(), xs, 4}, {wv.data(), ws, 4}};
+  fusec_jit_evaluation *e =
+      fusec_jit_evaluate(text.c_str(), "blk.mlir", nullptr, in, 2);
+  ASSERT_STREQ(fusec_jit_evaluation_error(e), "");
+  ASSERT_EQ(fusec_jit_evaluation_num_outputs(e), 1u);
+  const long long *outShape = nullptr;
+  size_t rank = 0;
+  fusec_jit_dtype dtype = FUSEC_JIT_BF16;
+  const double *out = fusec_jit_evaluation_output(e, 0, &outShape, &rank,
+                                                  &dtype);
+  ASSERT_NE(out, nullptr);
+  EXPECT_EQ(rank, 4u);
+  EXPECT_EQ(dtype, FUSEC_JIT_F32);
+  // An interior pixel sees 3 x 3 x 8 ones times 0.5.
+  EXPECT_EQ(out[(1 * 6 + 1) * 4], 36.0);
+  EXPECT_EQ(fusec_jit_evaluation_output(e, 1, nullptr, nullptr, nullptr),
+            nullptr);
+  fusec_jit_evaluation_free(e);
+  EXPECT_STREQ(fusec_jit_chip_for_device(9, 0), "sm_90a");
+  EXPECT_EQ(fusec_jit_tolerance(FUSEC_JIT_F16, nullptr), 5e-3);
+}
+
+} // namespace

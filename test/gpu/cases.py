@@ -805,6 +805,73 @@ def run_suite(args):
     return 1 if failed else 0
 
 
+def run_jit(args):
+    """Every case through the Python module and the JIT library, on this
+    machine's GPU: each graph compiled for each of its architectures by both
+    backends (PTX, and CUDA C through NVRTC), run on PyTorch tensors on the
+    current stream, and compared with the CPU reference."""
+    import concurrent.futures
+    import numpy as np
+    import torch
+    import fusec
+    with open(os.path.join(args.cases, "manifest.json")) as f:
+        manifest = json.load(f)
+    keys = args.k.split(",") if args.k else []
+    jobs = [(case, arch, backend) for case in manifest["cases"]
+            for arch in case.get("artifacts", {"sm_90": ""})
+            if ":" not in arch and (not keys or any(k in case["name"] for k in keys))
+            for backend in ("ptx", "cuda")]
+
+    def compile_one(job):
+        case, arch, backend = job
+        with open(os.path.join(args.cases, case["name"], "graph.mlir")) as f:
+            text = f.read()
+        fp32 = "tf32" if case["dtype"] == "tf32" else "ieee"
+        try:
+            return fusec.compile(text, arch=arch, backend=backend, fp32_math=fp32,
+                                 cache=False, name=case["name"]), ""
+        except fusec.Error as e:
+            return None, str(e).splitlines()[0]
+
+    torch_dtype = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
+    rows, passed, failed = [], 0, 0
+    # Compilations release the GIL (ctypes), so they overlap on the CPUs.
+    with concurrent.futures.ThreadPoolExecutor(args.j or os.cpu_count()) as pool:
+        for job, (kernel, error) in zip(jobs, pool.map(compile_one, jobs)):
+            case, arch, backend = job
+            d = os.path.join(args.cases, case["name"])
+            name = f"{case['name']}@{arch}:{backend}"
+            worst, why = float("nan"), error
+            if kernel is not None:
+                try:
+                    ins, outs = kernel.signature()
+                    xs = [torch.from_numpy(np.load(os.path.join(d, "ref", f"input{i}.npy")))
+                          .to(torch_dtype[dt]).cuda()
+                          for i, (_, dt) in enumerate(ins)]
+                    ys = kernel(*xs)
+                    ys = ys if isinstance(ys, tuple) else (ys,)
+                    kernel.synchronize(torch.cuda.current_stream().cuda_stream)
+                    worst, why = 0.0, ""
+                    for i, y in enumerate(ys):
+                        e, w = relerr(y.float().cpu().numpy(),
+                                      np.load(os.path.join(d, "ref", f"result{i}.npy")))
+                        if not (e <= worst) or w:
+                            worst, why = e, w or why
+                except (fusec.Error, TypeError, RuntimeError) as e:
+                    worst, why = float("nan"), str(e).splitlines()[0]
+            ok = worst <= TOLERANCE[case["dtype"]]
+            passed, failed = passed + ok, failed + (not ok)
+            rows.append({"case": name, "dtype": case["dtype"], "relerr": worst, "ok": ok,
+                         "why": why, "compile_ms": kernel.milliseconds if kernel else None})
+            print(f"{'PASS' if ok else 'FAIL'} {name:<44} {case['dtype']:<5} relerr={worst:.2e} "
+                  f"(tol {TOLERANCE[case['dtype']]:.0e}) {why}", flush=True)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"seed": manifest["seed"], "fusec": fusec.version(), "rows": rows}, f, indent=1)
+    print(f"JIT API: {passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -828,7 +895,14 @@ def main():
     r.add_argument("--json")
     r.add_argument("--timeout", type=int, default=60, help="seconds an artifact may run")
     r.add_argument("-k", help="only artifacts whose CASE@ARCH holds one of these comma-separated substrings")
+    j = sub.add_parser("jit", help="every case through the Python module (needs fusec, torch)")
+    j.add_argument("--cases", required=True)
+    j.add_argument("--json")
+    j.add_argument("-j", type=int, help="compilations at once")
+    j.add_argument("-k")
     args = ap.parse_args()
+    if args.cmd == "jit":
+        return run_jit(args)
     if args.cmd == "prepare":
         prepare(args)
         return 0

@@ -11,7 +11,6 @@
 #include "fusec/InitAll.h"
 #include "fusec/Pipelines/Pipelines.h"
 #include "fusec/Reference/Interpreter.h"
-#include "fusec/Target/CUDA.h"
 #include "fusec/Target/PTX.h"
 #include "fusec/Target/TargetDescription.h"
 #include "fusec/Tuning/TuningDB.h"
@@ -367,12 +366,6 @@ static LogicalResult lower(ModuleOp module, EmitKind kind,
                            const LowerOptions &how = {}) {
   if (kind == EmitKind::MLIR)
     return success();
-  // CUDA C is printed from the tiled kernels.
-  static const Stage stages[] = {Stage::Graph, Stage::Kernels, Stage::Tiled,
-                                 Stage::GPU,   Stage::Binary,  Stage::Tiled};
-  PassManager pm(module->getContext());
-  if (failed(applyPassManagerCLOptions(pm)))
-    return failure();
   PipelineOptions options;
   options.arch = target.chip;
   options.smCount = how.smCount;
@@ -381,18 +374,27 @@ static LogicalResult lower(ModuleOp module, EmitKind kind,
   options.tuningDb = how.tuned ? tuningDbPath() : "none";
   options.tuningGpu = how.gpu;
   options.fromKernels = how.fromKernels;
-  buildPipeline(pm, stages[static_cast<int>(kind)], options);
-  if (failed(pm.run(module)))
-    return failure();
-  if (kind != EmitKind::PTX && kind != EmitKind::CUDA)
+  if (kind == EmitKind::PTX || kind == EmitKind::CUDA) {
+    ArtifactOptions artifactOptions;
+    artifactOptions.backend =
+        kind == EmitKind::CUDA ? Backend::CUDA : Backend::PTX;
+    artifactOptions.configure = [](PassManager &pm) {
+      return applyPassManagerCLOptions(pm);
+    };
+    FailureOr<std::string> text =
+        compileArtifact(module, options, artifactOptions);
+    if (failed(text))
+      return failure();
+    *artifact = std::move(*text);
     return success();
-  FailureOr<std::string> text = kind == EmitKind::CUDA
-                                    ? writeCUDAArtifact(module, target.chip)
-                                    : writeArtifact(module, target);
-  if (failed(text))
+  }
+  static const Stage stages[] = {Stage::Graph, Stage::Kernels, Stage::Tiled,
+                                 Stage::GPU};
+  PassManager pm(module->getContext());
+  if (failed(applyPassManagerCLOptions(pm)))
     return failure();
-  *artifact = std::move(*text);
-  return success();
+  buildPipeline(pm, stages[static_cast<int>(kind)], options);
+  return pm.run(module);
 }
 
 static LogicalResult emitGraph(ModuleOp module) {
@@ -579,26 +581,9 @@ runOnGPU(func::FuncOp func, const std::vector<ref::Tensor> &inputs,
   return graph->run(*loaded);
 }
 
-/// The largest ||gpu - ref|| / ||ref|| accepted per output dtype: float32
-/// arithmetic (TF32 products with --fp32-math=tf32), or rounding to
-/// f16/bf16 between kernels.
+/// The largest relative error accepted for a GPU result of `elementType`.
 static double tolerance(Type elementType) {
-  if (elementType.isF16())
-    return 5e-3;
-  if (elementType.isBF16())
-    return 3e-2;
-  return fp32Math == "tf32" ? 5e-3 : 1e-4;
-}
-
-/// ||x - ref|| / ||ref|| (||x - ref|| when ref is all zeros); NaN when x
-/// holds one.
-static double relativeError(const ref::Tensor &x, const ref::Tensor &ref) {
-  double err = 0, norm = 0;
-  for (auto [a, b] : llvm::zip_equal(x.data, ref.data)) {
-    err += (a - b) * (a - b);
-    norm += b * b;
-  }
-  return std::sqrt(err) / (norm > 0 ? std::sqrt(norm) : 1.0);
+  return ref::tolerance(*ref::getDType(elementType), fp32Math == "tf32");
 }
 
 static LogicalResult runGraph(ModuleOp module) {
@@ -653,7 +638,7 @@ static LogicalResult runGraph(ModuleOp module) {
     printSummary(llvm::outs(), name, t, type);
     if (gpu) {
       const ref::Tensor &r = (*reference)[i];
-      double rel = relativeError(t, r), maxAbs = 0;
+      double rel = ref::relativeError(t.data, r.data), maxAbs = 0;
       for (auto [a, b] : llvm::zip_equal(t.data, r.data))
         maxAbs = std::max(maxAbs, std::abs(a - b));
       bool within = rel <= tolerance(elementType); // NaN fails
@@ -772,7 +757,7 @@ static double worstError(const std::vector<ref::Tensor> &a,
                          const std::vector<ref::Tensor> &b) {
   double worst = 0;
   for (auto [x, y] : llvm::zip_equal(a, b)) {
-    double rel = relativeError(x, y);
+    double rel = ref::relativeError(x.data, y.data);
     if (!(rel <= worst)) // NaN sticks
       worst = rel;
   }

@@ -8,6 +8,11 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassOptions.h"
 
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
 namespace fusec {
 
 /// How far the pipeline runs; each stage includes the ones before it.
@@ -58,6 +63,28 @@ struct PipelineOptions : mlir::PassPipelineOptions<PipelineOptions> {
                      "before this one's mma.sync (a tuning knob)"),
       llvm::cl::init(true)};
 };
+
+/// What an artifact carries: PTX, or CUDA C that NVRTC compiles at load.
+enum class Backend { PTX, CUDA };
+
+/// How compileArtifact differs from `fusec graph.mlir -o kernel.ptx`.
+struct ArtifactOptions {
+  Backend backend = Backend::PTX;
+  /// Kernel name -> `#fuse.tile<...>` text, written onto the kernels formed
+  /// from the graph before they are tiled (a tile in the graph, or the
+  /// tuning database's, loses to it).
+  std::vector<std::pair<std::string, std::string>> tiles;
+  /// Prepares each pass manager before it runs (fusec adds its
+  /// command-line instrumentation); may fail.
+  std::function<mlir::LogicalResult(mlir::PassManager &)> configure;
+};
+
+/// Lowers a graph module holding one function (keepOnlyEntry) to an
+/// artifact (docs/Artifact.md) for `options.arch`. Errors are emitted as
+/// diagnostics on the module's context.
+mlir::FailureOr<std::string> compileArtifact(mlir::ModuleOp module,
+                                             const PipelineOptions &options,
+                                             const ArtifactOptions &how = {});
 
 /// Adds the passes that take a graph module to `stage`.
 void buildPipeline(mlir::OpPassManager &pm, Stage stage,

@@ -32,6 +32,16 @@ mlir::LogicalResult verifyGraph(mlir::func::FuncOp func);
 mlir::FailureOr<std::vector<Tensor>> evaluate(mlir::func::FuncOp func,
                                               llvm::ArrayRef<Tensor> inputs);
 
+/// ||x - reference|| / ||reference|| (||x - reference|| when the reference
+/// is all zeros); NaN when x holds one. The spans have one size.
+double relativeError(llvm::ArrayRef<double> x,
+                     llvm::ArrayRef<double> reference);
+
+/// The largest relativeError accepted for a GPU result of `dtype`: float32
+/// arithmetic (TF32 products when `tf32`), or rounding to f16/bf16 between
+/// kernels.
+double tolerance(DType dtype, bool tf32);
+
 } // namespace fusec::ref
 
 #endif // FUSEC_REFERENCE_INTERPRETER_H

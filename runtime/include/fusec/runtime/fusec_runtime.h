@@ -95,6 +95,9 @@ const char *fusec_device_name(const fusec_device *device);
 void fusec_device_compute_capability(const fusec_device *device, int *major,
                                      int *minor);
 
+/* The device's streaming multiprocessors (0 for a null handle). */
+int fusec_device_multiprocessor_count(const fusec_device *device);
+
 fusec_status fusec_device_alloc(fusec_device *device, uint64_t bytes,
                                 fusec_device_ptr *ptr);
 fusec_status fusec_device_free(fusec_device *device, fusec_device_ptr ptr);

@@ -1,0 +1,552 @@
+"""fusec from Python: compile graphs of deep-learning operators into fused
+CUDA kernels and run them on GPU tensors, or evaluate them on the float64
+reference interpreter with NumPy.
+
+    import fusec, torch
+    kernel = fusec.compile(open("block.mlir").read())   # or a fusec.Graph
+    y = kernel(x, w)              # torch tensors in, torch tensors out
+    kernel(x, w, out=y)           # into given outputs, no allocation
+    ref = fusec.reference(text, x.cpu().numpy(), w.cpu().numpy())
+
+Kernels run on the caller's stream (PyTorch's or CuPy's current stream, or
+`stream=`), without copies. Errors are fusec.Error with fusec's message.
+docs/Python.md has the whole story.
+"""
+
+import ctypes
+import os
+import threading
+import warnings
+
+from . import _capi, _interop
+from ._interop import BF16, F16, F32
+
+__all__ = ["Error", "Graph", "Kernel", "compile", "compile_file",
+           "reference", "tolerance", "version", "clear_memory_cache",
+           "F32", "F16", "BF16"]
+
+
+class Error(Exception):
+    """A fusec error: the compiler's located diagnostics, the reference
+    interpreter's, or the runtime's (with its status name in `status`)."""
+
+    def __init__(self, message, status=None):
+        super().__init__(message)
+        self.status = status
+
+
+def _b(s):
+    return None if s is None else os.fsencode(s) if isinstance(
+        s, os.PathLike) else s.encode()
+
+
+def _runtime_check(status):
+    if status != 0:
+        name = _capi.runtime.fusec_status_name(status).decode()
+        raise Error(_capi.runtime.fusec_last_error_message().decode(), name)
+
+
+def version():
+    """fusec's release and commit (part of every kernel cache key)."""
+    return _capi.jit.fusec_jit_version().decode()
+
+
+def clear_memory_cache():
+    """Forgets the in-memory kernel cache (the disk cache stays)."""
+    _capi.jit.fusec_jit_clear_memory_cache()
+
+
+_DTYPES = {"f32": F32, "float32": F32, "f16": F16, "float16": F16,
+           "bf16": BF16, "bfloat16": BF16}
+
+
+def _dtype(d):
+    if isinstance(d, int) and d in (F32, F16, BF16):
+        return d
+    name = getattr(d, "name", None) or str(d).replace("torch.", "")
+    if name in _DTYPES:
+        return _DTYPES[name]
+    raise TypeError("unknown dtype %r: use 'f32', 'f16' or 'bf16'" % (d,))
+
+
+def tolerance(dtype, fp32_math="ieee"):
+    """The largest relative error (||x - ref|| / ||ref||) fusec's own tests
+    accept for a GPU result of `dtype` against the reference."""
+    return _capi.jit.fusec_jit_tolerance(_dtype(dtype), _b(fp32_math))
+
+
+def _ll_array(values):
+    values = [int(v) for v in values]
+    return (ctypes.c_longlong * len(values))(*values), len(values)
+
+
+class Tensor:
+    """A value of a Graph being built."""
+    __slots__ = ("graph", "id")
+
+    def __init__(self, graph, id):
+        self.graph, self.id = graph, id
+
+    @property
+    def shape(self):
+        return self.graph.shape(self)
+
+    def __repr__(self):
+        return "fusec.Tensor(%d, shape=%s)" % (self.id, self.shape)
+
+
+class Graph:
+    """Builds a graph op by op (NHWC convolutions, [tokens, features]
+    linear layers, [batch, heads, tokens, head dim] attention). Each op's
+    result type is inferred as it is added; an invalid op raises
+    fusec.Error naming it.
+
+        g = fusec.Graph("block")
+        x = g.input([1, 56, 56, 64], "bf16")
+        w = g.input([64, 3, 3, 64], "bf16")
+        g.output(g.relu(g.conv2d(x, w, padding=[1, 1])))
+        kernel = fusec.compile(g)
+    """
+
+    def __init__(self, name="graph"):
+        self._h = _capi.jit.fusec_jit_graph_new(_b(name))
+        if not self._h:
+            raise MemoryError("fusec: cannot create a graph")
+
+    def __del__(self):
+        h, self._h = getattr(self, "_h", None), None
+        if h:
+            _capi.jit.fusec_jit_graph_free(h)
+
+    def _wrap(self, id):
+        if id < 0:
+            raise Error(_capi.jit.fusec_jit_graph_error(self._h).decode())
+        return Tensor(self, id)
+
+    def _id(self, t, what="operand"):
+        if t is None:
+            return -1
+        if not isinstance(t, Tensor) or t.graph is not self:
+            raise TypeError("%s is not a value of this graph" % what)
+        return t.id
+
+    def input(self, shape, dtype="f32"):
+        arr, n = _ll_array(shape)
+        return self._wrap(_capi.jit.fusec_jit_graph_input(
+            self._h, arr, n, _dtype(dtype)))
+
+    def conv2d(self, x, filter, strides=(1, 1), padding=(0, 0),
+               dilation=(1, 1), groups=1, bias=None):
+        """NHWC input, OHWI filter; padding [ph, pw] or [t, b, l, r]."""
+        s, _ = _ll_array(strides)
+        p, np_ = _ll_array(padding)
+        d, _ = _ll_array(dilation)
+        return self._wrap(_capi.jit.fusec_jit_graph_conv2d(
+            self._h, self._id(x), self._id(filter), s, p, np_, d, groups,
+            self._id(bias)))
+
+    def batch_norm(self, x, mean, variance, scale, shift, epsilon=1e-5):
+        return self._wrap(_capi.jit.fusec_jit_graph_batch_norm(
+            self._h, self._id(x), self._id(mean), self._id(variance),
+            self._id(scale), self._id(shift), epsilon))
+
+    def _unary(self, op, x):
+        return self._wrap(_capi.jit.fusec_jit_graph_unary(
+            self._h, op.encode(), self._id(x)))
+
+    def relu(self, x): return self._unary("relu", x)
+    def gelu(self, x): return self._unary("gelu", x)
+    def silu(self, x): return self._unary("silu", x)
+    def sigmoid(self, x): return self._unary("sigmoid", x)
+    def tanh(self, x): return self._unary("tanh", x)
+    def softmax(self, x): return self._unary("softmax", x)
+
+    def _binary(self, op, a, b):
+        return self._wrap(_capi.jit.fusec_jit_graph_binary(
+            self._h, op.encode(), self._id(a), self._id(b)))
+
+    def add(self, a, b): return self._binary("add", a, b)
+    def mul(self, a, b): return self._binary("mul", a, b)
+    def bias_add(self, x, bias): return self._binary("bias_add", x, bias)
+    def matmul(self, a, b): return self._binary("matmul", a, b)
+
+    def linear(self, x, weight, bias=None):
+        """x [.., in] times weight [out, in] transposed, plus bias [out]."""
+        return self._wrap(_capi.jit.fusec_jit_graph_linear(
+            self._h, self._id(x), self._id(weight), self._id(bias)))
+
+    def layer_norm(self, x, scale=None, shift=None, epsilon=1e-5):
+        return self._wrap(_capi.jit.fusec_jit_graph_layer_norm(
+            self._h, self._id(x), self._id(scale), self._id(shift), epsilon))
+
+    def rms_norm(self, x, scale=None, epsilon=1e-6):
+        return self._wrap(_capi.jit.fusec_jit_graph_rms_norm(
+            self._h, self._id(x), self._id(scale), epsilon))
+
+    def attention(self, q, k, v, causal=False, scale=None):
+        return self._wrap(_capi.jit.fusec_jit_graph_attention(
+            self._h, self._id(q), self._id(k), self._id(v), int(causal),
+            int(scale is not None), 0.0 if scale is None else scale))
+
+    def max_pool2d(self, x, kernel, strides, padding=(0, 0)):
+        k, nk = _ll_array(kernel)
+        s, ns = _ll_array(strides)
+        p, np_ = _ll_array(padding)
+        return self._wrap(_capi.jit.fusec_jit_graph_max_pool2d(
+            self._h, self._id(x), k, nk, s, ns, p, np_))
+
+    def transpose(self, x, permutation):
+        p, n = _ll_array(permutation)
+        return self._wrap(_capi.jit.fusec_jit_graph_transpose(
+            self._h, self._id(x), p, n))
+
+    def reshape(self, x, shape):
+        s, n = _ll_array(shape)
+        return self._wrap(_capi.jit.fusec_jit_graph_reshape(
+            self._h, self._id(x), s, n))
+
+    def op(self, name, operands, attributes=""):
+        """Any fuse op in generic form: op("fuse.rope", [x, cos, sin])."""
+        ids = [self._id(t) for t in operands]
+        arr = (ctypes.c_int * len(ids))(*ids)
+        return self._wrap(_capi.jit.fusec_jit_graph_op(
+            self._h, name.encode(), arr, len(ids), attributes.encode()))
+
+    def output(self, *values):
+        """Marks results of the graph, in order."""
+        for t in values:
+            _capi.jit.fusec_jit_graph_output(self._h, self._id(t))
+        error = _capi.jit.fusec_jit_graph_error(self._h).decode()
+        if error:
+            raise Error(error)
+
+    def shape(self, t):
+        rank = _capi.jit.fusec_jit_graph_shape(self._h, self._id(t), None, 0)
+        out = (ctypes.c_longlong * max(rank, 0))()
+        _capi.jit.fusec_jit_graph_shape(self._h, self._id(t), out, rank)
+        return tuple(out)
+
+    def mlir(self):
+        """The graph's MLIR text (what fusec.compile and the fusec tool
+        take)."""
+        error = _capi.jit.fusec_jit_graph_error(self._h).decode()
+        if error:
+            raise Error(error)
+        text = _capi.jit.fusec_jit_graph_mlir(self._h).decode()
+        if not text:
+            raise Error("the graph has no output: call Graph.output")
+        return text
+
+
+#===----------------------------------------------------------------------===#
+# Devices
+#===----------------------------------------------------------------------===#
+
+_devices = {}
+_devices_lock = threading.Lock()
+
+
+def _device(ordinal):
+    """(handle, chip, SM count, name) of CUDA device `ordinal`, opened
+    once."""
+    with _devices_lock:
+        d = _devices.get(ordinal)
+        if d is None:
+            h = ctypes.c_void_p()
+            _runtime_check(_capi.runtime.fusec_device_open(
+                ordinal, ctypes.byref(h)))
+            major, minor = ctypes.c_int(), ctypes.c_int()
+            _capi.runtime.fusec_device_compute_capability(
+                h, ctypes.byref(major), ctypes.byref(minor))
+            chip = _capi.jit.fusec_jit_chip_for_device(major, minor).decode()
+            sms = _capi.runtime.fusec_device_multiprocessor_count(h)
+            name = _capi.runtime.fusec_device_name(h).decode()
+            d = _devices[ordinal] = (h, chip, sms, name)
+        return d
+
+
+def _default_target():
+    """The arch, SM count and GPU name of device 0, or sm_90 without one."""
+    count = ctypes.c_int()
+    try:
+        if _capi.runtime.fusec_device_count(ctypes.byref(count)) == 0 and \
+                count.value > 0:
+            _, chip, sms, name = _device(0)
+            return chip, sms, name
+    except Error:
+        pass
+    return "sm_90", 0, None
+
+
+#===----------------------------------------------------------------------===#
+# Compiling and running
+#===----------------------------------------------------------------------===#
+
+_SOURCES = {0: "compiled", 1: "memory cache", 2: "disk cache"}
+
+
+class _Module:
+    """An artifact loaded on one device, with ctypes buffers kept between
+    calls."""
+
+    def __init__(self, artifact, device):
+        self.device = device
+        handle, _, _, _ = _device(device)
+        self.h = ctypes.c_void_p()
+        _runtime_check(_capi.runtime.fusec_module_load(
+            handle, artifact, len(artifact), ctypes.byref(self.h)))
+        self.inputs = self._infos(_capi.runtime.fusec_module_num_inputs,
+                                  _capi.runtime.fusec_module_input_info)
+        self.outputs = self._infos(_capi.runtime.fusec_module_num_outputs,
+                                   _capi.runtime.fusec_module_output_info)
+        self.in_buffers = (_capi.Buffer * len(self.inputs))()
+        self.out_buffers = (_capi.Buffer * len(self.outputs))()
+        for buffers, infos in ((self.in_buffers, self.inputs),
+                               (self.out_buffers, self.outputs)):
+            for b, (_, _, nbytes) in zip(buffers, infos):
+                b.bytes = nbytes
+
+    def _infos(self, count, info):
+        out = []
+        for i in range(count(self.h)):
+            bi = _capi.BufferInfo()
+            _runtime_check(info(self.h, i, ctypes.byref(bi)))
+            out.append((tuple(bi.shape[j] for j in range(bi.rank)),
+                        bi.dtype, bi.bytes))
+        return out
+
+    def __del__(self):
+        h, self.h = getattr(self, "h", None), None
+        if h:
+            _capi.runtime.fusec_module_release(h)
+
+
+def _describe(shape, dtype):
+    return "%s %s" % ("x".join(map(str, shape)) or "scalar",
+                      _interop.DTYPE_NAMES[dtype])
+
+
+class Kernel:
+    """A compiled graph. Call it on device tensors: kernel(*inputs) returns
+    new outputs (as the first input's library makes them), kernel(*inputs,
+    out=[...]) writes into given ones. Loaded onto a GPU at its first call
+    there."""
+
+    def __init__(self, artifact, source, milliseconds, warnings_text,
+                 options):
+        self.artifact = artifact
+        #: "compiled", "memory cache" or "disk cache".
+        self.source = source
+        #: Wall time of the compilation (or cache load), in milliseconds.
+        self.milliseconds = milliseconds
+        self.warnings = warnings_text
+        self.options = options
+        self._modules = {}
+        self._lock = threading.Lock()
+
+    def _module(self, device):
+        m = self._modules.get(device)
+        if m is None:
+            with self._lock:
+                m = self._modules.get(device)
+                if m is None:
+                    m = self._modules[device] = _Module(
+                        self.artifact.encode(), device)
+        return m
+
+    def signature(self, device=0):
+        """([(shape, dtype)] of the inputs, the same of the outputs)."""
+        m = self._module(device)
+        name = _interop.DTYPE_NAMES
+        return ([(s, name[d]) for s, d, _ in m.inputs],
+                [(s, name[d]) for s, d, _ in m.outputs])
+
+    def __call__(self, *inputs, out=None, stream=None):
+        if not inputs:
+            raise TypeError("the kernel takes its graph's inputs")
+        first = inputs[0]
+        v0 = _interop.view(first, "input 0")
+        m = self._modules.get(v0.device) or self._module(v0.device)
+        if len(inputs) != len(m.inputs):
+            raise TypeError("the graph takes %d inputs, %d were given"
+                            % (len(m.inputs), len(inputs)))
+        if stream is None:
+            handle = _interop.current_stream(first, v0.device) or 0
+        else:
+            handle = _interop.stream_handle(stream)
+        buffers = m.in_buffers
+        for i, (x, (shape, dtype, _)) in enumerate(zip(inputs, m.inputs)):
+            v = v0 if i == 0 else _interop.view(x, "input %d" % i, handle)
+            self._check(v, shape, dtype, v0.device, "input %d" % i)
+            buffers[i].ptr = v.ptr
+        single = out is not None and not isinstance(out, (list, tuple))
+        if out is None:
+            out = []
+            for shape, dtype, _ in m.outputs:
+                t = _interop.empty_like_library(first, shape, dtype,
+                                                v0.device)
+                if t is None:
+                    raise TypeError(
+                        "fusec cannot allocate outputs for a %s; pass out="
+                        % type(first).__name__)
+                out.append(t)
+            single = len(out) == 1
+        elif single:
+            out = [out]
+        if len(out) != len(m.outputs):
+            raise TypeError("the graph has %d outputs, %d were given"
+                            % (len(m.outputs), len(out)))
+        for i, (y, (shape, dtype, _)) in enumerate(zip(out, m.outputs)):
+            v = _interop.view(y, "output %d" % i, handle)
+            self._check(v, shape, dtype, v0.device, "output %d" % i)
+            m.out_buffers[i].ptr = v.ptr
+        _runtime_check(_capi.runtime.fusec_module_run(
+            m.h, handle, m.in_buffers, len(m.inputs), m.out_buffers,
+            len(m.outputs)))
+        return out[0] if single else tuple(out)
+
+    @staticmethod
+    def _check(v, shape, dtype, device, what):
+        if v.shape != shape or v.dtype != dtype:
+            raise TypeError("%s is %s; the graph takes %s" % (
+                what, _describe(v.shape, v.dtype), _describe(shape, dtype)))
+        if v.device != device:
+            raise TypeError("%s is on cuda:%d, input 0 on cuda:%d"
+                            % (what, v.device, device))
+
+    def synchronize(self, stream=None, device=0):
+        """Waits for `stream` and raises fusec.Error for a kernel fault."""
+        _runtime_check(_capi.runtime.fusec_device_synchronize(
+            _device(device)[0], _interop.stream_handle(stream)))
+
+
+def _options(arch, backend, fp32_math, tiles, tuning_db, entry, cache,
+             cache_dir, sm_count, gpu):
+    o = _capi.JitOptions()
+    _capi.jit.fusec_jit_options_init(ctypes.byref(o))
+    if arch is None:
+        arch, default_sms, default_gpu = _default_target()
+        sm_count = default_sms if sm_count is None else sm_count
+        gpu = default_gpu if gpu is None else gpu
+    keep = []  # the bytes the struct points to
+
+    def s(value):
+        b = _b(value)
+        keep.append(b)
+        return b
+
+    o.arch, o.backend, o.fp32_math = s(arch), s(backend), s(fp32_math)
+    o.tuning_db, o.entry, o.cache_dir = s(tuning_db), s(entry), s(cache_dir)
+    o.gpu = s(gpu)
+    o.cache = int(bool(cache))
+    o.sm_count = int(sm_count or 0)
+    if tiles:
+        names = [s(k) for k in tiles]
+        values = [s(v) for v in tiles.values()]
+        o.tile_kernels = (ctypes.c_char_p * len(names))(*names)
+        o.tiles = (ctypes.c_char_p * len(values))(*values)
+        keep += [o.tile_kernels, o.tiles]
+        o.num_tiles = len(names)
+    return o, keep, dict(arch=arch, backend=backend, fp32_math=fp32_math,
+                         sm_count=sm_count, gpu=gpu)
+
+
+def _finish(result, options):
+    try:
+        if not _capi.jit.fusec_jit_ok(result):
+            raise Error(_capi.jit.fusec_jit_error(result).decode().rstrip())
+        size = ctypes.c_size_t()
+        data = _capi.jit.fusec_jit_artifact(result, ctypes.byref(size))
+        artifact = ctypes.string_at(data, size.value).decode()
+        warning = _capi.jit.fusec_jit_warnings(result).decode()
+        if warning:
+            warnings.warn(warning.rstrip(), RuntimeWarning, stacklevel=3)
+        return Kernel(artifact,
+                      _SOURCES[_capi.jit.fusec_jit_result_source(result)],
+                      _capi.jit.fusec_jit_milliseconds(result), warning,
+                      options)
+    finally:
+        _capi.jit.fusec_jit_result_free(result)
+
+
+def compile(graph, *, arch=None, backend="ptx", fp32_math="ieee",
+            tiles=None, tuning_db=None, entry=None, cache=True,
+            cache_dir=None, sm_count=None, gpu=None, name=None):
+    """Compiles a graph (a fusec.Graph or MLIR text) into a Kernel.
+
+    arch: "sm_80" ... "sm_90a"; default: GPU 0's (sm_90a on an H100/H200),
+      or sm_90 without a GPU. backend: "ptx", or "cuda" (CUDA C that the
+      runtime compiles with NVRTC at load). fp32_math: "ieee" or "tf32".
+    tiles: {kernel name: "#fuse.tile<...>"} overrides. tuning_db: a path,
+      "none", or None for $FUSEC_TUNING_DB / the per-user default.
+    cache / cache_dir: the kernel cache (memory, then $FUSEC_CACHE_DIR or
+      ~/.cache/fusec/kernels).
+    """
+    if isinstance(graph, Graph):
+        text, name = graph.mlir(), name or "<graph>"
+    elif isinstance(graph, str):
+        text = graph
+    else:
+        raise TypeError("compile takes a fusec.Graph or MLIR text, not %s "
+                        "(compile_file takes a path)" % type(graph).__name__)
+    o, keep, summary = _options(arch, backend, fp32_math, tiles, tuning_db,
+                                entry, cache, cache_dir, sm_count, gpu)
+    result = _capi.jit.fusec_jit_compile(text.encode(),
+                                         _b(name or "<graph>"),
+                                         ctypes.byref(o))
+    return _finish(result, summary)
+
+
+def compile_file(path, **options):
+    """compile() on the graph in the file at `path`."""
+    o, keep, summary = _options(
+        options.pop("arch", None), options.pop("backend", "ptx"),
+        options.pop("fp32_math", "ieee"), options.pop("tiles", None),
+        options.pop("tuning_db", None), options.pop("entry", None),
+        options.pop("cache", True), options.pop("cache_dir", None),
+        options.pop("sm_count", None), options.pop("gpu", None))
+    if options:
+        raise TypeError("unknown option(s): %s" % ", ".join(options))
+    return _finish(_capi.jit.fusec_jit_compile_file(_b(path), ctypes.byref(o)),
+                   summary)
+
+
+def reference(graph, *inputs, entry=None):
+    """Evaluates a graph (fusec.Graph, MLIR text) on the float64 reference
+    interpreter. Inputs are NumPy arrays (or anything np.asarray takes),
+    rounded to the graph's dtypes; returns a list of arrays, one per graph
+    result: float32 for f32 and bf16 results, float16 for f16 ones (each
+    value is exact)."""
+    import numpy as np
+    text = graph.mlir() if isinstance(graph, Graph) else graph
+    arrays = [np.ascontiguousarray(np.asarray(x, dtype=np.float64))
+              for x in inputs]
+    tensors = (_capi.HostTensor * len(arrays))()
+    shapes = []
+    for t, a in zip(tensors, arrays):
+        shape, rank = _ll_array(a.shape)
+        shapes.append(shape)
+        t.data = a.ctypes.data_as(ctypes.POINTER(ctypes.c_double))
+        t.shape, t.rank = shape, rank
+    e = _capi.jit.fusec_jit_evaluate(text.encode(), b"<graph>", _b(entry),
+                                     tensors, len(arrays))
+    try:
+        error = _capi.jit.fusec_jit_evaluation_error(e).decode()
+        if error:
+            raise Error(error.rstrip())
+        outputs = []
+        for i in range(_capi.jit.fusec_jit_evaluation_num_outputs(e)):
+            shape_p = ctypes.POINTER(ctypes.c_longlong)()
+            rank, dtype = ctypes.c_size_t(), ctypes.c_int()
+            data = _capi.jit.fusec_jit_evaluation_output(
+                e, i, ctypes.byref(shape_p), ctypes.byref(rank),
+                ctypes.byref(dtype))
+            shape = tuple(shape_p[j] for j in range(rank.value))
+            count = int(np.prod(shape, dtype=np.int64))
+            values = np.ctypeslib.as_array(data, shape=(count,)) if count \
+                else np.zeros(0)
+            outputs.append(values.reshape(shape).astype(
+                np.float16 if dtype.value == F16 else np.float32))
+        return outputs
+    finally:
+        _capi.jit.fusec_jit_evaluation_free(e)

@@ -1,0 +1,147 @@
+"""ctypes declarations of fusec's two C APIs: the JIT library
+(fusec/fusec_jit.h) and the runtime (fusec/runtime/fusec_runtime.h).
+
+The libraries are the ones installed beside this file (the wheel carries
+them), or those in $FUSEC_LIBRARY_DIR.
+"""
+
+import ctypes
+import os
+
+from ctypes import (POINTER, Structure, c_char_p, c_double, c_int,
+                    c_longlong, c_size_t, c_uint64, c_void_p)
+
+_c_str_p = POINTER(c_char_p)
+_c_ll_p = POINTER(c_longlong)
+
+
+class JitOptions(Structure):
+    _fields_ = [
+        ("arch", c_char_p),
+        ("fp32_math", c_char_p),
+        ("tuning_db", c_char_p),
+        ("entry", c_char_p),
+        ("cache", c_int),
+        ("cache_dir", c_char_p),
+        ("backend", c_char_p),
+        ("sm_count", c_longlong),
+        ("gpu", c_char_p),
+        ("tile_kernels", _c_str_p),
+        ("tiles", _c_str_p),
+        ("num_tiles", c_size_t),
+    ]
+
+
+class HostTensor(Structure):
+    _fields_ = [("data", POINTER(c_double)), ("shape", _c_ll_p),
+                ("rank", c_size_t)]
+
+
+class Buffer(Structure):
+    _fields_ = [("ptr", c_uint64), ("bytes", c_uint64)]
+
+
+class BufferInfo(Structure):
+    _fields_ = [("dtype", c_int), ("rank", c_size_t), ("shape", _c_ll_p),
+                ("bytes", c_uint64)]
+
+
+def _library_dir():
+    override = os.environ.get("FUSEC_LIBRARY_DIR")
+    return override if override else os.path.dirname(os.path.abspath(__file__))
+
+
+def _load(name):
+    path = os.path.join(_library_dir(), name)
+    try:
+        return ctypes.CDLL(path)
+    except OSError as e:
+        raise ImportError(
+            "fusec: cannot load %s (%s); reinstall the package, or set "
+            "FUSEC_LIBRARY_DIR to the directory that holds libfusec_jit.so "
+            "and libfusec_runtime.so" % (path, e)) from None
+
+
+def _declare(lib, table):
+    for name, restype, argtypes in table:
+        f = getattr(lib, name)
+        f.restype = restype
+        f.argtypes = argtypes
+
+
+# The runtime first: libfusec_jit.so does not need it, Python does.
+runtime = _load("libfusec_runtime.so")
+jit = _load("libfusec_jit.so")
+
+_v = c_void_p
+_declare(jit, [
+    ("fusec_jit_options_init", None, [POINTER(JitOptions)]),
+    ("fusec_jit_compile", _v, [c_char_p, c_char_p, POINTER(JitOptions)]),
+    ("fusec_jit_compile_file", _v, [c_char_p, POINTER(JitOptions)]),
+    ("fusec_jit_result_free", None, [_v]),
+    ("fusec_jit_ok", c_int, [_v]),
+    ("fusec_jit_error", c_char_p, [_v]),
+    ("fusec_jit_artifact", ctypes.POINTER(ctypes.c_char),
+     [_v, POINTER(c_size_t)]),
+    ("fusec_jit_warnings", c_char_p, [_v]),
+    ("fusec_jit_result_source", c_int, [_v]),
+    ("fusec_jit_milliseconds", c_double, [_v]),
+    ("fusec_jit_evaluate", _v,
+     [c_char_p, c_char_p, c_char_p, POINTER(HostTensor), c_size_t]),
+    ("fusec_jit_evaluation_free", None, [_v]),
+    ("fusec_jit_evaluation_error", c_char_p, [_v]),
+    ("fusec_jit_evaluation_num_outputs", c_size_t, [_v]),
+    ("fusec_jit_evaluation_output", POINTER(c_double),
+     [_v, c_size_t, POINTER(_c_ll_p), POINTER(c_size_t), POINTER(c_int)]),
+    ("fusec_jit_tolerance", c_double, [c_int, c_char_p]),
+    ("fusec_jit_graph_new", _v, [c_char_p]),
+    ("fusec_jit_graph_free", None, [_v]),
+    ("fusec_jit_graph_input", c_int, [_v, _c_ll_p, c_size_t, c_int]),
+    ("fusec_jit_graph_conv2d", c_int,
+     [_v, c_int, c_int, _c_ll_p, _c_ll_p, c_size_t, _c_ll_p, c_longlong,
+      c_int]),
+    ("fusec_jit_graph_batch_norm", c_int,
+     [_v, c_int, c_int, c_int, c_int, c_int, c_double]),
+    ("fusec_jit_graph_unary", c_int, [_v, c_char_p, c_int]),
+    ("fusec_jit_graph_binary", c_int, [_v, c_char_p, c_int, c_int]),
+    ("fusec_jit_graph_linear", c_int, [_v, c_int, c_int, c_int]),
+    ("fusec_jit_graph_layer_norm", c_int,
+     [_v, c_int, c_int, c_int, c_double]),
+    ("fusec_jit_graph_rms_norm", c_int, [_v, c_int, c_int, c_double]),
+    ("fusec_jit_graph_attention", c_int,
+     [_v, c_int, c_int, c_int, c_int, c_int, c_double]),
+    ("fusec_jit_graph_max_pool2d", c_int,
+     [_v, c_int, _c_ll_p, c_size_t, _c_ll_p, c_size_t, _c_ll_p, c_size_t]),
+    ("fusec_jit_graph_transpose", c_int, [_v, c_int, _c_ll_p, c_size_t]),
+    ("fusec_jit_graph_reshape", c_int, [_v, c_int, _c_ll_p, c_size_t]),
+    ("fusec_jit_graph_op", c_int,
+     [_v, c_char_p, POINTER(c_int), c_size_t, c_char_p]),
+    ("fusec_jit_graph_output", None, [_v, c_int]),
+    ("fusec_jit_graph_shape", c_longlong, [_v, c_int, _c_ll_p, c_size_t]),
+    ("fusec_jit_graph_error", c_char_p, [_v]),
+    ("fusec_jit_graph_mlir", c_char_p, [_v]),
+    ("fusec_jit_chip_for_device", c_char_p, [c_int, c_int]),
+    ("fusec_jit_clear_memory_cache", None, []),
+    ("fusec_jit_version", c_char_p, []),
+])
+
+_declare(runtime, [
+    ("fusec_status_name", c_char_p, [c_int]),
+    ("fusec_last_error_message", c_char_p, []),
+    ("fusec_device_count", c_int, [POINTER(c_int)]),
+    ("fusec_device_open", c_int, [c_int, POINTER(_v)]),
+    ("fusec_device_release", None, [_v]),
+    ("fusec_device_name", c_char_p, [_v]),
+    ("fusec_device_compute_capability", None,
+     [_v, POINTER(c_int), POINTER(c_int)]),
+    ("fusec_device_multiprocessor_count", c_int, [_v]),
+    ("fusec_device_synchronize", c_int, [_v, _v]),
+    ("fusec_module_load", c_int, [_v, c_char_p, c_size_t, POINTER(_v)]),
+    ("fusec_module_release", None, [_v]),
+    ("fusec_module_num_inputs", c_size_t, [_v]),
+    ("fusec_module_num_outputs", c_size_t, [_v]),
+    ("fusec_module_input_info", c_int, [_v, c_size_t, POINTER(BufferInfo)]),
+    ("fusec_module_output_info", c_int, [_v, c_size_t, POINTER(BufferInfo)]),
+    ("fusec_module_run", c_int,
+     [_v, _v, POINTER(Buffer), c_size_t, POINTER(Buffer), c_size_t]),
+])
