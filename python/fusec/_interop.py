@@ -31,6 +31,39 @@ def _torch_dtype_map():
     return _torch_dtypes
 
 
+_torch_tensor = None
+_raw_stream = None
+
+
+def torch_tensor_type():
+    """torch.Tensor once PyTorch is imported (by the caller), else None."""
+    global _torch_tensor
+    if _torch_tensor is None:
+        torch = sys.modules.get("torch")
+        if torch is None:
+            return None
+        _torch_tensor = torch.Tensor
+    return _torch_tensor
+
+
+def torch_dtypes_of(inputs, outputs):
+    """The torch dtypes of a plan's (shape, dtype, bytes) entries."""
+    back = {v: k for k, v in _torch_dtype_map().items()}
+    return ([back[d] for _, d, _ in inputs], [back[d] for _, d, _ in outputs])
+
+
+def torch_current_stream(device):
+    """PyTorch's current stream on `device`, as a CUstream."""
+    global _raw_stream
+    if _raw_stream is None:
+        import torch
+        # The raw query is what PyTorch's own code generators call per
+        # launch; torch.cuda.current_stream builds a Python object.
+        _raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None) \
+            or (lambda d: torch.cuda.current_stream(d).cuda_stream)
+    return _raw_stream(device)
+
+
 def is_torch(x):
     return type(x).__module__.startswith("torch")
 
@@ -147,8 +180,7 @@ def current_stream(x, device):
     """The stream work on `x` is ordered on: PyTorch's or CuPy's current
     stream, else None (the caller then uses the legacy default stream)."""
     if is_torch(x):
-        import torch
-        return torch.cuda.current_stream(device).cuda_stream
+        return torch_current_stream(device)
     cupy = sys.modules.get("cupy")
     if cupy is not None and type(x).__module__.startswith("cupy"):
         return cupy.cuda.get_current_stream().ptr
