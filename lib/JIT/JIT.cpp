@@ -227,29 +227,10 @@ std::string compileUncached(const std::string &mlir, const Options &options,
   return "";
 }
 
-DType toDType(ref::DType dtype) {
-  switch (dtype) {
-  case ref::DType::F16:
-    return DType::F16;
-  case ref::DType::BF16:
-    return DType::BF16;
-  case ref::DType::F32:
-    break;
-  }
-  return DType::F32;
-}
-
-ref::DType toRef(DType dtype) {
-  switch (dtype) {
-  case DType::F16:
-    return ref::DType::F16;
-  case DType::BF16:
-    return ref::DType::BF16;
-  case DType::F32:
-    break;
-  }
-  return ref::DType::F32;
-}
+static_assert(static_cast<int>(DType::BF16) ==
+                  static_cast<int>(ref::DType::BF16) &&
+              static_cast<int>(DType::F16) == static_cast<int>(ref::DType::F16),
+              "jit::DType mirrors ref::DType");
 
 } // namespace
 
@@ -384,7 +365,8 @@ Evaluation fusec::jit::evaluate(const std::string &mlir,
   for (auto [t, type] : llvm::zip_equal(*outputs, func.getResultTypes()))
     result.outputs.push_back(
         {t.shape,
-         toDType(*ref::getDType(cast<RankedTensorType>(type).getElementType())),
+         static_cast<DType>(
+             *ref::getDType(cast<RankedTensorType>(type).getElementType())),
          std::move(t.data)});
   return result;
 }
@@ -397,5 +379,5 @@ double fusec::jit::relativeError(const std::vector<double> &result,
 }
 
 double fusec::jit::tolerance(DType dtype, const std::string &fp32Math) {
-  return ref::tolerance(toRef(dtype), fp32Math == "tf32");
+  return ref::tolerance(static_cast<ref::DType>(dtype), fp32Math == "tf32");
 }

@@ -402,7 +402,7 @@ class Kernel:
     def _call(self, inputs, out, stream):
         first = inputs[0]
         v0 = _interop.view(first, "input 0")
-        m = self._modules.get(v0.device) or self._module(v0.device)
+        m = self._module(v0.device)
         if len(inputs) != len(m.inputs):
             raise TypeError("the graph takes %d inputs, %d were given"
                             % (len(m.inputs), len(inputs)))
@@ -496,7 +496,7 @@ def _finish(result, options):
         artifact = ctypes.string_at(data, size.value).decode()
         warning = _capi.jit.fusec_jit_warnings(result).decode()
         if warning:
-            warnings.warn(warning.rstrip(), RuntimeWarning, stacklevel=3)
+            warnings.warn(warning.rstrip(), RuntimeWarning, stacklevel=4)
         return Kernel(artifact,
                       _SOURCES[_capi.jit.fusec_jit_result_source(result)],
                       _capi.jit.fusec_jit_milliseconds(result), warning,
@@ -505,46 +505,42 @@ def _finish(result, options):
         _capi.jit.fusec_jit_result_free(result)
 
 
-def compile(graph, *, arch=None, backend="ptx", fp32_math="ieee",
-            tiles=None, tuning_db=None, entry=None, cache=True,
-            cache_dir=None, sm_count=None, gpu=None, name=None):
+def _compile(call, arch=None, backend="ptx", fp32_math="ieee", tiles=None,
+             tuning_db=None, entry=None, cache=True, cache_dir=None,
+             sm_count=None, gpu=None):
+    o, keep, summary = _options(arch, backend, fp32_math, tiles, tuning_db,
+                                entry, cache, cache_dir, sm_count, gpu)
+    return _finish(call(ctypes.byref(o)), summary)
+
+
+def compile(graph, *, name=None, **options):
     """Compiles a graph (a fusec.Graph or MLIR text) into a Kernel.
 
-    arch: "sm_80" ... "sm_90a"; default: GPU 0's (sm_90a on an H100/H200),
-      or sm_90 without a GPU. backend: "ptx", or "cuda" (CUDA C that the
-      runtime compiles with NVRTC at load). fp32_math: "ieee" or "tf32".
-    tiles: {kernel name: "#fuse.tile<...>"} overrides. tuning_db: a path,
-      "none", or None for $FUSEC_TUNING_DB / the per-user default.
-    cache / cache_dir: the kernel cache (memory, then $FUSEC_CACHE_DIR or
-      ~/.cache/fusec/kernels).
+    Options (keywords): arch: "sm_80" ... "sm_90a"; default: GPU 0's
+      (sm_90a on an H100/H200, with its SM count and name), or sm_90 without
+      a GPU. backend: "ptx", or "cuda" (CUDA C that the runtime compiles with
+      NVRTC at load). fp32_math: "ieee" or "tf32". tiles: {kernel name:
+      "#fuse.tile<...>"} overrides. tuning_db: a path, "none", or None for
+      $FUSEC_TUNING_DB / the per-user default. entry: the graph function.
+      cache / cache_dir: the kernel cache (memory, then $FUSEC_CACHE_DIR or
+      ~/.cache/fusec/kernels). sm_count, gpu: the GPU to size grids and pick
+      tuning entries for. `name` names the graph in messages.
     """
     if isinstance(graph, Graph):
-        text, name = graph.mlir(), name or "<graph>"
+        text = graph.mlir()
     elif isinstance(graph, str):
         text = graph
     else:
         raise TypeError("compile takes a fusec.Graph or MLIR text, not %s "
                         "(compile_file takes a path)" % type(graph).__name__)
-    o, keep, summary = _options(arch, backend, fp32_math, tiles, tuning_db,
-                                entry, cache, cache_dir, sm_count, gpu)
-    result = _capi.jit.fusec_jit_compile(text.encode(),
-                                         _b(name or "<graph>"),
-                                         ctypes.byref(o))
-    return _finish(result, summary)
+    return _compile(lambda o: _capi.jit.fusec_jit_compile(
+        text.encode(), _b(name or "<graph>"), o), **options)
 
 
 def compile_file(path, **options):
     """compile() on the graph in the file at `path`."""
-    o, keep, summary = _options(
-        options.pop("arch", None), options.pop("backend", "ptx"),
-        options.pop("fp32_math", "ieee"), options.pop("tiles", None),
-        options.pop("tuning_db", None), options.pop("entry", None),
-        options.pop("cache", True), options.pop("cache_dir", None),
-        options.pop("sm_count", None), options.pop("gpu", None))
-    if options:
-        raise TypeError("unknown option(s): %s" % ", ".join(options))
-    return _finish(_capi.jit.fusec_jit_compile_file(_b(path), ctypes.byref(o)),
-                   summary)
+    return _compile(lambda o: _capi.jit.fusec_jit_compile_file(_b(path), o),
+                    **options)
 
 
 def reference(graph, *inputs, entry=None):

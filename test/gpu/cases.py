@@ -644,13 +644,27 @@ def run(cmd):
     return p.stdout
 
 
+def select_cases(k):
+    """The suite's cases whose name holds one of the comma-separated `k`."""
+    keys = k.split(",") if k else []
+    return [c for c in build_cases() if not keys or any(key in c["name"] for key in keys)]
+
+
+def hopper_redundant(path, arch, case):
+    """True for a Hopper artifact that takes no Hopper-only instruction
+    (warpgroup MMA, TMA): the sm_90 one already covers its code."""
+    if arch == "sm_90" or "sm_90" not in case["archs"]:
+        return False
+    with open(path) as f:
+        return not any(w in f.read() for w in HOPPER_ONLY)
+
+
 def prepare(args):
     seed = args.seed if args.seed is not None else int(time.time()) % 100000
     rng = random.Random(seed)
     os.makedirs(args.out, exist_ok=True)
     manifest = {"seed": seed, "cases": []}
-    keys = args.k.split(",") if args.k else []
-    cases = [c for c in build_cases() if not keys or any(k in c["name"] for k in keys)]
+    cases = select_cases(args.k)
     for i, case in enumerate(cases):
         d = os.path.join(args.out, case["name"])
         os.makedirs(d, exist_ok=True)
@@ -663,13 +677,9 @@ def prepare(args):
                 continue
             ptx = os.path.join(d, name)
             run([args.fusec, graph, "-o", ptx, f"--arch={arch}"] + case["flags"])
-            # The Hopper artifact only where it differs in kind: warpgroup
-            # MMA or TMA (else the sm_90 one already covers the code).
-            if arch != "sm_90" and "sm_90" in case["archs"]:
-                with open(ptx) as f:
-                    if not any(w in f.read() for w in HOPPER_ONLY):
-                        os.remove(ptx)
-                        continue
+            if hopper_redundant(ptx, arch, case):
+                os.remove(ptx)
+                continue
             if args.ptxas:
                 run([args.ptxas, f"-arch={arch}", ptx, "-o", os.path.join(d, "kernel.cubin")])
                 os.remove(os.path.join(d, "kernel.cubin"))
@@ -696,8 +706,7 @@ def prepare(args):
 
 def nvrtc(args):
     import concurrent.futures
-    keys = args.k.split(",") if args.k else []
-    cases = [c for c in build_cases() if not keys or any(k in c["name"] for k in keys)]
+    cases = select_cases(args.k)
     jobs = []
     for case in cases:
         d = os.path.join(args.out, case["name"])
@@ -710,12 +719,9 @@ def nvrtc(args):
         case, arch, d = job
         cu = os.path.join(d, "kernel.cu" if arch == "sm_90" else f"kernel-{arch}.cu")
         run([args.fusec, os.path.join(d, "graph.mlir"), "-o", cu, f"--arch={arch}"] + case["flags"])
-        # As for PTX: the Hopper artifact only where it differs in kind.
-        if arch != "sm_90" and "sm_90" in case["archs"]:
-            with open(cu) as f:
-                if not any(w in f.read() for w in HOPPER_ONLY):
-                    os.remove(cu)
-                    return None
+        if hopper_redundant(cu, arch, case):
+            os.remove(cu)
+            return None
         if not args.ptxas:
             run([args.nvrtc_check, cu])
             return cu
@@ -758,6 +764,18 @@ def relerr(out, ref):
     return float(np.linalg.norm(out - ref) / (norm if norm else 1.0)), ""
 
 
+def worst_relerr(results, d):
+    """(the largest relerr of `results` against DIR/ref/result<i>.npy, why
+    it is bad or "")."""
+    import numpy as np
+    worst, why = 0.0, ""
+    for i, out in enumerate(results):
+        e, w = relerr(out, np.load(os.path.join(d, "ref", f"result{i}.npy")))
+        if not (e <= worst) or w:
+            worst, why = e, w or why
+    return worst, why
+
+
 def run_suite(args):
     import numpy as np
     with open(os.path.join(args.cases, "manifest.json")) as f:
@@ -780,15 +798,11 @@ def run_suite(args):
                                timeout=args.timeout)
         except subprocess.TimeoutExpired:
             p = subprocess.CompletedProcess(cmd, 124, f"timed out after {args.timeout} s (a hang?)")
-        worst, why = 0.0, ""
         if p.returncode != 0:
             worst, why = float("nan"), p.stdout.strip().splitlines()[-1] if p.stdout.strip() else "runner failed"
         else:
-            for i in range(case["results"]):
-                e, w = relerr(np.load(os.path.join(out, f"result{i}.npy")),
-                              np.load(os.path.join(d, "ref", f"result{i}.npy")))
-                if not (e <= worst) or w:
-                    worst, why = e, w or why
+            worst, why = worst_relerr([np.load(os.path.join(out, f"result{i}.npy"))
+                                       for i in range(case["results"])], d)
         ok = worst <= TOLERANCE[case["dtype"]]
         passed, failed = passed + ok, failed + (not ok)
         rows.append({"case": name, "dtype": case["dtype"], "relerr": worst, "ok": ok, "why": why})
@@ -851,12 +865,7 @@ def run_jit(args):
                     ys = kernel(*xs)
                     ys = ys if isinstance(ys, tuple) else (ys,)
                     kernel.synchronize(torch.cuda.current_stream().cuda_stream)
-                    worst, why = 0.0, ""
-                    for i, y in enumerate(ys):
-                        e, w = relerr(y.float().cpu().numpy(),
-                                      np.load(os.path.join(d, "ref", f"result{i}.npy")))
-                        if not (e <= worst) or w:
-                            worst, why = e, w or why
+                    worst, why = worst_relerr([y.float().cpu().numpy() for y in ys], d)
                 except (fusec.Error, TypeError, RuntimeError) as e:
                     worst, why = float("nan"), str(e).splitlines()[0]
             ok = worst <= TOLERANCE[case["dtype"]]

@@ -340,9 +340,6 @@ static void printSummary(llvm::raw_ostream &os, llvm::StringRef name,
 // Commands
 //===----------------------------------------------------------------------===//
 
-
-/// Runs the pipeline up to the stage `kind` emits; for PTX, returns the
-/// artifact text in `artifact`.
 /// The database compilation reads and `tune` writes.
 static std::string tuningDbPath() {
   return tuningDb.getNumOccurrences() ? std::string(tuningDb)
@@ -361,6 +358,8 @@ struct LowerOptions {
   bool tuned = true;
 };
 
+/// Runs the pipeline up to the stage `kind` emits; for PTX and CUDA C,
+/// returns the artifact text in `artifact`.
 static LogicalResult lower(ModuleOp module, EmitKind kind,
                            const PTXTarget &target, std::string *artifact,
                            const LowerOptions &how = {}) {
