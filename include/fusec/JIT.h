@@ -23,6 +23,12 @@
 #include <vector>
 
 namespace fusec {
+namespace runtime {
+class Device;
+class Module;
+struct Plan;
+} // namespace runtime
+
 namespace jit {
 
 struct Options {
@@ -207,6 +213,46 @@ double relativeError(const std::vector<double> &result,
 /// arithmetic (TF32 products when `fp32Math` is "tf32"), or rounding to
 /// f16/bf16 between kernels.
 double tolerance(DType dtype, const std::string &fp32Math = "ieee");
+
+//===----------------------------------------------------------------------===//
+// Checking and timing on a GPU
+//===----------------------------------------------------------------------===//
+
+/// A graph's inputs and outputs on a GPU, for checking and timing the
+/// artifacts of one graph (`fusec run` and `fusec tune` use it): the inputs
+/// are uploaded once, rounded to the plan's dtypes, and the outputs are
+/// filled with NaN (0xFF bytes, NaN in every float format) before each run,
+/// so that an output a kernel leaves unwritten shows. Host programs run
+/// artifacts on their own buffers with runtime::Module::run instead.
+class DeviceRun {
+public:
+  /// Allocates on `gpu` the graph inputs and outputs that `plan` (any
+  /// artifact of the graph: runtime::Module::plan()) names, and uploads
+  /// `inputs`; their shapes are checked against the plan, their own `dtype`
+  /// is ignored. Null, with `error` set, on failure.
+  static std::unique_ptr<DeviceRun>
+  create(std::shared_ptr<runtime::Device> gpu, const runtime::Plan &plan,
+         const std::vector<HostTensor> &inputs, std::string &error);
+  ~DeviceRun();
+
+  /// Runs `module` (an artifact of the same graph, loaded on the same GPU)
+  /// once, waits for it and returns its outputs.
+  Evaluation run(runtime::Module &module);
+  /// The median of 5 timings of `repeat` back-to-back runs, after two
+  /// warm-up runs and an idle moment: milliseconds per run, or a negative
+  /// number with `error` set.
+  double time(runtime::Module &module, unsigned repeat, std::string &error);
+
+private:
+  DeviceRun();
+  struct Impl;
+  std::unique_ptr<Impl> impl;
+};
+
+/// Loads `artifact` (a compile() result) on GPU `device` and runs it once on
+/// `inputs` through DeviceRun: the GPU's answer, to hold against evaluate().
+Evaluation run(const std::string &artifact,
+               const std::vector<HostTensor> &inputs, int device = 0);
 
 /// The cache directory `options` selects.
 std::string cacheDirectory(const Options &options = {});

@@ -69,7 +69,8 @@ def _declare(lib, table):
         f.argtypes = argtypes
 
 
-# The runtime first: libfusec_jit.so does not need it, Python does.
+# The runtime first: libfusec_jit.so needs it and finds this copy by its
+# name wherever it was loaded from.
 runtime = _load("libfusec_runtime.so")
 jit = _load("libfusec_jit.so")
 

@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "fusec/JIT.h"
 #include "fusec/runtime/Runtime.h"
 #include "fusec/runtime/fusec_runtime.h"
 
@@ -895,8 +896,12 @@ DriverApi makeApi() {
     state.copies.push_back({dst, src, bytes, stream});
     return CUDA_SUCCESS;
   };
-  api.cuMemsetD8Async = [](CUdeviceptr, unsigned char, size_t,
-                           CUstream) -> CUresult { return CUDA_SUCCESS; };
+  api.cuMemsetD8Async = [](CUdeviceptr dst, unsigned char value, size_t,
+                           CUstream) -> CUresult {
+    state.calls.push_back("fill " + std::to_string(dst) + " " +
+                          std::to_string(value));
+    return CUDA_SUCCESS;
+  };
   api.cuStreamSynchronize = [](CUstream) -> CUresult { return CUDA_SUCCESS; };
   api.cuGetErrorName = [](CUresult r, const char **name) -> CUresult {
     *name = errorName(r);
@@ -1217,6 +1222,54 @@ TEST_F(RuntimeLaunch, ReportsLaunchAndAllocationFailures) {
             "cuLaunchKernel failed with CUDA error 12345");
 }
 
+TEST_F(RuntimeLaunch, DeviceRunPoisonsOutputsBeforeEachRun) {
+  std::shared_ptr<Device> device = openDevice();
+  std::unique_ptr<Module> module;
+  ASSERT_TRUE(Module::load(device, artifactOf(validPlan(), {"k0_conv2d"}),
+                           module, "a.ptx"));
+  std::string error;
+  // Inputs are checked against the plan before anything is allocated.
+  EXPECT_FALSE(fusec::jit::DeviceRun::create(device, module->plan(), {},
+                                             error));
+  EXPECT_EQ(error, "the graph takes 1 inputs, 0 were given");
+  fusec::jit::HostTensor x{{1, 56, 56, 63}, fusec::jit::DType::F32, {}};
+  EXPECT_FALSE(
+      fusec::jit::DeviceRun::create(device, module->plan(), {x}, error));
+  EXPECT_EQ(error, "input 0 has shape [1,56,56,63], the graph takes f32 "
+                   "[1,56,56,64]");
+  x.shape = {1, 56, 56, 64};
+  EXPECT_FALSE(
+      fusec::jit::DeviceRun::create(device, module->plan(), {x}, error));
+  EXPECT_EQ(error, "input 0 holds 0 values, its shape 200704");
+
+  x.data.assign(200704, 1.5);
+  std::unique_ptr<fusec::jit::DeviceRun> run =
+      fusec::jit::DeviceRun::create(device, module->plan(), {x}, error);
+  ASSERT_TRUE(run) << error;
+  // The intermediate, then the graph's input and output.
+  ASSERT_EQ(fake::state.live.size(), 3u);
+  fake::CUdeviceptr output = std::prev(fake::state.live.end())->first;
+  fake::state.calls.clear();
+  fusec::jit::Evaluation result = run->run(*module);
+  ASSERT_TRUE(result.ok()) << result.error;
+  EXPECT_EQ(fake::state.calls,
+            (std::vector<std::string>{"fill " + std::to_string(output) +
+                                          " 255",
+                                      "launch k0_conv2d", "copy"}));
+  ASSERT_EQ(result.outputs.size(), 1u);
+  EXPECT_EQ(result.outputs[0].shape, x.shape);
+  EXPECT_EQ(result.outputs[0].data.size(), 200704u);
+
+  // A failed launch is the run's error.
+  fake::state.launchResult = 12345;
+  result = run->run(*module);
+  EXPECT_TRUE(result.outputs.empty());
+  EXPECT_EQ(result.error,
+            "a.ptx: steps[0]: launching kernel 'k0_conv2d' with grid "
+            "[98,1,1], block [256,1,1] and 16384 bytes of shared memory: "
+            "cuLaunchKernel failed with CUDA error 12345");
+}
+
 //===----------------------------------------------------------------------===//
 // On a GPU (skipped without one)
 //===----------------------------------------------------------------------===//
@@ -1315,6 +1368,31 @@ TEST(RuntimeGpu, RunsAnArtifactThroughTheCppApi) {
   status = module->run(nullptr, {dx.ref(), {dy.ptr(), 3996}}, {dout.ref()});
   EXPECT_EQ(status.message(),
             "input 1 has 3996 bytes, the plan needs 4000 (f32 [1000])");
+}
+
+TEST(RuntimeGpu, JitRunsAndTimesAnArtifactOnHostTensors) {
+  std::shared_ptr<Device> device = openGpuOrSkip();
+  if (!device)
+    GTEST_SKIP() << "no CUDA device";
+  fusec::jit::HostTensor x{{1000}, fusec::jit::DType::F32, {}}, y = x;
+  for (int i = 0; i < 1000; ++i) {
+    x.data.push_back(0.5 * i);
+    y.data.push_back(1000.0 - i);
+  }
+  fusec::jit::Evaluation result = fusec::jit::run(kAddArtifact, {x, y});
+  ASSERT_TRUE(result.ok()) << result.error;
+  ASSERT_EQ(result.outputs.size(), 1u);
+  for (int i = 0; i < 1000; ++i)
+    ASSERT_EQ(result.outputs[0].data[i], x.data[i] + y.data[i]) << "at " << i;
+
+  std::unique_ptr<Module> module;
+  ASSERT_TRUE(Module::load(device, kAddArtifact, module, "add"));
+  std::string error;
+  std::unique_ptr<fusec::jit::DeviceRun> run =
+      fusec::jit::DeviceRun::create(device, module->plan(), {x, y}, error);
+  ASSERT_TRUE(run) << error;
+  double ms = run->time(*module, 10, error);
+  EXPECT_GT(ms, 0.0) << error;
 }
 
 TEST(RuntimeGpu, RunsAnArtifactThroughTheCApi) {

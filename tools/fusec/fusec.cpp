@@ -9,13 +9,13 @@
 //===----------------------------------------------------------------------===//
 
 #include "fusec/InitAll.h"
+#include "fusec/JIT.h"
 #include "fusec/Pipelines/Pipelines.h"
 #include "fusec/Reference/Interpreter.h"
 #include "fusec/Target/PTX.h"
 #include "fusec/Target/TargetDescription.h"
 #include "fusec/Tuning/TuningDB.h"
 #include "fusec/Conversion/FuseToGPU.h"
-#include "fusec/Support/Float16.h"
 #include "fusec/Support/Npy.h"
 #include "fusec/Support/Summary.h"
 #include "fusec/runtime/Runtime.h"
@@ -34,7 +34,6 @@
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Support/ToolUtilities.h"
 
-#include "llvm/ADT/ScopeExit.h"
 #include "llvm/Config/llvm-config.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
@@ -48,7 +47,6 @@
 #include "llvm/Support/WithColor.h"
 
 #include <chrono>
-#include <thread>
 #include <cmath>
 #include <random>
 
@@ -296,12 +294,6 @@ static FailureOr<std::vector<ref::Tensor>> makeInputs(func::FuncOp func) {
   return inputs;
 }
 
-static FloatFormat formatOf(Type elementType) {
-  return elementType.isF16()    ? FloatFormat::F16
-         : elementType.isBF16() ? FloatFormat::BF16
-                                : FloatFormat::F32;
-}
-
 static NpyDType npyDType(Type elementType) {
   return elementType.isF16() ? NpyDType::F16 : NpyDType::F32;
 }
@@ -438,111 +430,24 @@ static LogicalResult check(const rt::Status &status) {
   return fail(status.message());
 }
 
-namespace {
-/// A graph's buffers on a GPU: the inputs uploaded once, the outputs
-/// poisoned with NaN before each run (0xFF bytes are NaN in every float
-/// format, so unwritten outputs show).
-class DeviceGraph {
-public:
-  static FailureOr<DeviceGraph> create(std::shared_ptr<rt::Device> gpu,
-                                       func::FuncOp func,
-                                       const std::vector<ref::Tensor> &inputs) {
-    DeviceGraph g;
-    g.gpu = std::move(gpu);
-    for (auto [t, type] : llvm::zip_equal(inputs, func.getArgumentTypes())) {
-      std::vector<uint8_t> bytes;
-      std::vector<double> values = t.data;
-      encodeFloats(values,
-                   formatOf(cast<RankedTensorType>(type).getElementType()),
-                   bytes);
-      g.buffers.emplace_back();
-      if (failed(check(rt::DeviceBuffer::allocate(g.gpu, bytes.size(),
-                                                  g.buffers.back()))) ||
-          failed(check(g.gpu->copyToDevice(g.buffers.back().ptr(), bytes.data(),
-                                           bytes.size()))))
-        return failure();
-      g.in.push_back(g.buffers.back().ref());
-    }
-    for (Type type : func.getResultTypes()) {
-      auto tensor = cast<RankedTensorType>(type);
-      g.results.push_back(tensor);
-      uint64_t bytes = tensor.getNumElements() *
-                       byteWidth(formatOf(tensor.getElementType()));
-      g.buffers.emplace_back();
-      if (failed(check(rt::DeviceBuffer::allocate(g.gpu, bytes,
-                                                  g.buffers.back()))))
-        return failure();
-      g.out.push_back(g.buffers.back().ref());
-    }
-    return g;
-  }
+/// `tensors` as the JIT library's host tensors (their dtype is the graph's).
+static std::vector<jit::HostTensor>
+hostTensors(const std::vector<ref::Tensor> &tensors) {
+  std::vector<jit::HostTensor> host;
+  for (const ref::Tensor &t : tensors)
+    host.push_back({t.shape, jit::DType::F32, t.data});
+  return host;
+}
 
-  /// Runs `module` once on fresh NaN outputs and returns them.
-  FailureOr<std::vector<ref::Tensor>> run(rt::Module &module) {
-    for (const rt::BufferRef &ref : out)
-      if (failed(check(gpu->fill(ref.ptr, 0xFF, ref.bytes))))
-        return failure();
-    if (failed(check(module.run(nullptr, in, out))) ||
-        failed(check(gpu->synchronize())))
-      return failure();
-    std::vector<ref::Tensor> tensors;
-    for (auto [ref, tensor] : llvm::zip_equal(out, results)) {
-      std::vector<uint8_t> bytes(ref.bytes);
-      if (failed(check(gpu->copyToHost(bytes.data(), ref.ptr, ref.bytes))))
-        return failure();
-      ref::Tensor t(std::vector<int64_t>(tensor.getShape().begin(),
-                                         tensor.getShape().end()));
-      decodeFloats(bytes.data(), t.data.size(),
-                   formatOf(tensor.getElementType()), t.data);
-      tensors.push_back(std::move(t));
-    }
-    return tensors;
-  }
-
-  /// The median of 5 timings of `repeat` back-to-back runs, in ms per run.
-  FailureOr<double> time(rt::Module &module, unsigned repeat) {
-    rt::Event start = nullptr, end = nullptr;
-    llvm::scope_exit cleanup([&] {
-      if (start)
-        (void)gpu->destroyEvent(start);
-      if (end)
-        (void)gpu->destroyEvent(end);
-    });
-    if (failed(check(gpu->createEvent(start))) ||
-        failed(check(gpu->createEvent(end))))
-      return failure();
-    // An idle moment first: a power-limited GPU lowers its clocks under
-    // load, and each configuration should start from the same state, not
-    // from the heat of the one timed before it.
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    for (int warm = 0; warm < 2; ++warm)
-      if (failed(check(module.run(nullptr, in, out))))
-        return failure();
-    std::vector<double> times;
-    for (int round = 0; round < 5; ++round) {
-      if (failed(check(gpu->recordEvent(start))))
-        return failure();
-      for (unsigned r = 0; r < repeat; ++r)
-        if (failed(check(module.run(nullptr, in, out))))
-          return failure();
-      float ms = 0;
-      if (failed(check(gpu->recordEvent(end))) ||
-          failed(check(gpu->synchronize())) ||
-          failed(check(gpu->elapsedMs(start, end, ms))))
-        return failure();
-      times.push_back(ms / repeat);
-    }
-    llvm::sort(times);
-    return times[times.size() / 2];
-  }
-
-private:
-  std::shared_ptr<rt::Device> gpu;
-  std::vector<rt::DeviceBuffer> buffers;
-  std::vector<rt::BufferRef> in, out;
-  std::vector<RankedTensorType> results;
-};
-} // namespace
+/// A GPU run's outputs, or its error reported.
+static FailureOr<std::vector<ref::Tensor>> results(jit::Evaluation run) {
+  if (!run.ok())
+    return fail(run.error);
+  std::vector<ref::Tensor> tensors;
+  for (jit::HostTensor &t : run.outputs)
+    tensors.emplace_back(std::move(t.shape), std::move(t.data));
+  return tensors;
+}
 
 /// The chip to compile for on `gpu`: --arch, else its own, arch-specific
 /// where that unlocks instructions (sm_90a: wgmma and TMA on an H100/H200).
@@ -574,10 +479,12 @@ runOnGPU(func::FuncOp func, const std::vector<ref::Tensor> &inputs,
   if (failed(check(rt::Module::load(gpu, artifact, loaded,
                                     func.getSymName().str()))))
     return failure();
-  FailureOr<DeviceGraph> graph = DeviceGraph::create(gpu, func, inputs);
-  if (failed(graph))
-    return failure();
-  return graph->run(*loaded);
+  std::string error;
+  std::unique_ptr<jit::DeviceRun> buffers = jit::DeviceRun::create(
+      gpu, loaded->plan(), hostTensors(inputs), error);
+  if (!buffers)
+    return fail(error);
+  return results(buffers->run(*loaded));
 }
 
 /// The largest relative error accepted for a GPU result of `elementType`.
@@ -822,9 +729,9 @@ static LogicalResult tuneGraph(ModuleOp module) {
     OwningOpRef<ModuleOp> single = kernelModule(kernel);
     auto func = *single->getOps<func::FuncOp>().begin();
     std::vector<ref::Tensor> inputs = randomInputs(func, seed);
-    FailureOr<DeviceGraph> graph = DeviceGraph::create(gpu, func, inputs);
-    if (failed(graph))
-      return failure();
+    // Created with the first candidate that loads: every candidate's plan
+    // has the same inputs and outputs.
+    std::unique_ptr<jit::DeviceRun> graph;
     Type resultElement =
         cast<RankedTensorType>(func.getResultTypes()[0]).getElementType();
     double limit = tolerance(resultElement);
@@ -868,10 +775,17 @@ static LogicalResult tuneGraph(ModuleOp module) {
         m.why = status.message();
         return m;
       }
-      FailureOr<std::vector<ref::Tensor>> results = graph->run(*loaded);
-      if (failed(results))
+      if (!graph) {
+        graph = jit::DeviceRun::create(gpu, loaded->plan(), hostTensors(inputs),
+                                       m.why);
+        if (!graph)
+          return m;
+      }
+      FailureOr<std::vector<ref::Tensor>> outputs =
+          results(graph->run(*loaded));
+      if (failed(outputs))
         return m;
-      m.results = std::move(*results);
+      m.results = std::move(*outputs);
       if (reference) {
         m.error = worstError(m.results, *reference);
         if (!(m.error <= limit)) {
@@ -880,9 +794,8 @@ static LogicalResult tuneGraph(ModuleOp module) {
           return m;
         }
       }
-      FailureOr<double> ms = graph->time(*loaded, tuneRepeat);
-      if (succeeded(ms))
-        m.ms = *ms;
+      std::string error;
+      m.ms = std::max(0.0, graph->time(*loaded, tuneRepeat, error));
       return m;
     };
 
