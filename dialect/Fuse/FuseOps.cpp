@@ -14,6 +14,8 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallBitVector.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/CheckedArithmetic.h"
+#include "llvm/Support/MathExtras.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <cmath>
@@ -78,6 +80,14 @@ public:
                  "' must be a statically shaped tensor of f32, f16 or bf16, "
                  "found ",
                  value.getType());
+      return failure();
+    }
+    // Before any shape arithmetic: an extent of 0 would divide by zero, and
+    // a product past int64 would wrap.
+    std::string problem = shapeProblem(type.getShape(), type.getElementType());
+    if (!problem.empty()) {
+      (void)fail("operand '", name, "' ", shapeStr(type.getShape()), " ",
+                 problem);
       return failure();
     }
     return type;
@@ -211,15 +221,35 @@ static typename OpTy::Adaptor completeAdaptor(MLIRContext *ctx,
                                 props);
 }
 
+std::string fuse::shapeProblem(ArrayRef<int64_t> shape, Type elementType) {
+  if (llvm::is_contained(shape, 0))
+    return "has a zero-size dimension; fusec tensors are not empty";
+  int64_t bytes = elementType.getIntOrFloatBitWidth() / 8;
+  for (int64_t d : shape)
+    if (d < 0 || llvm::MulOverflow(bytes, d, bytes))
+      return "has 2^63 bytes or more";
+  return "";
+}
+
 /// Output extent of a sliding window; fails (reporting `what`) when the
-/// window does not fit the padded input.
+/// window does not fit the padded input or its extents overflow int64.
 static FailureOr<int64_t> windowOutput(Checker &c, int64_t in, int64_t padLo,
-                                       int64_t padHi, int64_t window,
+                                       int64_t padHi,
+                                       std::optional<int64_t> window,
                                        int64_t stride, StringRef what) {
-  int64_t span = in + padLo + padHi - window;
+  std::optional<int64_t> padded = llvm::checkedAdd(in, padLo);
+  if (padded)
+    padded = llvm::checkedAdd(*padded, padHi);
+  if (!window || !padded) {
+    (void)c.fail(what, " the window or the padded input extent overflows "
+                       "int64 (input ",
+                 in, ", padding ", padLo, " and ", padHi, ")");
+    return failure();
+  }
+  int64_t span = *padded - *window;
   if (span < 0) {
-    (void)c.fail(what, " window of extent ", window,
-                 " does not fit the padded input extent ", in + padLo + padHi);
+    (void)c.fail(what, " window of extent ", *window,
+                 " does not fit the padded input extent ", *padded);
     return failure();
   }
   return span / stride + 1;
@@ -278,11 +308,16 @@ LogicalResult Conv2dOp::inferReturnTypes(MLIRContext *ctx, std::optional<Locatio
   }
   std::array<int64_t, 4> pads = expandPadding(adaptor.getPadding());
   ArrayRef<int64_t> s = adaptor.getStrides(), d = adaptor.getDilation();
-  auto ho = windowOutput(c, h, pads[0], pads[1], d[0] * (kh - 1) + 1, s[0],
+  // (k - 1) * dilation + 1, unless that overflows.
+  auto dilated = [](int64_t k, int64_t dil) {
+    std::optional<int64_t> span = llvm::checkedMul(k - 1, dil);
+    return span ? llvm::checkedAdd(*span, int64_t(1)) : span;
+  };
+  auto ho = windowOutput(c, h, pads[0], pads[1], dilated(kh, d[0]), s[0],
                          "dilated kernel height:");
   if (failed(ho))
     return failure();
-  auto wo = windowOutput(c, wd, pads[2], pads[3], d[1] * (kw - 1) + 1, s[1],
+  auto wo = windowOutput(c, wd, pads[2], pads[3], dilated(kw, d[1]), s[1],
                          "dilated kernel width:");
   if (failed(wo))
     return failure();
@@ -600,11 +635,6 @@ LogicalResult AttentionOp::inferReturnTypes(MLIRContext *ctx,
   if (qs[1] % ks[1] != 0)
     return c.fail("query heads (", qs[1],
                   ") must be a multiple of key/value heads (", ks[1], ")");
-  if (std::optional<APFloat> scale = adaptor.getScale()) {
-    double s = scale->convertToDouble();
-    if (!std::isfinite(s))
-      return c.fail("attribute 'scale' must be finite, found ", s);
-  }
   if (Value mask = adaptor.getMask()) {
     // Any of the float types, whatever the query's: an f32 mask over f16
     // queries keeps large negative values exact.

@@ -8,7 +8,26 @@ include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 include "mlir/IR/CommonAttrConstraints.td"
 
-def Fuse_Tensor : StaticShapeTensorOf<[F32, F16, BF16]>;
+/// A tensor fusec computes on: static, f32/f16/bf16, no zero-size
+/// dimension, a size that fits int64 (fuse::shapeProblem).
+def Fuse_Tensor : Type<
+    And<[StaticShapeTensorOf<[F32, F16, BF16]>.predicate,
+         CPred<"::mlir::fuse::shapeProblem("
+               "::llvm::cast<::mlir::RankedTensorType>($_self).getShape(), "
+               "::llvm::cast<::mlir::RankedTensorType>($_self)"
+               ".getElementType()).empty()">]>,
+    "statically shaped tensor of f32, f16 or bf16 values, not empty and "
+    "under 2^63 bytes", "::mlir::RankedTensorType">;
+
+/// Scalars the math takes: a NaN epsilon or slope would make every output
+/// NaN without a word.
+def Fuse_FiniteF64Attr : ConfinedAttr<F64Attr, [AttrConstraint<
+    CPred<"std::isfinite(::llvm::cast<::mlir::FloatAttr>($_self)"
+          ".getValueAsDouble())">, "whose value is finite">]>;
+/// Clamp bounds: +-inf leaves a side open, NaN is refused.
+def Fuse_NotNaNF64Attr : ConfinedAttr<F64Attr, [AttrConstraint<
+    CPred<"!std::isnan(::llvm::cast<::mlir::FloatAttr>($_self)"
+          ".getValueAsDouble())">, "whose value is not NaN">]>;
 
 //===----------------------------------------------------------------------===//
 // Op roles, read by fusion (fusec-form-kernels) and tiling (fusec-tile-kernels)
@@ -107,7 +126,7 @@ def Fuse_BatchNormOp : Fuse_InferredOp<"batch_norm",
   let arguments = (ins Fuse_Tensor:$input, Fuse_Tensor:$mean,
                        Fuse_Tensor:$variance, Fuse_Tensor:$scale,
                        Fuse_Tensor:$shift,
-                       DefaultValuedAttr<F64Attr, "1.0e-5">:$epsilon,
+                       DefaultValuedAttr<Fuse_FiniteF64Attr, "1.0e-5">:$epsilon,
                        DefaultValuedAttr<Fuse_LayoutAttr,
                                          "::mlir::fuse::Layout::NHWC">:$layout);
   let results = (outs Fuse_Tensor:$result);
@@ -160,7 +179,7 @@ def Fuse_BatchNormCoefficientsOp : Fuse_Op<"batch_norm_coefficients",
   }];
   let arguments = (ins Fuse_Tensor:$mean, Fuse_Tensor:$variance,
                        Fuse_Tensor:$scale, Fuse_Tensor:$shift,
-                       DefaultValuedAttr<F64Attr, "1.0e-5">:$epsilon);
+                       DefaultValuedAttr<Fuse_FiniteF64Attr, "1.0e-5">:$epsilon);
   let results = (outs Fuse_Tensor:$result_scale, Fuse_Tensor:$result_shift);
   let assemblyFormat = [{
     $mean `,` $variance `,` $scale `,` $shift attr-dict `:` type($mean)
@@ -225,12 +244,12 @@ class Fuse_UnaryOp<string mnemonic, string expr, dag attrs = (ins)>
 def Fuse_ReluOp : Fuse_UnaryOp<"relu", "max(x, 0)">;
 def Fuse_Relu6Op : Fuse_UnaryOp<"relu6", "min(max(x, 0), 6)">;
 def Fuse_ClampOp : Fuse_UnaryOp<"clamp", "min(max(x, min), max)",
-    (ins F64Attr:$min, F64Attr:$max)> {
+    (ins Fuse_NotNaNF64Attr:$min, Fuse_NotNaNF64Attr:$max)> {
   let hasVerifier = 1;
 }
 def Fuse_LeakyReluOp : Fuse_UnaryOp<"leaky_relu",
     "x >= 0 ? x : alpha * x (alpha defaults to 0.01)",
-    (ins DefaultValuedAttr<F64Attr, "0.01">:$alpha)>;
+    (ins DefaultValuedAttr<Fuse_FiniteF64Attr, "0.01">:$alpha)>;
 def Fuse_GeluOp : Fuse_UnaryOp<"gelu",
     "x * Phi(x) with Phi the standard normal CDF; with approximate = tanh, "
     "0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x^3)))",
@@ -297,7 +316,7 @@ def Fuse_LayerNormOp : Fuse_InferredOp<"layer_norm", [AttrSizedOperandSegments, 
   let arguments = (ins Fuse_Tensor:$input, Optional<Fuse_Tensor>:$scale,
                        Optional<Fuse_Tensor>:$shift,
                        DefaultValuedAttr<I64Attr, "1">:$normalized_rank,
-                       DefaultValuedAttr<F64Attr, "1.0e-5">:$epsilon);
+                       DefaultValuedAttr<Fuse_FiniteF64Attr, "1.0e-5">:$epsilon);
   let results = (outs Fuse_Tensor:$result);
   let assemblyFormat = [{
     $input (`scale` `(` $scale^ `:` type($scale) `)`)?
@@ -314,7 +333,7 @@ def Fuse_RmsNormOp : Fuse_InferredOp<"rms_norm", [Fuse_Anchor, Fuse_RowReduction
   }];
   let arguments = (ins Fuse_Tensor:$input, Optional<Fuse_Tensor>:$scale,
                        DefaultValuedAttr<I64Attr, "1">:$normalized_rank,
-                       DefaultValuedAttr<F64Attr, "1.0e-6">:$epsilon);
+                       DefaultValuedAttr<Fuse_FiniteF64Attr, "1.0e-6">:$epsilon);
   let results = (outs Fuse_Tensor:$result);
   let assemblyFormat = [{
     $input (`scale` `(` $scale^ `:` type($scale) `)`)? attr-dict `:`
@@ -363,7 +382,7 @@ def Fuse_AttentionOp : Fuse_InferredOp<"attention", [Fuse_Anchor]> {
   }];
   let arguments = (ins Fuse_Tensor:$query, Fuse_Tensor:$key,
                        Fuse_Tensor:$value, Optional<Fuse_Tensor>:$mask,
-                       OptionalAttr<F64Attr>:$scale, UnitAttr:$causal);
+                       OptionalAttr<Fuse_FiniteF64Attr>:$scale, UnitAttr:$causal);
   let results = (outs Fuse_Tensor:$result);
   let assemblyFormat = [{
     $query `,` $key `,` $value (`,` $mask^)? attr-dict `:` type($query) `,`

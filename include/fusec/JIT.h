@@ -33,7 +33,7 @@ namespace jit {
 
 struct Options {
   /// The GPU architecture: sm_80, sm_86, sm_89, sm_90, sm_90a (Hopper's
-  /// wgmma/TMA kernels), sm_100, sm_100a.
+  /// wgmma/TMA kernels), sm_100, sm_100a, sm_120, sm_120a, sm_121, sm_121a.
   std::string arch = "sm_90";
   /// "ptx" (the artifact carries PTX) or "cuda" (CUDA C, which the runtime
   /// compiles with NVRTC when it loads the artifact).

@@ -151,11 +151,10 @@ public:
       if (failed(ref::verifyGraph(func)))
         return errors;
     std::string problem;
-    entry = selectEntry(*module, entryName, problem);
+    entry = selectEntry(*module, entryName,
+                        "name the one to use (the entry option)", problem);
     if (!entry)
-      return name + ": error: " + problem +
-             (entryName.empty() ? "; name the one to use (the entry option)\n"
-                                : "\n");
+      return name + ": error: " + problem + "\n";
     return "";
   }
 

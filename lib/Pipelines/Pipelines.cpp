@@ -73,7 +73,7 @@ void fusec::registerPipelines() {
 }
 
 func::FuncOp fusec::selectEntry(ModuleOp module, llvm::StringRef entry,
-                                std::string &problem) {
+                                llvm::StringRef choose, std::string &problem) {
   if (!entry.empty()) {
     if (auto f = module.lookupSymbol<func::FuncOp>(entry))
       return f;
@@ -85,7 +85,11 @@ func::FuncOp fusec::selectEntry(ModuleOp module, llvm::StringRef entry,
     return funcs.front();
   if (auto f = module.lookupSymbol<func::FuncOp>("main"))
     return f;
-  problem = std::to_string(funcs.size()) + " functions and none is @main";
+  if (funcs.empty())
+    problem = "no function: a graph is a func.func of fuse ops";
+  else
+    problem = std::to_string(funcs.size()) + " functions and none is @main; " +
+              choose.str();
   return nullptr;
 }
 

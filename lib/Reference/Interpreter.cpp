@@ -7,8 +7,11 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/FormatVariadic.h"
 
 #include <cmath>
+
+#include <unistd.h>
 
 using namespace mlir;
 using namespace mlir::fuse;
@@ -236,6 +239,23 @@ LogicalResult fusec::ref::verifyGraph(func::FuncOp func) {
              << i << " has type " << type
              << "; graph results must be statically shaped tensors of f32, "
                 "f16 or bf16";
+  for (auto [i, type] : llvm::enumerate(func.getArgumentTypes())) {
+    auto tensor = cast<RankedTensorType>(type);
+    std::string problem =
+        shapeProblem(tensor.getShape(), tensor.getElementType());
+    if (!problem.empty())
+      return emitError(func.getArgument(i).getLoc())
+             << "argument #" << i << " of @" << func.getSymName() << " ("
+             << type << ") " << problem;
+  }
+  for (auto [i, type] : llvm::enumerate(func.getResultTypes())) {
+    auto tensor = cast<RankedTensorType>(type);
+    std::string problem =
+        shapeProblem(tensor.getShape(), tensor.getElementType());
+    if (!problem.empty())
+      return func.emitOpError("result #") << i << " (" << type << ") "
+                                          << problem;
+  }
   for (Operation &op : func.getBody().getOps())
     if (!isa<func::ReturnOp>(op) && !isa<FuseDialect>(op.getDialect()))
       return op.emitOpError("is not a fuse op; a graph may only contain fuse "
@@ -297,9 +317,34 @@ static FailureOr<std::vector<Tensor>> evaluateBlock(Evaluator &ev,
   return block.getParentOp()->emitOpError("has no terminator");
 }
 
+LogicalResult fusec::ref::checkHostMemory(func::FuncOp func) {
+  // Sizes in doubles, saturating: shapes are verified below 2^63 bytes each,
+  // but their sum may not be.
+  double bytes = 0;
+  auto add = [&](Type type) {
+    if (auto tensor = dyn_cast<RankedTensorType>(type))
+      bytes += 8.0 * tensor.getNumElements();
+  };
+  for (Type type : func.getArgumentTypes())
+    add(type);
+  func.walk([&](Operation *op) {
+    if (!isa<KernelOp>(op))
+      llvm::for_each(op->getResultTypes(), add);
+  });
+  long pages = sysconf(_SC_PHYS_PAGES), pageSize = sysconf(_SC_PAGE_SIZE);
+  double physical = pages > 0 && pageSize > 0 ? double(pages) * pageSize : 0;
+  if (physical == 0 || bytes <= physical)
+    return success();
+  return func.emitOpError("needs ")
+         << llvm::formatv("{0:e2}", bytes)
+         << " bytes of host memory for the float64 reference interpreter "
+            "(its arguments and op results), more than this machine's "
+         << llvm::formatv("{0:e2}", physical) << " bytes";
+}
+
 FailureOr<std::vector<Tensor>> fusec::ref::evaluate(func::FuncOp func,
                                                     ArrayRef<Tensor> inputs) {
-  if (failed(verifyGraph(func)))
+  if (failed(verifyGraph(func)) || failed(checkHostMemory(func)))
     return failure();
   Block &body = func.getBody().front();
   if (inputs.size() != body.getNumArguments())

@@ -352,18 +352,21 @@ std::string fusec::writeNpy(const NpyArray &array, NpyDType dtype) {
   std::string header = std::string("{'descr': '") + descr +
                        "', 'fortran_order': False, 'shape': " + shape + ", }";
   // Pad with spaces so that the data starts 64-byte aligned, as NumPy does;
-  // the header always ends in '\n'.
-  const size_t prefix = kMagicLen + 2 + 2;
-  size_t total = prefix + header.size() + 1;
-  size_t padded = (total + 63) / 64 * 64;
-  header.append(padded - total, ' ');
+  // the header always ends in '\n'. Version 1.0 holds a header of up to
+  // 65535 bytes; a longer one (a shape of thousands of axes) takes 2.0, whose
+  // length field has 4 bytes, as NumPy does.
+  auto paddedSize = [&](size_t lenBytes) {
+    size_t total = kMagicLen + 2 + lenBytes + header.size() + 1;
+    return (total + 63) / 64 * 64 - (kMagicLen + 2 + lenBytes);
+  };
+  size_t lenBytes = paddedSize(2) <= 0xffff ? 2 : 4;
+  header.append(paddedSize(lenBytes) - header.size() - 1, ' ');
   header.push_back('\n');
-  assert(header.size() <= 0xffff && "header too long for .npy version 1.0");
 
   std::string out(kMagic, kMagicLen);
-  out.push_back('\x01');
+  out.push_back(lenBytes == 2 ? '\x01' : '\x02');
   out.push_back('\x00');
-  appendLE(out, header.size(), 2);
+  appendLE(out, header.size(), lenBytes);
   out += header;
 
   const size_t itemSize = dtype == NpyDType::F16   ? 2

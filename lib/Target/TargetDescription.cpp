@@ -19,7 +19,9 @@ struct Row {
 
 // Per-block opt-in and per-SM shared memory and threads from the CUDA
 // programming guide's table of compute capabilities; SM counts of the
-// flagship part (A100, A40, Orin, L40, H100/H200 SXM, B200).
+// flagship part (A100, A40, Orin, L40, H100/H200 SXM, B200, RTX 5090,
+// GB10). Each row's chip and PTX version are checked against the linked
+// LLVM when a target is parsed (PTXTarget::parse).
 static constexpr Row kTargets[] = {
     {"sm_80", 80, 108, 166912, 167936, 2048, TensorCores::MmaSync, "+ptx80"},
     {"sm_86", 86, 84, 101376, 102400, 1536, TensorCores::MmaSync, "+ptx80"},
@@ -30,6 +32,12 @@ static constexpr Row kTargets[] = {
     {"sm_100", 100, 148, 232448, 233472, 2048, TensorCores::MmaSync, "+ptx86"},
     {"sm_100a", 100, 148, 232448, 233472, 2048, TensorCores::MmaSync,
      "+ptx86"},
+    {"sm_120", 120, 170, 101376, 102400, 1536, TensorCores::MmaSync, "+ptx87"},
+    {"sm_120a", 120, 170, 101376, 102400, 1536, TensorCores::MmaSync,
+     "+ptx87"},
+    {"sm_121", 121, 48, 101376, 102400, 1536, TensorCores::MmaSync, "+ptx88"},
+    {"sm_121a", 121, 48, 101376, 102400, 1536, TensorCores::MmaSync,
+     "+ptx88"},
 };
 
 std::string TargetDescription::supportedChips() {

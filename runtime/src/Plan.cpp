@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cctype>
 #include <limits>
+#include <map>
 #include <set>
 
 using namespace fusec::runtime;
@@ -652,9 +653,11 @@ Status fusec::runtime::parsePlan(const std::string &text, Plan &plan) {
   return Status::success();
 }
 
-/// Names of the kernels the PTX defines (".entry NAME"), outside comments.
-static std::set<std::string> ptxEntries(const std::string &text) {
-  std::set<std::string> names;
+/// The kernels the PTX defines (".entry NAME(...)"), outside comments, and
+/// how many parameters each declares.
+static std::map<std::string, size_t> ptxEntries(const std::string &text) {
+  // Without comments, as one string: parameter lists span lines.
+  std::string code;
   size_t lineStart = 0;
   while (lineStart < text.size()) {
     size_t lineEnd = text.find('\n', lineStart);
@@ -665,22 +668,70 @@ static std::set<std::string> ptxEntries(const std::string &text) {
     size_t comment = line.find("//");
     if (comment != std::string::npos)
       line.resize(comment);
-    for (size_t at = line.find(".entry"); at != std::string::npos;
-         at = line.find(".entry", at + 1)) {
-      size_t p = at + 6;
-      if (p >= line.size() || !std::isspace(static_cast<unsigned char>(line[p])))
-        continue;
-      while (p < line.size() && std::isspace(static_cast<unsigned char>(line[p])))
-        ++p;
-      size_t begin = p;
-      while (p < line.size() && line[p] != '(' &&
-             !std::isspace(static_cast<unsigned char>(line[p])))
-        ++p;
-      if (p > begin)
-        names.insert(line.substr(begin, p - begin));
-    }
+    code += line;
+    code += '\n';
   }
-  return names;
+  auto isSpace = [&](size_t p) {
+    return std::isspace(static_cast<unsigned char>(code[p]));
+  };
+  std::map<std::string, size_t> entries;
+  for (size_t at = code.find(".entry"); at != std::string::npos;
+       at = code.find(".entry", at + 1)) {
+    size_t p = at + 6;
+    if (p >= code.size() || !isSpace(p))
+      continue;
+    while (p < code.size() && isSpace(p))
+      ++p;
+    size_t begin = p;
+    while (p < code.size() && code[p] != '(' && !isSpace(p))
+      ++p;
+    if (p == begin)
+      continue;
+    std::string name = code.substr(begin, p - begin);
+    while (p < code.size() && isSpace(p))
+      ++p;
+    size_t params = 0;
+    if (p < code.size() && code[p] == '(') {
+      size_t close = code.find(')', p);
+      std::string list = code.substr(p, close == std::string::npos
+                                            ? std::string::npos
+                                            : close - p);
+      for (size_t q = list.find(".param"); q != std::string::npos;
+           q = list.find(".param", q + 1))
+        ++params;
+    }
+    entries[name] = params;
+  }
+  return entries;
+}
+
+Status fusec::runtime::checkKernelParameters(const std::string &ptx,
+                                             const Plan &plan,
+                                             const std::string &sourceName) {
+  std::map<std::string, size_t> entries = ptxEntries(ptx);
+  for (size_t i = 0; i < plan.steps.size(); ++i) {
+    const Step &step = plan.steps[i];
+    if (step.kind != Step::Kind::Launch)
+      continue;
+    auto entry = entries.find(step.kernel);
+    if (entry == entries.end())
+      return invalid(sourceName,
+                     "steps[" + std::to_string(i) + "].kernel: kernel '" +
+                         step.kernel + "' is not defined in the PTX (no "
+                         "'.entry " + step.kernel +
+                         "'); the plan and the PTX do not match");
+    // Launching with fewer would let the kernel read past the parameter
+    // array; more would be ignored, so the plan is wrong either way.
+    if (entry->second != step.args.size())
+      return invalid(sourceName,
+                     "steps[" + std::to_string(i) + "].args: kernel '" +
+                         step.kernel + "' takes " +
+                         std::to_string(entry->second) +
+                         " parameters, the plan passes " +
+                         std::to_string(step.args.size()) +
+                         "; the plan and the kernel do not match");
+  }
+  return Status::success();
 }
 
 Status fusec::runtime::parseArtifact(const std::string &text, Plan &plan,
@@ -720,20 +771,20 @@ Status fusec::runtime::parseArtifact(const std::string &text, Plan &plan,
                               std::to_string(planLineNumber) +
                               ": invalid launch plan");
 
-  bool cuda = plan.targetKind == "cuda";
-  std::set<std::string> entries =
-      cuda ? detail::cudaKernels(text) : ptxEntries(text);
+  if (plan.targetKind != "cuda")
+    return checkKernelParameters(text, plan, sourceName);
+  // CUDA C: the names now, the parameters once NVRTC made PTX of it.
+  std::set<std::string> kernels = detail::cudaKernels(text);
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     const Step &step = plan.steps[i];
-    if (step.kind == Step::Kind::Launch && !entries.count(step.kernel))
+    if (step.kind == Step::Kind::Launch && !kernels.count(step.kernel))
       return invalid(sourceName,
                      "steps[" + std::to_string(i) + "].kernel: kernel '" +
-                         step.kernel + "' is not defined in the " +
-                         (cuda ? "CUDA C (no '__global__' function '" +
-                                     step.kernel + "')"
-                               : "PTX (no '.entry " + step.kernel + "')") +
-                         "; the plan and the " + (cuda ? "CUDA C" : "PTX") +
-                         " do not match");
+                         step.kernel +
+                         "' is not defined in the CUDA C (no '__global__' "
+                         "function '" +
+                         step.kernel + "'); the plan and the CUDA C do not "
+                         "match");
   }
   return Status::success();
 }

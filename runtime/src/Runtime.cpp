@@ -379,6 +379,7 @@ Status Module::load(std::shared_ptr<Device> device, const std::string &artifact,
     std::string arch = plan.archSpecific ? plan.arch : device->arch();
     FUSEC_RETURN_IF_ERROR(detail::compileCudaToPtx(
         artifact, "compute_" + arch.substr(3), sourceName, ptx));
+    FUSEC_RETURN_IF_ERROR(checkKernelParameters(ptx, plan, sourceName));
   }
   const std::string &image = plan.targetKind == "cuda" ? ptx : artifact;
 

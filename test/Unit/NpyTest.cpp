@@ -308,6 +308,30 @@ TEST(NpyWrite, HeaderIsV1AlignedAndNumPyStyle) {
   }
 }
 
+// A header past 65535 bytes (rank 23000) once overflowed version 1.0's
+// 2-byte length and wrote a corrupt file; it takes version 2.0 now.
+TEST(NpyWrite, LongHeaderTakesVersion2) {
+  NpyArray a{std::vector<int64_t>(23000, 1), {2.5}};
+  std::string img = writeNpy(a, NpyDType::F32);
+  ASSERT_GT(img.size(), 12u);
+  EXPECT_EQ(img[6], '\x02');
+  EXPECT_EQ(img[7], '\x00');
+  uint32_t headerLen = 0;
+  for (int i = 0; i < 4; ++i)
+    headerLen |= uint32_t(static_cast<unsigned char>(img[8 + i])) << (8 * i);
+  EXPECT_GT(headerLen, 0xffffu);
+  EXPECT_EQ((12 + headerLen) % 64, 0u);
+  EXPECT_EQ(img[12 + headerLen - 1], '\n');
+  EXPECT_EQ(img.size(), 12 + headerLen + 4);
+  NpyArray back = parseOk(img);
+  EXPECT_EQ(back.shape, a.shape);
+  EXPECT_EQ(back.data, a.data);
+  // Just below the limit stays 1.0.
+  EXPECT_EQ(writeNpy(NpyArray{std::vector<int64_t>(100, 1), {1}},
+                     NpyDType::F32)[6],
+            '\x01');
+}
+
 TEST(NpyWrite, PayloadBytesAreLittleEndian) {
   // f32: 1.0 = 0x3F800000, -2.5 = 0xC0200000.
   {

@@ -70,19 +70,33 @@ std::string planError(const json &plan) {
   return status.message();
 }
 
-/// PTX that defines `kernels`, each taking `arity` pointers.
-std::string ptxDefining(const std::vector<std::string> &kernels) {
+/// PTX that defines `kernels`, each taking `arity[kernel]` pointers (1 when
+/// not given).
+std::string ptxDefining(const std::vector<std::string> &kernels,
+                        const std::map<std::string, size_t> &arity = {}) {
   std::string ptx = ".version 8.0\n.target sm_90\n.address_size 64\n";
-  for (const std::string &k : kernels)
-    ptx += "\n.visible .entry " + k + "(\n\t.param .u64 " + k +
-           "_param_0\n)\n{\n\tret;\n}\n";
+  for (const std::string &k : kernels) {
+    auto it = arity.find(k);
+    size_t n = it == arity.end() ? 1 : it->second;
+    ptx += "\n.visible .entry " + k + "(";
+    for (size_t i = 0; i < n; ++i)
+      ptx += std::string(i ? "," : "") + "\n\t.param .u64 " + k + "_param_" +
+             std::to_string(i);
+    ptx += "\n)\n{\n\tret;\n}\n";
+  }
   return ptx;
 }
 
+/// An artifact of `plan` whose PTX defines `kernels`, each with the
+/// parameters the plan's steps pass it.
 std::string artifactOf(const json &plan,
                        const std::vector<std::string> &kernels) {
+  std::map<std::string, size_t> arity;
+  for (const json &step : plan["steps"])
+    if (step.value("kind", "") == "launch")
+      arity[step["kernel"]] = step["args"].size();
   return "// fusec artifact v1\n// fusec-plan: " + plan.dump() + "\n" +
-         ptxDefining(kernels);
+         ptxDefining(kernels, arity);
 }
 
 TEST(RuntimePlan, ParsesValidPlan) {
@@ -491,6 +505,24 @@ TEST(RuntimeArtifact, FindsThePlanLineAndChecksKernels) {
   EXPECT_EQ(status.message(),
             "a.ptx: steps[0].kernel: kernel 'k0_conv2d' is not defined in the "
             "PTX (no '.entry k0_conv2d'); the plan and the PTX do not match");
+
+  // A kernel declaring fewer (or more) parameters than its step passes: the
+  // launch would read past the parameter array.
+  std::string twoParams =
+      "// fusec artifact v1\n// fusec-plan: " + validPlan().dump() + "\n" +
+      ptxDefining({"k0_conv2d"}, {{"k0_conv2d", 2}});
+  status = parseArtifact(twoParams, plan, "a.ptx");
+  EXPECT_EQ(status.code(), StatusCode::InvalidArtifact);
+  EXPECT_EQ(status.message(),
+            "a.ptx: steps[0].args: kernel 'k0_conv2d' takes 2 parameters, the "
+            "plan passes 3; the plan and the kernel do not match");
+  status = parseArtifact("// fusec artifact v1\n// fusec-plan: " +
+                             validPlan().dump() + "\n" +
+                             ptxDefining({"k0_conv2d"}, {{"k0_conv2d", 4}}),
+                         plan, "a.ptx");
+  EXPECT_EQ(status.message(),
+            "a.ptx: steps[0].args: kernel 'k0_conv2d' takes 4 parameters, the "
+            "plan passes 3; the plan and the kernel do not match");
 }
 
 //===----------------------------------------------------------------------===//
@@ -1173,6 +1205,14 @@ TEST_F(RuntimeLaunch, CompilesCudaCForTheDevice) {
       << fake::state.image;
   EXPECT_NE(fake::state.image.find(".entry k0_conv2d("), std::string::npos);
   EXPECT_EQ(fake::state.kernels, (std::vector<std::string>{"k0_conv2d"}));
+
+  // NVRTC's PTX is held to the plan as a PTX artifact is.
+  std::string twoParams = cudaArtifactOf({"k0_conv2d"});
+  twoParams.replace(twoParams.find(", float *x)"), 11, ")");
+  status = Module::load(device, twoParams, module, "a.cu");
+  EXPECT_EQ(status.message(),
+            "a.cu: steps[0].args: kernel 'k0_conv2d' takes 2 parameters, the "
+            "plan passes 3; the plan and the kernel do not match");
 }
 
 TEST_F(RuntimeLaunch, ReportsTheJitLog) {

@@ -586,6 +586,20 @@ def build_cases():
         b = g.arg([3, 67, 17], dt)
         v = g.op(f"fuse.matmul {a}, {b} {{transpose_rhs}} : {t([2, 1, 21, 17], dt)}, {t([3, 67, 17], dt)}")
         add(f"matmul_{dt}", g.text([(v, t([2, 3, 21, 67], dt))]), dt)
+        # More batches than grid y/z take (65535): the grid folds into x.
+        g = Graph("g")
+        a = g.arg([65537, 2, 3], dt)
+        b = g.arg([65537, 3, 2], dt)
+        v = g.op(f"fuse.matmul {a}, {b} : {t([65537, 2, 3], dt)}, {t([65537, 3, 2], dt)}")
+        add(f"grid_fold_matmul_{dt}", g.text([(v, t([65537, 2, 2], dt))]), dt)
+        if dt != "f32":
+            g = Graph("g")
+            q = g.arg([1, 65537, 1, 8], dt)
+            k = g.arg([1, 65537, 2, 8], dt)
+            vv = g.arg([1, 65537, 2, 8], dt)
+            o = g.op(f"fuse.attention {q}, {k}, {vv} : {t([1, 65537, 1, 8], dt)}, "
+                     f"{t([1, 65537, 2, 8], dt)}, {t([1, 65537, 2, 8], dt)}")
+            add(f"grid_fold_attention_{dt}", g.text([(o, t([1, 65537, 1, 8], dt))]), dt)
         g = Graph("g")
         q = g.arg([2, 4, 13, 16], dt)
         k = g.arg([2, 2, 19, 16], dt)

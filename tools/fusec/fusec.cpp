@@ -213,12 +213,11 @@ static OwningOpRef<ModuleOp> loadGraph(MLIRContext &context,
 /// The graph function to run or compile.
 static func::FuncOp findEntry(ModuleOp module) {
   std::string problem;
-  func::FuncOp f = selectEntry(module, entryName, problem);
+  func::FuncOp f =
+      selectEntry(module, entryName, "choose one with --entry", problem);
   if (!f)
-    (void)fail(entryName.empty()
-                   ? inputFilename + " has " + problem +
-                         "; choose one with --entry"
-                   : problem + " in " + inputFilename);
+    (void)fail(entryName.empty() ? inputFilename + " has " + problem
+                                 : problem + " in " + inputFilename);
   return f;
 }
 
@@ -494,12 +493,9 @@ static double tolerance(Type elementType) {
 
 static LogicalResult runGraph(ModuleOp module) {
   func::FuncOp func = findEntry(module);
-  if (!func || failed(ref::verifyGraph(func)))
+  if (!func || failed(ref::verifyGraph(func)) ||
+      failed(ref::checkHostMemory(func)))
     return failure();
-  if (!outputDir.empty())
-    if (std::error_code ec = llvm::sys::fs::create_directories(outputDir))
-      return fail("cannot create directory '" + outputDir +
-                  "': " + ec.message());
   std::shared_ptr<rt::Device> gpu;
   if (device != Device::CPU) {
     rt::Status status = rt::Device::open(0, gpu);
@@ -557,6 +553,10 @@ static LogicalResult runGraph(ModuleOp module) {
     files.emplace_back(name + ".npy", &t, elementType);
   }
   if (!outputDir.empty()) {
+    // Only now: a run that fails earlier leaves no directory behind.
+    if (std::error_code ec = llvm::sys::fs::create_directories(outputDir))
+      return fail("cannot create directory '" + outputDir +
+                  "': " + ec.message());
     if (failed(writeTensors(files)))
       return failure();
     llvm::outs() << "wrote " << files.size() << " .npy files to " << outputDir
@@ -728,6 +728,8 @@ static LogicalResult tuneGraph(ModuleOp module) {
     }
     OwningOpRef<ModuleOp> single = kernelModule(kernel);
     auto func = *single->getOps<func::FuncOp>().begin();
+    if (failed(ref::checkHostMemory(func)))
+      return failure();
     std::vector<ref::Tensor> inputs = randomInputs(func, seed);
     // Created with the first candidate that loads: every candidate's plan
     // has the same inputs and outputs.

@@ -96,10 +96,11 @@ void registerPipelines();
 
 /// The graph function of `module` to compile or run: the one named `entry`,
 /// else the only function, else @main. Null when there is none, with
-/// `problem` saying why ("no function @x", "3 functions and none is
-/// @main") for the caller to word for its own options.
+/// `problem` saying why ("no function @x", "no function: a graph is a
+/// func.func of fuse ops", "3 functions and none is @main; " + `choose`,
+/// the caller's words for its own option).
 mlir::func::FuncOp selectEntry(mlir::ModuleOp module, llvm::StringRef entry,
-                               std::string &problem);
+                               llvm::StringRef choose, std::string &problem);
 
 /// Erases every function of `module` but `entry`: code generation works on
 /// one graph.

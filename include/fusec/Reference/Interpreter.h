@@ -25,6 +25,12 @@ std::optional<DType> getDType(mlir::Type elementType);
 /// Emits a located error otherwise.
 mlir::LogicalResult verifyGraph(mlir::func::FuncOp func);
 
+/// Checks that the interpreter can hold `func`'s tensors (float64, every
+/// argument and op result at once, a bound on what it keeps alive) in this
+/// machine's physical memory; emits an error naming the sizes otherwise.
+/// evaluate() checks it; callers that make inputs first check it before.
+mlir::LogicalResult checkHostMemory(mlir::func::FuncOp func);
+
 /// Evaluates `func` on `inputs`, one per argument with the argument's shape
 /// (the caller has already rounded them to the argument dtypes). Results are
 /// rounded to their element types. Emits an error at the offending op and

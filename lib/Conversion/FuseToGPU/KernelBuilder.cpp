@@ -24,20 +24,20 @@ using namespace fusec::tiling;
 FailureOr<LaunchConfig> KernelBuilder::build() {
   Block &body = kernel.getBody().front();
   SmallVector<Type> argTypes;
-  for (Type t : kernel.getInputs().getTypes()) {
-    auto tensor = cast<RankedTensorType>(t);
-    argTypes.push_back(
-        MemRefType::get(tensor.getShape(), tensor.getElementType()));
-  }
-  for (Type t : kernel.getResultTypes()) {
-    auto tensor = cast<RankedTensorType>(t);
-    argTypes.push_back(
-        MemRefType::get(tensor.getShape(), tensor.getElementType()));
-    if (tensor.getNumElements() >= (int64_t(1) << 31))
-      return kernel.emitOpError("result ")
-             << t << " has 2^31 elements or more; 32-bit indexing cannot "
-                     "address it";
-  }
+  for (auto [what, types] :
+       {std::pair{"input ", TypeRange(kernel.getInputs().getTypes())},
+        std::pair{"result ", TypeRange(kernel.getResultTypes())}})
+    for (Type t : types) {
+      auto tensor = cast<RankedTensorType>(t);
+      argTypes.push_back(
+          MemRefType::get(tensor.getShape(), tensor.getElementType()));
+      // Kernels index in 32 bits: a larger tensor, read or written, would
+      // wrap its offsets.
+      if (tensor.getNumElements() >= (int64_t(1) << 31))
+        return kernel.emitOpError(what)
+               << t << " has 2^31 elements or more; 32-bit indexing cannot "
+                       "address it";
+    }
   for (Value v : yield().getValues())
     if (shapeOf(v) != shapeOf(yield().getValues()[0]))
       return kernel.emitOpError("results of different shapes cannot share "
@@ -80,10 +80,40 @@ FailureOr<LaunchConfig> KernelBuilder::build() {
              << config->grid[0] << " x " << config->grid[1] << " x "
              << config->grid[2] << " blocks, beyond what CUDA launches";
   if (config->grid[1] > 65535 || config->grid[2] > 65535)
-    return kernel.emitOpError("needs ")
-           << config->grid[1] << " x " << config->grid[2]
-           << " blocks in y and z, beyond CUDA's 65535";
+    if (failed(foldGridIntoX(*config)))
+      return failure();
   return config;
+}
+
+LogicalResult KernelBuilder::foldGridIntoX(LaunchConfig &config) {
+  // CUDA caps grid y and z at 65535 blocks; batches and head counts map
+  // there. Launch every block along x instead and recover each block's
+  // (x, y, z) from its linear index, which x holds up to 2^31 - 1.
+  auto [gx, gy, gz] = config.grid;
+  int64_t total = 0;
+  if (llvm::MulOverflow(gx, gy, total) || llvm::MulOverflow(total, gz, total) ||
+      total >= (int64_t(1) << 31))
+    return kernel.emitOpError("needs a grid of ")
+           << gx << " x " << gy << " x " << gz
+           << " blocks, beyond what CUDA launches";
+  SmallVector<gpu::BlockIdOp> ids;
+  func.walk([&](gpu::BlockIdOp op) { ids.push_back(op); });
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(&func.getBody().front());
+  Value linear = gpu::BlockIdOp::create(b, gpu::Dimension::x);
+  Value x = arith::RemUIOp::create(b, linear, idx(gx));
+  Value yz = arith::DivUIOp::create(b, linear, idx(gx));
+  Value y = arith::RemUIOp::create(b, yz, idx(gy));
+  Value z = arith::DivUIOp::create(b, yz, idx(gy));
+  for (gpu::BlockIdOp op : ids) {
+    gpu::Dimension d = op.getDimension();
+    op.replaceAllUsesWith(d == gpu::Dimension::x   ? x
+                          : d == gpu::Dimension::y ? y
+                                                   : z);
+    op.erase();
+  }
+  config.grid = {total, 1, 1};
+  return success();
 }
 
 //===----------------------------------------------------------------------===//

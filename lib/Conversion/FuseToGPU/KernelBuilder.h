@@ -102,6 +102,9 @@ public:
   /// its results, taking one memref per kernel input, then one per result.
   /// Fails with an error at the kernel.
   FailureOr<LaunchConfig> build();
+  /// Launches a grid whose y or z passes 65535 along x alone, rewriting the
+  /// body's block ids; fails past 2^31 - 1 blocks.
+  LogicalResult foldGridIntoX(LaunchConfig &config);
 
 protected:
   /// Emits the function body (the entry block is the insertion point; the

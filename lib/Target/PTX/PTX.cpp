@@ -19,11 +19,18 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Transforms/Passes.h"
+#include "llvm/Config/llvm-config.h"
+#include "llvm/MC/MCSubtargetInfo.h"
+#include "llvm/MC/TargetRegistry.h"
 #include "llvm/Support/Error.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Process.h"
 #include "llvm/Support/Program.h"
+#include "llvm/TargetParser/Triple.h"
+
+extern "C" void LLVMInitializeNVPTXTargetInfo();
+extern "C" void LLVMInitializeNVPTXTargetMC();
 
 using namespace mlir;
 using namespace fusec;
@@ -51,6 +58,30 @@ llvm::Expected<PTXTarget> PTXTarget::parse(StringRef arch) {
   llvm::Expected<TargetDescription> description = TargetDescription::get(arch);
   if (!description)
     return description.takeError();
+  // The table knows the chip; the LLVM fusec is linked against must know it
+  // too, and the PTX version the table pairs it with, or its NVPTX backend
+  // would abort instead of failing.
+  static const bool initialized = [] {
+    LLVMInitializeNVPTXTargetInfo();
+    LLVMInitializeNVPTXTargetMC();
+    return true;
+  }();
+  (void)initialized;
+  llvm::Triple triple("nvptx64-nvidia-cuda");
+  std::string error;
+  const llvm::Target *nvptx = llvm::TargetRegistry::lookupTarget(triple, error);
+  std::unique_ptr<llvm::MCSubtargetInfo> subtarget(
+      nvptx ? nvptx->createMCSubtargetInfo(triple, "", "") : nullptr);
+  llvm::StringRef ptxVersion = llvm::StringRef(description->ptxFeatures)
+                                   .drop_front(); // "+ptx86" -> "ptx86"
+  if (!subtarget || !subtarget->isCPUStringValid(description->chip) ||
+      !llvm::any_of(subtarget->getAllProcessorFeatures(), [&](const auto &kv) {
+        return ptxVersion == kv.Key;
+      }))
+    return llvm::createStringError(
+        "--arch=" + arch.str() + " needs " + ptxVersion.str() +
+        ", which the LLVM fusec is built with (" LLVM_VERSION_STRING
+        ") cannot emit for " + description->chip);
   PTXTarget target;
   target.chip = description->chip;
   target.features = description->ptxFeatures;

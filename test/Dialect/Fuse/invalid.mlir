@@ -18,7 +18,7 @@ func.func @unsupported_dtype(%x: tensor<2x4xf64>, %y: tensor<2x4xf64>) {
 // -----
 
 func.func @unsupported_dtype_unary(%x: tensor<2x4xi32>) {
-  // expected-error @below {{'fuse.relu' op operand #0 must be statically shaped tensor of 32-bit float or 16-bit float or bfloat16 type values, but got 'tensor<2x4xi32>'}}
+  // expected-error @below {{'fuse.relu' op operand #0 must be statically shaped tensor of f32, f16 or bf16 values, not empty and under 2^63 bytes, but got 'tensor<2x4xi32>'}}
   %0 = fuse.relu %x : tensor<2x4xi32>
   return
 }
@@ -347,7 +347,7 @@ func.func @attention_mask(%q: tensor<1x2x4x8xf32>, %k: tensor<1x2x6x8xf32>, %m: 
 // -----
 
 func.func @attention_scale(%q: tensor<1x2x4x8xf32>) {
-  // expected-error @below {{'fuse.attention' op attribute 'scale' must be finite, found INF}}
+  // expected-error @below {{'fuse.attention' op attribute 'scale' failed to satisfy constraint: 64-bit float attribute whose value is finite}}
   %0 = fuse.attention %q, %q, %q {scale = 0x7FF0000000000000 : f64} : tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>
   return
 }
@@ -777,5 +777,116 @@ func.func @tensor_map_swizzle_span(%a: memref<64x128xf16>) {
 func.func @tensor_map_outside(%a: memref<64x64xf16>) {
   // expected-error @below {{'fuse.tensor_map' op views bytes up to 8320 of a buffer of 8192 bytes}}
   %0 = fuse.tensor_map %a {dims = array<i64: 64, 64>, strides = array<i64: 128>, box = array<i64: 64, 64>, offset = 128} : memref<64x64xf16> -> !llvm.ptr
+  return
+}
+
+// -----
+
+// Zero-size dimensions are refused at the first op that takes one, before
+// any shape arithmetic (0 key/value heads once divided by zero).
+func.func @zero_heads(%q: tensor<1x2x4x8xf32>, %k: tensor<1x0x4x8xf32>, %v: tensor<1x0x4x8xf32>) {
+  // expected-error @below {{'fuse.attention' op operand 'key' [1, 0, 4, 8] has a zero-size dimension; fusec tensors are not empty}}
+  %0 = fuse.attention %q, %k, %v : tensor<1x2x4x8xf32>, tensor<1x0x4x8xf32>, tensor<1x0x4x8xf32>
+  return
+}
+
+// -----
+
+func.func @zero_length_rows(%x: tensor<4x0xf32>) {
+  // expected-error @below {{'fuse.softmax' op operand 'input' [4, 0] has a zero-size dimension}}
+  %0 = fuse.softmax %x : tensor<4x0xf32>
+  return
+}
+
+// -----
+
+func.func @zero_length_norm(%x: tensor<4x0xf16>) {
+  // expected-error @below {{'fuse.layer_norm' op operand 'input' [4, 0] has a zero-size dimension}}
+  %0 = fuse.layer_norm %x : tensor<4x0xf16>
+  return
+}
+
+// -----
+
+func.func @zero_length_rms(%x: tensor<4x0xbf16>) {
+  // expected-error @below {{'fuse.rms_norm' op operand 'input' [4, 0] has a zero-size dimension}}
+  %0 = fuse.rms_norm %x : tensor<4x0xbf16>
+  return
+}
+
+// -----
+
+func.func @empty_upsample(%x: tensor<1x0x0x4xf32>) {
+  // expected-error @below {{'fuse.upsample' op operand 'input' [1, 0, 0, 4] has a zero-size dimension}}
+  %0 = fuse.upsample %x {scale = array<f64: 2.0, 2.0>} : tensor<1x0x0x4xf32>
+  return
+}
+
+// -----
+
+func.func @empty_pool(%x: tensor<1x0x0x4xf32>) {
+  // expected-error @below {{'fuse.max_pool2d' op operand 'input' [1, 0, 0, 4] has a zero-size dimension}}
+  %0 = fuse.max_pool2d %x {kernel = array<i64: 2, 2>, strides = array<i64: 1, 1>, padding = array<i64: 1, 1>} : tensor<1x0x0x4xf32>
+  return
+}
+
+// -----
+
+func.func @empty_kernel_input(%x: tensor<0x8xf32>) {
+  // expected-error @below {{'fuse.kernel' op operand #0 must be variadic of statically shaped tensor of f32, f16 or bf16 values, not empty and under 2^63 bytes, but got 'tensor<0x8xf32>'}}
+  %y = fuse.kernel "k0" (%x) : (tensor<0x8xf32>) -> tensor<0x8xf32> {
+  ^bb0(%a: tensor<0x8xf32>):
+    fuse.yield %a : tensor<0x8xf32>
+  }
+  return
+}
+
+// -----
+
+// Sizes past int64 are refused instead of wrapping.
+func.func @size_overflow(%x: tensor<4000000000x4000000000x4000000000xf32>) {
+  // expected-error @below {{'fuse.relu' op operand #0 must be statically shaped tensor of f32, f16 or bf16 values, not empty and under 2^63 bytes, but got 'tensor<4000000000x4000000000x4000000000xf32>'}}
+  %0 = fuse.relu %x : tensor<4000000000x4000000000x4000000000xf32>
+  return
+}
+
+// -----
+
+func.func @padding_overflow(%x: tensor<1x8x8x3xf32>, %w: tensor<4x3x3x3xf32>) {
+  // expected-error @below {{'fuse.conv2d' op dilated kernel height: the window or the padded input extent overflows int64 (input 8, padding 9223372036854775800 and 9223372036854775800)}}
+  %0 = fuse.conv2d %x, %w {padding = array<i64: 9223372036854775800, 9223372036854775800>} : tensor<1x8x8x3xf32>, tensor<4x3x3x3xf32>
+  return
+}
+
+// -----
+
+func.func @dilation_overflow(%x: tensor<1x8x8x3xf32>, %w: tensor<4x3x3x3xf32>) {
+  // expected-error @below {{'fuse.conv2d' op dilated kernel height: the window or the padded input extent overflows int64}}
+  %0 = fuse.conv2d %x, %w {dilation = array<i64: 9223372036854775807, 1>} : tensor<1x8x8x3xf32>, tensor<4x3x3x3xf32>
+  return
+}
+
+// -----
+
+// NaN scalars are refused: every output would be NaN.
+func.func @nan_epsilon(%x: tensor<4x8xf32>) {
+  // expected-error @below {{'fuse.layer_norm' op attribute 'epsilon' failed to satisfy constraint: 64-bit float attribute whose value is finite}}
+  %0 = "fuse.layer_norm"(%x) {epsilon = 0x7FF8000000000000 : f64} : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @nan_alpha(%x: tensor<4x8xf32>) {
+  // expected-error @below {{'fuse.leaky_relu' op attribute 'alpha' failed to satisfy constraint: 64-bit float attribute whose value is finite}}
+  %0 = "fuse.leaky_relu"(%x) {alpha = 0x7FF8000000000000 : f64} : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @nan_clamp(%x: tensor<4x8xf32>) {
+  // expected-error @below {{'fuse.clamp' op attribute 'max' failed to satisfy constraint: 64-bit float attribute whose value is not NaN}}
+  %0 = "fuse.clamp"(%x) {min = 0xFFF0000000000000 : f64, max = 0x7FF8000000000000 : f64} : (tensor<4x8xf32>) -> tensor<4x8xf32>
   return
 }

@@ -138,6 +138,12 @@ Status parsePlan(const std::string &json, Plan &plan);
 Status parseArtifact(const std::string &text, Plan &plan,
                      const std::string &sourceName = "artifact");
 
+/// Checks that `ptx` defines every kernel `plan` launches, each with as many
+/// parameters as its step passes. parseArtifact does this for PTX artifacts;
+/// Module::load does it for CUDA C ones on the PTX that NVRTC makes.
+Status checkKernelParameters(const std::string &ptx, const Plan &plan,
+                             const std::string &sourceName = "artifact");
+
 } // namespace runtime
 } // namespace fusec
 
