@@ -25,6 +25,11 @@
 #   bench/gpu-session.sh sweep
 #       (there; prepared with FUSEC_SWEEP=1) times the workloads of bench/sweep.py under each candidate
 #       tile, to calibrate the tensor-core heuristic; $OUT/sweep.json.
+#   bench/gpu-session.sh sanitize TOOL[,TOOL...] [-k SUBSTR] [-j N]
+#       (there) the numeric suite under compute-sanitizer (memcheck,
+#       racecheck, synccheck, initcheck): every artifact run with its inputs,
+#       any finding a failure, the numbers still checked; N at once (4);
+#       $OUT/sanitize-TOOL.json and .log, a table last.
 #   bench/gpu-session.sh profile KERNEL_REGEX ARTIFACT...
 #       (there) compute-sanitizer's memcheck on each artifact, then Nsight
 #       Compute (clocks left alone) on the kernels matching KERNEL_REGEX:
@@ -133,6 +138,23 @@ run)
   [ "$what" = suite ] || [ "$what" = jit ] || sed -n '/^ceilings: /,$p' "$out/bench.log"
   exit $((suite | fusec_run | jit))
   ;;
+sanitize)
+  tools=${2:?name the compute-sanitizer tools: memcheck,racecheck,synccheck}
+  shift 2
+  out=${OUT:-$STAGE/out}
+  mkdir -p "$out"
+  rm -rf /tmp/fusec-cases && mkdir -p /tmp/fusec-cases
+  xz -dc "$STAGE/cases.tar.xz" | tar -C /tmp/fusec-cases -xf -
+  status=0
+  for tool in ${tools//,/ }; do
+    python3 test/gpu/cases.py run --runner "$STAGE/fusec-runner" --cases /tmp/fusec-cases/cases \
+      --sanitize "$tool" --timeout 300 -j 4 --json "$out/sanitize-$tool.json" "$@" \
+      >"$out/sanitize-$tool.log" 2>&1 || status=1
+    grep FAIL "$out/sanitize-$tool.log" | head -20 || true
+    echo "$tool: $(tail -n1 "$out/sanitize-$tool.log")"
+  done
+  exit $status
+  ;;
 tune)
   shift
   [ "${1:-}" = -k ] && keys=$2 || keys=
@@ -195,7 +217,7 @@ profile)
   done
   ;;
 *)
-  echo "usage: $0 prepare|run [suite|bench|all] [-k SUBSTR]|tune [-k SUBSTR]|sweep|profile KERNEL_REGEX ARTIFACT..." >&2
+  echo "usage: $0 prepare|run [suite|bench|jit|all] [-k SUBSTR]|sanitize TOOLS [-k SUBSTR] [-j N]|tune [-k SUBSTR]|sweep|profile KERNEL_REGEX ARTIFACT..." >&2
   exit 2
   ;;
 esac
