@@ -39,6 +39,10 @@ tools = [
     "fusec-runner",
     "fusec-translate",
     "fusec-nvrtc-check",
+    "fusec-fuzz-npy",
+    "fusec-fuzz-plan",
+    "fusec-fuzz-pipeline",
+    "fusec-fuzz-builder",
 ]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 

@@ -1,0 +1,9 @@
+func.func @main(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %y = fuse.kernel "" (%x) : (tensor<4x8xf32>) -> tensor<4x8xf32> {
+  ^bb0(%a: tensor<4x8xf32>):
+    %0 = fuse.softmax %a : tensor<4x8xf32>
+    %1 = fuse.relu %0 : tensor<4x8xf32>
+    fuse.yield %1 : tensor<4x8xf32>
+  }
+  return %y : tensor<4x8xf32>
+}

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# An AddressSanitizer + UndefinedBehaviorSanitizer build of fusec, with
+# libFuzzer's coverage instrumentation, in build-sanitize/ (clang; installed
+# if missing), and what runs on it:
+#
+#   scripts/sanitize.sh [lit]               the CPU test suite (lit) on the
+#       instrumented tools and unit tests; any report fails the test
+#   scripts/sanitize.sh fuzz [SECONDS] [TARGET...]
+#       each fuzz target (npy plan builder pipeline; all by default) for
+#       SECONDS (60) under libFuzzer, starting from a copy of its corpus in
+#       fuzz/corpus; crashes, leaks and hangs (over 20 s) are written to
+#       build-sanitize/fuzz-out/TARGET/ and fail the run
+#
+# docs/Fuzzing.md says how to triage a finding.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD=${SANITIZE_BUILD_DIR:-build-sanitize}
+
+if ! command -v clang++ >/dev/null; then
+  SUDO=
+  [ "$(id -u)" -eq 0 ] || SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends clang >/dev/null
+fi
+# LeakSanitizer stays on: a leak is a finding. MLIR's and LLVM's process-wide
+# registries are reachable at exit, which LeakSanitizer does not report.
+export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_stack_use_after_return=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+
+build() {
+  BUILD_DIR=$BUILD FUSEC_CMAKE_ARGS="-DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
+    -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFUSEC_SANITIZE=ON -DFUSEC_FUZZ=ON" ./setup.sh "$@"
+}
+
+case "${1:-lit}" in
+lit)
+  build fusec fusec-opt fusec-runner fusec-translate fusec-nvrtc-check FusecUnitTests \
+    fusec-compile-times FuseDialectDocGen FusecPassesDocGen
+  # Not here: tests that load fusec's libraries into a process that was not
+  # built with ASan (Python, the installed-package example).
+  lit-22 -sv "$BUILD/test" --filter-out 'python/|fusec/install.test|fuzz/'
+  ;;
+fuzz)
+  seconds=${2:-60}
+  shift $(($# >= 2 ? 2 : 1))
+  targets=("$@")
+  [ ${#targets[@]} -gt 0 ] || targets=(npy plan builder pipeline)
+  build "${targets[@]/#/fusec-fuzz-}"
+  status=0
+  for t in "${targets[@]}"; do
+    work=$BUILD/fuzz-out/$t
+    rm -rf "$work" && mkdir -p "$work/corpus"
+    cp fuzz/corpus/"$t"/* "$work/corpus/"
+    echo "== fusec-fuzz-$t, $seconds s"
+    if ! "$BUILD/bin/fusec-fuzz-$t" "$work/corpus" -max_total_time="$seconds" -timeout=20 \
+        -rss_limit_mb=4096 -max_len=8192 -artifact_prefix="$work/" -print_final_stats=1 \
+        >"$work/log" 2>&1; then
+      status=1
+      echo "FOUND: $(grep -m1 -E 'ERROR|SUMMARY|timeout|leak' "$work/log" || tail -n1 "$work/log")"
+      ls "$work" | grep -E '^(crash|leak|timeout|oom)-' || true
+    fi
+    grep -E '^stat::number_of_executed_units|^#[0-9]+.*DONE' "$work/log" | tail -n2 || true
+  done
+  exit $status
+  ;;
+*)
+  echo "usage: $0 [lit] | fuzz [SECONDS] [TARGET...]" >&2
+  exit 2
+  ;;
+esac
