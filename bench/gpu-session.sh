@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One script for a session on a GPU machine.
 #
-#   bench/gpu-session.sh prepare   (here, with LLVM/MLIR) builds fusec and the
+#   bench/gpu-session.sh prepare   (here, with LLVM/MLIR; FUSEC_CASES=SUBSTR,...
+#       for a subset of the suite) builds fusec and the
 #       runtime, plus a self-contained fusec (static LLVM/MLIR, in
 #       build-static/), compiles the on-GPU numeric suite (test/gpu/cases.py)
 #       and the benchmark workloads (bench/bench.py) to artifacts with CPU
@@ -42,8 +43,9 @@ case "${1:-}" in
 prepare)
   ./setup.sh
   rm -rf "$STAGE" && mkdir -p "$STAGE"
+  # FUSEC_CASES=SUBSTR[,SUBSTR...] prepares only the cases matching one.
   python3 test/gpu/cases.py prepare --fusec build/bin/fusec --out "$STAGE/cases" --cuda \
-    --ptxas "$(command -v ptxas)"
+    --ptxas "$(command -v ptxas)" ${FUSEC_CASES:+-k "$FUSEC_CASES"}
   # The cases' reference data: compressed, it fits the carry limit.
   tar -C "$STAGE" -cf - cases | xz -T2 -6 > "$STAGE/cases.tar.xz"
   rm -rf "$STAGE/cases"

@@ -27,9 +27,12 @@ fi
 export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_stack_use_after_return=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 
+# Configures (once, through setup.sh) and builds the given targets.
 build() {
   BUILD_DIR=$BUILD FUSEC_CMAKE_ARGS="-DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
-    -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFUSEC_SANITIZE=ON -DFUSEC_FUZZ=ON" ./setup.sh "$@"
+    -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFUSEC_SANITIZE=ON -DFUSEC_FUZZ=ON" ./setup.sh "$1"
+  shift
+  [ $# -eq 0 ] || ninja -C "$BUILD" "$@"
 }
 
 case "${1:-lit}" in
