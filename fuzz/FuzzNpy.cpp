@@ -15,8 +15,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   fusec::NpyArray array;
   std::string error;
   std::string bytes(reinterpret_cast<const char *>(data), size);
-  if (!fusec::parseNpy(bytes, array, error))
-    return error.empty() ? (abort(), 0) : 0;
+  if (!fusec::parseNpy(bytes, array, error)) {
+    if (error.empty())
+      abort(); // a refusal says why
+    return 0;
+  }
   size_t count = 1;
   for (int64_t d : array.shape)
     count *= static_cast<size_t>(d);

@@ -84,7 +84,7 @@ public:
     }
     // Before any shape arithmetic: an extent of 0 would divide by zero, and
     // a product past int64 would wrap.
-    std::string problem = shapeProblem(type.getShape(), type.getElementType());
+    std::string problem = shapeProblem(type);
     if (!problem.empty()) {
       (void)fail("operand '", name, "' ", shapeStr(type.getShape()), " ",
                  problem);
@@ -221,11 +221,11 @@ static typename OpTy::Adaptor completeAdaptor(MLIRContext *ctx,
                                 props);
 }
 
-std::string fuse::shapeProblem(ArrayRef<int64_t> shape, Type elementType) {
-  if (llvm::is_contained(shape, 0))
+std::string fuse::shapeProblem(RankedTensorType type) {
+  if (llvm::is_contained(type.getShape(), 0))
     return "has a zero-size dimension; fusec tensors are not empty";
-  int64_t bytes = elementType.getIntOrFloatBitWidth() / 8;
-  for (int64_t d : shape)
+  int64_t bytes = type.getElementTypeBitWidth() / 8;
+  for (int64_t d : type.getShape())
     if (d < 0 || llvm::MulOverflow(bytes, d, bytes))
       return "has 2^63 bytes or more";
   return "";

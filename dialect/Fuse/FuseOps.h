@@ -62,10 +62,10 @@ std::array<int64_t, 4> expandPadding(llvm::ArrayRef<int64_t> padding);
 /// last axis for NHWC.
 int64_t channelAxis(Layout layout, int64_t rank);
 
-/// What makes a static tensor of `shape` and `elementType` one fusec cannot
-/// compute on: "has a zero-size dimension", or "has 2^63 bytes or more"
-/// (its size overflows int64); "" when there is nothing wrong.
-std::string shapeProblem(llvm::ArrayRef<int64_t> shape, Type elementType);
+/// What makes a static tensor one fusec cannot compute on: "has a zero-size
+/// dimension", or "has 2^63 bytes or more" (its size overflows int64); ""
+/// when there is nothing wrong.
+std::string shapeProblem(RankedTensorType type);
 
 } // namespace mlir::fuse
 

@@ -13,9 +13,7 @@ include "mlir/IR/CommonAttrConstraints.td"
 def Fuse_Tensor : Type<
     And<[StaticShapeTensorOf<[F32, F16, BF16]>.predicate,
          CPred<"::mlir::fuse::shapeProblem("
-               "::llvm::cast<::mlir::RankedTensorType>($_self).getShape(), "
-               "::llvm::cast<::mlir::RankedTensorType>($_self)"
-               ".getElementType()).empty()">]>,
+               "::llvm::cast<::mlir::RankedTensorType>($_self)).empty()">]>,
     "statically shaped tensor of f32, f16 or bf16 values, not empty and "
     "under 2^63 bytes", "::mlir::RankedTensorType">;
 

@@ -223,35 +223,29 @@ static bool isGraphTensor(Type type) {
 LogicalResult fusec::ref::verifyGraph(func::FuncOp func) {
   if (func.isExternal())
     return func.emitOpError("is a declaration; a graph needs a body");
-  for (auto [i, type] : llvm::enumerate(func.getArgumentTypes()))
+  for (auto [i, type] : llvm::enumerate(func.getArgumentTypes())) {
     if (!isGraphTensor(type))
       return emitError(func.getArgument(i).getLoc())
              << "argument #" << i << " of @" << func.getSymName()
              << " has type " << type
              << "; graph arguments must be statically shaped tensors of "
                 "f32, f16 or bf16";
-  if (func.getNumResults() == 0)
-    return func.emitOpError("returns nothing; a graph returns at least one "
-                            "tensor");
-  for (auto [i, type] : llvm::enumerate(func.getResultTypes()))
-    if (!isGraphTensor(type))
-      return func.emitOpError("result #")
-             << i << " has type " << type
-             << "; graph results must be statically shaped tensors of f32, "
-                "f16 or bf16";
-  for (auto [i, type] : llvm::enumerate(func.getArgumentTypes())) {
-    auto tensor = cast<RankedTensorType>(type);
-    std::string problem =
-        shapeProblem(tensor.getShape(), tensor.getElementType());
+    std::string problem = shapeProblem(cast<RankedTensorType>(type));
     if (!problem.empty())
       return emitError(func.getArgument(i).getLoc())
              << "argument #" << i << " of @" << func.getSymName() << " ("
              << type << ") " << problem;
   }
+  if (func.getNumResults() == 0)
+    return func.emitOpError("returns nothing; a graph returns at least one "
+                            "tensor");
   for (auto [i, type] : llvm::enumerate(func.getResultTypes())) {
-    auto tensor = cast<RankedTensorType>(type);
-    std::string problem =
-        shapeProblem(tensor.getShape(), tensor.getElementType());
+    if (!isGraphTensor(type))
+      return func.emitOpError("result #")
+             << i << " has type " << type
+             << "; graph results must be statically shaped tensors of f32, "
+                "f16 or bf16";
+    std::string problem = shapeProblem(cast<RankedTensorType>(type));
     if (!problem.empty())
       return func.emitOpError("result #") << i << " (" << type << ") "
                                           << problem;
