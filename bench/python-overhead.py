@@ -71,12 +71,13 @@ def main():
         python_us = per_call_us(lambda: kernel(*xs, out=y), args.calls)
         # The C API alone: the same module and stream, buffers filled once.
         m = kernel._module(0)
-        for b, x in zip(m.in_buffers, xs):
+        ib, ob = m.buffers()
+        for b, x in zip(ib, xs):
             b.ptr = x.data_ptr()
-        m.out_buffers[0].ptr = y.data_ptr()
+        ob[0].ptr = y.data_ptr()
         stream = torch.cuda.current_stream().cuda_stream
         run = _capi.runtime.fusec_module_run
-        h, ib, ob, ni, no = m.h, m.in_buffers, m.out_buffers, len(xs), 1
+        h, ni, no = m.h, len(xs), 1
         c_us = per_call_us(lambda: run(h, stream, ib, ni, ob, no), args.calls)
         row = {"graph": name, "python_us": python_us, "c_api_us": c_us,
                "overhead_us": python_us - c_us}

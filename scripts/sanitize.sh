@@ -16,21 +16,29 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${SANITIZE_BUILD_DIR:-build-sanitize}
 
-if ! command -v clang++ >/dev/null; then
+# Clang 22, as LLVM: fusec's C++ captures structured bindings in lambdas,
+# which clang learnt in 16.
+if ! command -v clang++-22 >/dev/null || [ ! -d /usr/lib/llvm-22/lib/clang/22/lib ]; then
   SUDO=
   [ "$(id -u)" -eq 0 ] || SUDO=sudo
   $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends clang >/dev/null
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends \
+    clang-22 libclang-rt-22-dev >/dev/null
 fi
 # LeakSanitizer stays on: a leak is a finding. MLIR's and LLVM's process-wide
 # registries are reachable at exit, which LeakSanitizer does not report.
 export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_stack_use_after_return=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 
+# SANITIZE_STATIC=1 links LLVM and MLIR statically (with lld), for binaries
+# that run where LLVM is not installed (the GPU machine's CPUs).
+link=
+[ -z "${SANITIZE_STATIC:-}" ] || link="-DFUSEC_LINK_MLIR_DYLIB=OFF -DLLVM_USE_LINKER=lld"
+
 # Configures (once, through setup.sh) and builds the given targets.
 build() {
-  BUILD_DIR=$BUILD FUSEC_CMAKE_ARGS="-DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
-    -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFUSEC_SANITIZE=ON -DFUSEC_FUZZ=ON" ./setup.sh "$1"
+  BUILD_DIR=$BUILD FUSEC_CMAKE_ARGS="-DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22 \
+    -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFUSEC_SANITIZE=ON -DFUSEC_FUZZ=ON $link" ./setup.sh "$1"
   shift
   [ $# -eq 0 ] || ninja -C "$BUILD" "$@"
 }

@@ -20,6 +20,7 @@
 #include "mlir/Conversion/VectorToLLVM/ConvertVectorToLLVM.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
+#include "mlir/Dialect/DLTI/DLTI.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Index/IR/IndexDialect.h"
@@ -41,7 +42,7 @@
 void fusec::registerAll(mlir::DialectRegistry &registry) {
   using namespace mlir;
   registry.insert<fuse::FuseDialect, func::FuncDialect, arith::ArithDialect,
-                  cf::ControlFlowDialect, gpu::GPUDialect,
+                  DLTIDialect, cf::ControlFlowDialect, gpu::GPUDialect,
                   index::IndexDialect, LLVM::LLVMDialect, math::MathDialect,
                   memref::MemRefDialect, NVVM::NVVMDialect, scf::SCFDialect,
                   ub::UBDialect, vector::VectorDialect>();

@@ -300,12 +300,24 @@ class _Module:
         self.outputs = self._infos(_capi.runtime.fusec_module_num_outputs,
                                    _capi.runtime.fusec_module_output_info)
         self.torch_dtypes = None
-        self.in_buffers = (_capi.Buffer * len(self.inputs))()
-        self.out_buffers = (_capi.Buffer * len(self.outputs))()
-        for buffers, infos in ((self.in_buffers, self.inputs),
-                               (self.out_buffers, self.outputs)):
+        self._local = threading.local()
+
+    def buffers(self):
+        """This thread's ctypes arrays of input and output buffers: a call
+        fills them while another thread's call on the same kernel may still
+        be reading its own."""
+        local = self._local
+        try:
+            return local.ins, local.outs
+        except AttributeError:
+            pass
+        local.ins = (_capi.Buffer * len(self.inputs))()
+        local.outs = (_capi.Buffer * len(self.outputs))()
+        for buffers, infos in ((local.ins, self.inputs),
+                               (local.outs, self.outputs)):
             for b, (_, _, nbytes) in zip(buffers, infos):
                 b.bytes = nbytes
+        return local.ins, local.outs
 
     def run_torch(self, inputs, out):
         """The common case, fast: PyTorch tensors of the plan's shapes and
@@ -319,9 +331,10 @@ class _Module:
         if len(inputs) != len(self.inputs) or len(outs) != len(self.outputs):
             return False
         tensor, device = _interop.torch_tensor_type(), self.device
+        ins, outs_buffers = self.buffers()
         for buffers, values, infos, dtypes in (
-                (self.in_buffers, inputs, self.inputs, self.torch_dtypes[0]),
-                (self.out_buffers, outs, self.outputs, self.torch_dtypes[1])):
+                (ins, inputs, self.inputs, self.torch_dtypes[0]),
+                (outs_buffers, outs, self.outputs, self.torch_dtypes[1])):
             for b, x, info, dtype in zip(buffers, values, infos, dtypes):
                 if type(x) is not tensor or x.dtype is not dtype or \
                         x.shape != info[0] or x.get_device() != device or \
@@ -329,8 +342,8 @@ class _Module:
                     return False
                 b.ptr = x.data_ptr()
         _runtime_check(_capi.runtime.fusec_module_run(
-            self.h, _interop.torch_current_stream(device), self.in_buffers,
-            len(self.inputs), self.out_buffers, len(self.outputs)))
+            self.h, _interop.torch_current_stream(device), ins,
+            len(self.inputs), outs_buffers, len(self.outputs)))
         return True
 
     def _infos(self, count, info):
@@ -410,7 +423,7 @@ class Kernel:
             handle = _interop.current_stream(first, v0.device) or 0
         else:
             handle = _interop.stream_handle(stream)
-        buffers = m.in_buffers
+        buffers, out_buffers = m.buffers()
         for i, (x, (shape, dtype, _)) in enumerate(zip(inputs, m.inputs)):
             v = v0 if i == 0 else _interop.view(x, "input %d" % i, handle)
             self._check(v, shape, dtype, v0.device, "input %d" % i)
@@ -435,9 +448,9 @@ class Kernel:
         for i, (y, (shape, dtype, _)) in enumerate(zip(out, m.outputs)):
             v = _interop.view(y, "output %d" % i, handle)
             self._check(v, shape, dtype, v0.device, "output %d" % i)
-            m.out_buffers[i].ptr = v.ptr
+            out_buffers[i].ptr = v.ptr
         _runtime_check(_capi.runtime.fusec_module_run(
-            m.h, handle, m.in_buffers, len(m.inputs), m.out_buffers,
+            m.h, handle, buffers, len(m.inputs), out_buffers,
             len(m.outputs)))
         return out[0] if single else tuple(out)
 

@@ -1,14 +1,16 @@
 // RUN: fusec-translate --fusec-to-cuda %s | FileCheck %s --enable-var-scope
 
 // The printer's semantics op by op, on hand-written kernels: unsigned ops
-// convert their operands, signed ones do not; index is 32-bit; f32 min/max
+// convert their operands, signed ones do not; index is 32-bit where the
+// module's data layout says so (as fusec-tile-kernels writes it), else
+// MLIR's default, 64-bit; f32 min/max
 // propagate NaN unless they are maxnum/minnum; comparisons keep the
 // ordered/unordered distinction; yields that swap loop-carried values go
 // through temporaries.
 
 // CHECK-LABEL: // k_int
 // CHECK-NEXT: extern "C" __global__ void __launch_bounds__(64) k_int(int* [[A:arg0]], long long* [[L:arg1]]) {
-gpu.module @ints {
+gpu.module @ints attributes {dlti.dl_spec = #dlti.dl_spec<index = 32 : i64>} {
   gpu.func @k_int(%a: memref<16xi32>, %l: memref<4xi64>) kernel attributes {known_block_size = array<i32: 64, 1, 1>} {
     %c0 = arith.constant 0 : index
     %c3 = arith.constant 3 : index
@@ -63,7 +65,7 @@ gpu.module @ints {
 
 // CHECK-LABEL: // k_float
 // CHECK-NEXT: extern "C" __global__ void k_float(float* [[F:arg0]], fusec_bfloat16* [[H:arg1]]) {
-gpu.module @floats {
+gpu.module @floats attributes {dlti.dl_spec = #dlti.dl_spec<index = 32 : i64>} {
   gpu.func @k_float(%f: memref<16xf32>, %h: memref<16xbf16>) kernel {
     %c0 = arith.constant 0 : index
     %c1 = arith.constant 1 : index
@@ -118,7 +120,7 @@ gpu.module @floats {
 }
 
 // CHECK-LABEL: // k_control
-gpu.module @control {
+gpu.module @control attributes {dlti.dl_spec = #dlti.dl_spec<index = 32 : i64>} {
   gpu.func @k_control(%f: memref<16xf32>) kernel {
     %c0 = arith.constant 0 : index
     %c1 = arith.constant 1 : index
@@ -206,7 +208,7 @@ gpu.module @control {
 // elements; LLVM structs are arrays; inline assembly renumbers its operands
 // as CUDA does, tied inputs becoming "+" outputs.
 // CHECK-LABEL: // k_vector
-gpu.module @vectors {
+gpu.module @vectors attributes {dlti.dl_spec = #dlti.dl_spec<index = 32 : i64>} {
   gpu.func @k_vector(%f: memref<16xf32>, %h: memref<8xf16>) kernel {
     %c0 = arith.constant 0 : index
     %c4 = arith.constant 4 : index
@@ -245,6 +247,29 @@ gpu.module @vectors {
     %o = llvm.inline_asm has_side_effects "add.s32 $2, $2, $4; // $$0 %r $1", "=f,=f,0,r,n" %z0, %b, %c7_i32 : (f32, i32, i32) -> !llvm.struct<(f32, f32)>
     // CHECK-NEXT: float {{v[0-9]+}} = [[O]].v[1];
     %o1 = llvm.extractvalue %o[1] : !llvm.struct<(f32, f32)>
+    gpu.return
+  }
+}
+
+// A module without an index entry: MLIR's default width, 64 bits, which the
+// PTX backend lowers index to as well.
+// CHECK-LABEL: // k_wide
+// CHECK-NEXT: extern "C" __global__ void k_wide(float* [[F:arg0]]) {
+gpu.module @wide {
+  gpu.func @k_wide(%f: memref<3000000000xf32>) kernel {
+    %c3 = arith.constant 3 : index
+    %cm1 = arith.constant -1 : index
+    %big = arith.constant 2999999999 : index
+    // CHECK: long long [[T:thread_id_x]] = threadIdx.x;
+    %t = gpu.thread_id x
+    // CHECK-NEXT: long long [[Q:v[0-9]+]] = (unsigned long long)[[T]] / 3ull;
+    %q = arith.divui %t, %c3 : index
+    // CHECK-NEXT: bool {{v[0-9]+}} = (unsigned long long)[[Q]] < 18446744073709551615ull;
+    %u = arith.cmpi ult, %q, %cm1 : index
+    // CHECK-NEXT: long long [[I:v[0-9]+]] = [[T]] + 2999999999ll;
+    %i = arith.addi %t, %big : index
+    // CHECK-NEXT: float {{v[0-9]+}} = [[F]][[[I]]];
+    %v = memref.load %f[%i] : memref<3000000000xf32>
     gpu.return
   }
 }

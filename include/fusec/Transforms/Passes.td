@@ -115,6 +115,7 @@ def TileKernels : Pass<"fusec-tile-kernels", "mlir::ModuleOp"> {
            "any GPU of the chip)">,
   ];
   let dependentDialects = [
+    "mlir::DLTIDialect",
     "mlir::LLVM::LLVMDialect",
     "mlir::NVVM::NVVMDialect",
     "mlir::arith::ArithDialect",

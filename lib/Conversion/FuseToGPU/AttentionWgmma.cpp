@@ -88,7 +88,8 @@ std::optional<StridedView> stridedView(Value v) {
 std::optional<StridedView> tmaView(Value v) {
   std::optional<StridedView> view = stridedView(v);
   int64_t bytes = cast<ShapedType>(v.getType()).getElementTypeBitWidth() / 8;
-  if (!view || view->strides.back() != 1 || view->offset * bytes % 16)
+  if (!view || view->strides.back() != 1 || view->offset * bytes % 16 ||
+      !wgmma::tmaAddressable(cast<ShapedType>(v.getType()).getShape()))
     return std::nullopt;
   for (int64_t s : ArrayRef<int64_t>(view->strides).drop_back())
     if (s * bytes % 16)

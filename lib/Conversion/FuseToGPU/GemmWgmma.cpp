@@ -249,7 +249,13 @@ bool fusec::tiling::isWgmmaGemm(Operation *anchor, const GemmShape &shape,
   std::optional<WgmmaOperands> ops = wgmmaOperands(anchor);
   // Merged weights need a tile width (64 at least) that no tile of B
   // straddles two of them with.
-  return ops && partsAligned(ops->b, 64);
+  if (!ops || !partsAligned(ops->b, 64))
+    return false;
+  for (const WgmmaOperand *operand : {&ops->a, &ops->b})
+    for (const WgmmaOperand::Part &part : operand->parts)
+      if (!wgmma::tmaAddressable(part.dims))
+        return false;
+  return true;
 }
 
 LogicalResult fusec::tiling::verifyWgmmaTile(KernelOp kernel,

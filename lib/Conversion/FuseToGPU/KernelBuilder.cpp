@@ -10,12 +10,21 @@
 
 #include "KernelBuilder.h"
 
+#include "mlir/Dialect/DLTI/DLTI.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 
 #include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 using namespace fusec::tiling;
+
+void fusec::tiling::setIndexBitwidth(gpu::GPUModuleOp module, unsigned bits) {
+  MLIRContext *ctx = module.getContext();
+  auto entry = DataLayoutEntryAttr::get(
+      IndexType::get(ctx), IntegerAttr::get(IntegerType::get(ctx, 64), bits));
+  module->setAttr(DLTIDialect::kDataLayoutAttrName,
+                  DataLayoutSpecAttr::get(ctx, {entry}));
+}
 
 //===----------------------------------------------------------------------===//
 // The function
@@ -24,20 +33,16 @@ using namespace fusec::tiling;
 FailureOr<LaunchConfig> KernelBuilder::build() {
   Block &body = kernel.getBody().front();
   SmallVector<Type> argTypes;
-  for (auto [what, types] :
-       {std::pair{"input ", TypeRange(kernel.getInputs().getTypes())},
-        std::pair{"result ", TypeRange(kernel.getResultTypes())}})
+  for (TypeRange types : {TypeRange(kernel.getInputs().getTypes()),
+                          TypeRange(kernel.getResultTypes())})
     for (Type t : types) {
       auto tensor = cast<RankedTensorType>(t);
       argTypes.push_back(
           MemRefType::get(tensor.getShape(), tensor.getElementType()));
-      // Kernels index in 32 bits: a larger tensor, read or written, would
-      // wrap its offsets.
-      if (tensor.getNumElements() >= (int64_t(1) << 31))
-        return kernel.emitOpError(what)
-               << t << " has 2^31 elements or more; 32-bit indexing cannot "
-                       "address it";
+      wideIndex |= tensor.getNumElements() >= kNarrowIndexElements;
     }
+  if (wideIndex)
+    setIndexBitwidth(module, 64);
   for (Value v : yield().getValues())
     if (shapeOf(v) != shapeOf(yield().getValues()[0]))
       return kernel.emitOpError("results of different shapes cannot share "

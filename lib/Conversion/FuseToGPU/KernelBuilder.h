@@ -45,6 +45,16 @@ struct TensorMapParam {
   SmallVector<int64_t> im2colLower, im2colUpper;
 };
 
+/// Kernels index in 32 bits (faster) while every tensor they read or write
+/// has fewer than 2^30 elements: offsets, and a tile's overhang past a
+/// tensor's end, then stay below 2^31. Larger tensors take 64-bit index
+/// arithmetic, for the whole gpu.module (its data layout's `index` entry,
+/// which both backends lower by).
+constexpr int64_t kNarrowIndexElements = int64_t(1) << 30;
+
+/// Sets the width of `index` in `module`'s data layout.
+void setIndexBitwidth(gpu::GPUModuleOp module, unsigned bits);
+
 /// How the host launches a generated kernel.
 struct LaunchConfig {
   std::array<int64_t, 3> grid = {1, 1, 1};
@@ -116,6 +126,9 @@ protected:
   //===--------------------------------------------------------------------===//
 
   Value idx(int64_t v) { return arith::ConstantIndexOp::create(b, v); }
+  /// The integer type an index converts through to and from floats: as wide
+  /// as the kernel's index arithmetic.
+  IntegerType indexInt() { return wideIndex ? b.getI64Type() : b.getI32Type(); }
   Value f32(double v) {
     return arith::ConstantOp::create(b, b.getF32FloatAttr(v));
   }
@@ -338,6 +351,8 @@ protected:
   const TargetDescription &target;
   ImplicitLocOpBuilder b;
   gpu::GPUFuncOp func;
+  /// Whether a tensor of the kernel has kNarrowIndexElements or more.
+  bool wideIndex = false;
   /// The anchor, or null for a chain of elementwise ops.
   Operation *anchor = nullptr;
   IRMapping argOf; // kernel body argument -> gpu.func memref argument

@@ -115,7 +115,7 @@ LaunchConfig PoolResampleKernel::emitPool(Operation *op) {
         count = muli(subi(he, hs), subi(we, ws));
       }
       Value countF = arith::SIToFPOp::create(
-          b, b.getF32Type(), arith::IndexCastOp::create(b, b.getI32Type(), count));
+          b, b.getF32Type(), arith::IndexCastOp::create(b, indexInt(), count));
       for (Value &a : acc)
         a = divf(a, countF);
     }
@@ -158,11 +158,11 @@ LaunchConfig PoolResampleKernel::emitUpsample(UpsampleOp op) {
   Value x = argOf.lookup(op.getInput());
   auto toF = [&](Value i) {
     return arith::UIToFPOp::create(
-        b, b.getF32Type(), arith::IndexCastOp::create(b, b.getI32Type(), i));
+        b, b.getF32Type(), arith::IndexCastOp::create(b, indexInt(), i));
   };
   auto toIdx = [&](Value f) {
     return arith::IndexCastOp::create(
-        b, b.getIndexType(), arith::FPToSIOp::create(b, b.getI32Type(), f));
+        b, b.getIndexType(), arith::FPToSIOp::create(b, indexInt(), f));
   };
   int64_t width = channelVector(layout, outShape);
   if (bilinear && !alignCorners && width && outDims[2] == 2 * inDims[2] &&

@@ -283,6 +283,7 @@ struct TileKernelsPass : fusec::impl::TileKernelsBase<TileKernelsPass> {
       b.setInsertionPointToEnd(module.getBody());
       auto gpuModule = gpu::GPUModuleOp::create(
           b, func.getLoc(), (func.getSymName() + "_kernels").str());
+      setIndexBitwidth(gpuModule, 32);
       if (failed(lowerGraph(func, gpuModule, *target, options, tuning)))
         return signalPassFailure();
     }

@@ -25,6 +25,12 @@
 
 namespace fusec::tiling::wgmma {
 
+/// Whether TMA can address a tensor of these extents: a box's coordinates
+/// are signed 32-bit.
+inline bool tmaAddressable(ArrayRef<int64_t> dims) {
+  return llvm::all_of(dims, [](int64_t d) { return d < (int64_t(1) << 31); });
+}
+
 /// The 32-bit shared-memory address of `view`'s first byte, as i64.
 Value sharedAddress(ImplicitLocOpBuilder &b, Value view);
 /// A pointer in address space `space` (3: shared::cta, 7: shared::cluster)

@@ -6,7 +6,8 @@
 // the inline PTX the NVVM lowering emits for them.
 //
 // The C must compute what the PTX backend's code computes, so:
-// - `index` is `int`: that backend lowers index arithmetic to 32 bits.
+// - `index` is `int`, or `long long` in a gpu.module whose data layout makes
+//   it 64 bits: the PTX backend lowers index arithmetic at that width.
 // - f32 +, -, *, / are __fadd_rn and friends, which NVRTC never contracts
 //   into FMAs (LLVM's NVPTX backend does not contract them either).
 // - maximumf/minimumf propagate NaN (max.NaN.f32), unlike fmaxf.
@@ -23,6 +24,7 @@
 #include "fusec/Target/TargetDescription.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/DLTI/DLTI.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -34,6 +36,7 @@
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/AsmState.h"
+#include "mlir/Interfaces/DataLayoutInterfaces.h"
 #include "mlir/Support/IndentedOstream.h"
 #include "mlir/Tools/mlir-translate/Translation.h"
 #include "llvm/ADT/STLExtras.h"
@@ -114,6 +117,10 @@ private:
   FailureOr<std::string> typeName(Type type, Operation *op);
   std::string scalarTypeName(Type type);
   std::string unsignedTypeName(Type type);
+  /// Bits of an integer or float; `index` has the module's index width.
+  unsigned bitWidth(Type type) const {
+    return isa<IndexType>(type) ? indexBits : type.getIntOrFloatBitWidth();
+  }
   /// The C literal of a scalar constant.
   std::string literal(Attribute attr, Type type, bool asUnsigned = false);
   std::string floatLiteral(const APFloat &value, Type type);
@@ -172,6 +179,8 @@ private:
 
   AsmState &state;
   std::set<Helper> &helpers;
+  /// The width of `index`, from the gpu.module's data layout.
+  unsigned indexBits = 32;
   DenseMap<Value, std::string> exprs;
   llvm::StringSet<> names;
   /// The first value used without a C expression.
@@ -207,12 +216,6 @@ std::string KernelPrinter::identifier(Value v) {
   return name;
 }
 
-static unsigned bitWidth(Type type) {
-  // The PTX backend lowers index to 32 bits.
-  if (isa<IndexType>(type))
-    return 32;
-  return type.getIntOrFloatBitWidth();
-}
 
 std::string KernelPrinter::scalarTypeName(Type type) {
   if (type.isF32())
@@ -228,7 +231,7 @@ std::string KernelPrinter::scalarTypeName(Type type) {
     return "fusec_bfloat16";
   }
   if (isa<IndexType>(type))
-    return "int";
+    return indexBits == 64 ? "long long" : "int";
   if (auto integer = dyn_cast<IntegerType>(type)) {
     switch (integer.getWidth()) {
     case 1:
@@ -339,7 +342,7 @@ std::string KernelPrinter::literal(Attribute attr, Type type, bool asUnsigned) {
   if (!intAttr)
     return "";
   unsigned width = bitWidth(type);
-  // Index constants are 32-bit in the PTX backend too.
+  // Index constants have the PTX backend's index width too.
   APInt value = intAttr.getValue().sextOrTrunc(64).trunc(width);
   if (width == 1)
     return value.isZero() ? "false" : "true";
@@ -1101,7 +1104,7 @@ FailureOr<std::string> KernelPrinter::element(Value memref, ValueRange indices,
       llvm::any_of(strides, ShapedType::isDynamic))
     return op->emitOpError("accesses ")
            << type << ", whose layout has no static strides";
-  // Index arithmetic in int, as the PTX backend's 32-bit indices.
+  // Index arithmetic at the PTX backend's index width.
   SmallVector<std::string> terms;
   int64_t constant = offset;
   for (auto [index, stride] : llvm::zip_equal(indices, strides)) {
@@ -1964,6 +1967,8 @@ LogicalResult KernelPrinter::printKernel(gpu::GPUFuncOp func,
     return func.emitOpError("has more than one block");
   raw_indented_ostream indented(out);
   os = &indented;
+  indexBits = DataLayout::closest(func).getTypeSizeInBits(
+      IndexType::get(func.getContext()));
 
   // What the kernel is, for people reading it.
   *os << "// " << func.getName();
@@ -2177,7 +2182,7 @@ void fusec::registerCUDATranslation() {
       },
       [](DialectRegistry &registry) {
         // The launch plan beside the kernels holds fuse ops.
-        registry.insert<fuse::FuseDialect, arith::ArithDialect,
+        registry.insert<fuse::FuseDialect, arith::ArithDialect, DLTIDialect,
                         func::FuncDialect, gpu::GPUDialect, LLVM::LLVMDialect,
                         math::MathDialect, memref::MemRefDialect,
                         NVVM::NVVMDialect, nvgpu::NVGPUDialect, scf::SCFDialect,

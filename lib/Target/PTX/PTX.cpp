@@ -172,10 +172,11 @@ void fusec::buildPTXPipeline(OpPassManager &pm, const PTXTarget &target,
   OpPassManager &gpuPm = pm.nest<gpu::GPUModuleOp>();
   gpuPm.addPass(createSCFToControlFlowPass());
   ConvertGpuOpsToNVVMOpsOptions nvvm;
-  // One pointer per buffer and 32-bit index arithmetic (kernels check that
-  // their tensors fit).
+  // One pointer per buffer; index arithmetic as wide as the gpu.module's
+  // data layout says (32 bits unless fusec-tile-kernels found a tensor too
+  // large for it).
   nvvm.useBarePtrCallConv = true;
-  nvvm.indexBitwidth = 32;
+  nvvm.indexBitwidth = kDeriveIndexBitwidthFromDataLayout;
   gpuPm.addPass(createConvertGpuOpsToNVVMOps(nvvm));
   // NVVM ops with no LLVM intrinsic (mbarrier waits, wgmma) become inline
   // PTX.
