@@ -26,6 +26,10 @@
 #   bench/gpu-session.sh sweep
 #       (there; prepared with FUSEC_SWEEP=1) times the workloads of bench/sweep.py under each candidate
 #       tile, to calibrate the tensor-core heuristic; $OUT/sweep.json.
+#   bench/gpu-session.sh wide [-k SUBSTR]
+#       (there) kernels over tensors of 2^31 elements and more, which index
+#       in 64 bits (test/gpu/wide_index.py), against PyTorch;
+#       $OUT/wide-index.json and .log.
 #   bench/gpu-session.sh sanitize TOOL[,TOOL...] [-k SUBSTR] [-j N]
 #       (there) the numeric suite under compute-sanitizer (memcheck,
 #       racecheck, synccheck, initcheck): every artifact run with its inputs,
@@ -50,6 +54,8 @@ prepare)
   tar -C "$STAGE" -cf - cases | xz -T2 -6 > "$STAGE/cases.tar.xz"
   rm -rf "$STAGE/cases"
   python3 bench/bench.py prepare --fusec build/bin/fusec --out "$STAGE/bench"
+  python3 test/gpu/wide_index.py prepare --fusec build/bin/fusec --out "$STAGE/wide" \
+    --ptxas "$(command -v ptxas)"
   # The tile sweep only when asked (FUSEC_SWEEP=1): the suite's reference
   # data leaves little of the carry limit.
   if [ "${FUSEC_SWEEP:-0}" = 1 ]; then
@@ -140,6 +146,13 @@ run)
   [ "$what" = suite ] || [ "$what" = jit ] || sed -n '/^ceilings: /,$p' "$out/bench.log"
   exit $((suite | fusec_run | jit))
   ;;
+wide)
+  # Tensors of 2^31 elements and more (about 40 GB of GPU memory).
+  out=${OUT:-$STAGE/out}
+  mkdir -p "$out"
+  PYTHONUNBUFFERED=1 python3 test/gpu/wide_index.py run --runtime "$STAGE/libfusec_runtime.so" \
+    --dir "$STAGE/wide" --json "$out/wide-index.json" "${@:2}" 2>&1 | tee "$out/wide-index.log"
+  ;;
 sanitize)
   tools=${2:?name the compute-sanitizer tools: memcheck,racecheck,synccheck}
   shift 2
@@ -219,7 +232,7 @@ profile)
   done
   ;;
 *)
-  echo "usage: $0 prepare|run [suite|bench|jit|all] [-k SUBSTR]|sanitize TOOLS [-k SUBSTR] [-j N]|tune [-k SUBSTR]|sweep|profile KERNEL_REGEX ARTIFACT..." >&2
+  echo "usage: $0 prepare|run [suite|bench|jit|all] [-k SUBSTR]|wide [-k SUBSTR]|sanitize TOOLS [-k SUBSTR] [-j N]|tune [-k SUBSTR]|sweep|profile KERNEL_REGEX ARTIFACT..." >&2
   exit 2
   ;;
 esac
