@@ -26,6 +26,10 @@
 #   bench/gpu-session.sh sweep
 #       (there; prepared with FUSEC_SWEEP=1) times the workloads of bench/sweep.py under each candidate
 #       tile, to calibrate the tensor-core heuristic; $OUT/sweep.json.
+#   bench/gpu-session.sh fuzz [SECONDS] [JOBS]
+#       (there, with .gpu/fuzz from scripts/sanitize.sh pack) the four
+#       libFuzzer targets (ASan/UBSan) at once, JOBS processes each;
+#       findings, logs and grown corpora in $OUT/fuzz.
 #   bench/gpu-session.sh wide [-k SUBSTR]
 #       (there) kernels over tensors of 2^31 elements and more, which index
 #       in 64 bits (test/gpu/wide_index.py), against PyTorch;
@@ -146,6 +150,34 @@ run)
   [ "$what" = suite ] || [ "$what" = jit ] || sed -n '/^ceilings: /,$p' "$out/bench.log"
   exit $((suite | fusec_run | jit))
   ;;
+fuzz)
+  # libFuzzer on this machine's CPUs: every target at once, JOBS processes
+  # each (fork mode: a finding is recorded and the run goes on), SECONDS
+  # long, from .gpu/fuzz (scripts/sanitize.sh pack .gpu/fuzz). Findings,
+  # logs and the grown corpora (fuzz-corpus.tar.xz) go to $OUT/fuzz.
+  seconds=${2:-300}
+  jobs=${3:-4}
+  out=${OUT:-$STAGE/out}
+  mkdir -p "$out/fuzz"
+  export ASAN_OPTIONS=abort_on_error=1:detect_stack_use_after_return=1
+  export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+  for t in npy plan builder pipeline; do
+    work=$out/fuzz/$t
+    mkdir -p "$work" /tmp/fusec-fuzz
+    rm -rf "/tmp/fusec-fuzz/$t" && cp -r "$STAGE/fuzz/corpus/$t" "/tmp/fusec-fuzz/$t"
+    xz -dc "$STAGE/fuzz/fusec-fuzz-$t.xz" > "/tmp/fusec-fuzz/fusec-fuzz-$t"
+    chmod +x "/tmp/fusec-fuzz/fusec-fuzz-$t"
+    "/tmp/fusec-fuzz/fusec-fuzz-$t" "/tmp/fusec-fuzz/$t" -fork="$jobs" -ignore_crashes=1 \
+      -ignore_timeouts=1 -ignore_ooms=1 -max_total_time="$seconds" -timeout=20 \
+      -rss_limit_mb=4096 -max_len=8192 -artifact_prefix="$work/" >"$work/log" 2>&1 &
+  done
+  wait
+  tar -C /tmp/fusec-fuzz -cf - npy plan builder pipeline | xz -T4 -6 > "$out/fuzz/fuzz-corpus.tar.xz"
+  for t in npy plan builder pipeline; do
+    echo "$t: $(grep -E '^#[0-9]+: ' "$out/fuzz/$t/log" | tail -n1)"
+    ls "$out/fuzz/$t" | grep -E '^(crash|leak|timeout|oom)-' || true
+  done
+  ;;
 wide)
   # Tensors of 2^31 elements and more (about 40 GB of GPU memory).
   out=${OUT:-$STAGE/out}
@@ -232,7 +264,7 @@ profile)
   done
   ;;
 *)
-  echo "usage: $0 prepare|run [suite|bench|jit|all] [-k SUBSTR]|wide [-k SUBSTR]|sanitize TOOLS [-k SUBSTR] [-j N]|tune [-k SUBSTR]|sweep|profile KERNEL_REGEX ARTIFACT..." >&2
+  echo "usage: $0 prepare|run [suite|bench|jit|all] [-k SUBSTR]|fuzz [SECONDS] [JOBS]|wide [-k SUBSTR]|sanitize TOOLS [-k SUBSTR] [-j N]|tune [-k SUBSTR]|sweep|profile KERNEL_REGEX ARTIFACT..." >&2
   exit 2
   ;;
 esac

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # An AddressSanitizer + UndefinedBehaviorSanitizer build of fusec, with
-# libFuzzer's coverage instrumentation, in build-sanitize/ (clang; installed
+# libFuzzer's coverage instrumentation, in build-sanitize/ (clang 22; installed
 # if missing), and what runs on it:
 #
 #   scripts/sanitize.sh [lit]               the CPU test suite (lit) on the
@@ -10,6 +10,9 @@
 #       SECONDS (60) under libFuzzer, starting from a copy of its corpus in
 #       fuzz/corpus; crashes, leaks and hangs (over 20 s) are written to
 #       build-sanitize/fuzz-out/TARGET/ and fail the run
+#   scripts/sanitize.sh pack DIR
+#       the fuzz targets and their corpora in DIR, to run on a machine with
+#       more CPUs (bench/gpu-session.sh fuzz)
 #
 # docs/Fuzzing.md says how to triage a finding.
 set -euo pipefail
@@ -74,8 +77,22 @@ fuzz)
   done
   exit $status
   ;;
+pack)
+  # The fuzz targets (stripped of debug info, xz-compressed) and their
+  # corpora in DIR, for `bench/gpu-session.sh fuzz` on a machine with more
+  # CPUs; build with SANITIZE_STATIC=1 so that they run without LLVM.
+  dir=${2:?usage: $0 pack DIR}
+  build fusec-fuzz-npy fusec-fuzz-plan fusec-fuzz-builder fusec-fuzz-pipeline
+  rm -rf "$dir" && mkdir -p "$dir/corpus"
+  for t in npy plan builder pipeline; do
+    strip --strip-debug -o "$dir/fusec-fuzz-$t" "$BUILD/bin/fusec-fuzz-$t"
+    xz -T2 -6 "$dir/fusec-fuzz-$t"
+    cp -r "fuzz/corpus/$t" "$dir/corpus/$t"
+  done
+  du -sh "$dir"
+  ;;
 *)
-  echo "usage: $0 [lit] | fuzz [SECONDS] [TARGET...]" >&2
+  echo "usage: $0 [lit] | fuzz [SECONDS] [TARGET...] | pack DIR" >&2
   exit 2
   ;;
 esac

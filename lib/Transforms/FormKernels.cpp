@@ -32,6 +32,13 @@ static int64_t normalisedAxis(ConcatOp op) {
   return axis < 0 ? axis + op.getType().getRank() : axis;
 }
 
+/// A remark at `op`'s location. Not op->emitRemark(): that prints the op
+/// after the message, which numbers the values of the whole function, so a
+/// chain of n ops took O(n^2) (2000 ops: 5 s).
+static InFlightDiagnostic remarkAt(Operation *op) {
+  return emitRemark(op->getLoc());
+}
+
 namespace {
 
 /// One future kernel: its ops in program order.
@@ -101,7 +108,7 @@ void KernelFormer::growEpilogue(Group &group) {
     if (result.use_empty())
       return;
     if (!result.hasOneUse()) {
-      last->emitRemark() << "not fused: the result of " << last->getName()
+      remarkAt(last) << "not fused: the result of " << last->getName()
                          << " has "
                          << std::distance(result.use_begin(), result.use_end())
                          << " users, so kernel " << group.name << " ends here";
@@ -115,24 +122,24 @@ void KernelFormer::growEpilogue(Group &group) {
     if (isa<AttentionOp>(group.ops.front()) && isAnchorView(user)) {
       group.ops.insert(user);
       groupOf[user] = &group;
-      user->emitRemark() << "fused " << user->getName() << " into kernel "
+      remarkAt(user) << "fused " << user->getName() << " into kernel "
                          << group.name << ", which stores its result permuted";
       continue;
     }
     if (isa<ReshapeOp>(user)) {
-      user->emitRemark() << "kernel " << group.name << " ends at "
+      remarkAt(user) << "kernel " << group.name << " ends at "
                          << user->getName()
                          << ", which re-views its result in place, no copy";
       return;
     }
     if (isa<TransposeOp>(user)) {
-      user->emitRemark() << "not fused: " << user->getName()
+      remarkAt(user) << "not fused: " << user->getName()
                          << " changes the layout, so kernel " << group.name
                          << " ends before it";
       return;
     }
     if (isAnchor(user)) {
-      user->emitRemark() << "not fused: " << user->getName()
+      remarkAt(user) << "not fused: " << user->getName()
                          << " is an anchor and starts its own kernel after "
                          << group.name;
       return;
@@ -140,7 +147,7 @@ void KernelFormer::growEpilogue(Group &group) {
     if (!isElementwise(user))
       return;
     if (user->getResult(0).getType() != result.getType()) {
-      user->emitRemark() << "not fused: " << user->getName()
+      remarkAt(user) << "not fused: " << user->getName()
                          << " changes the shape or type of the result of "
                          << group.name;
       return;
@@ -149,7 +156,7 @@ void KernelFormer::growEpilogue(Group &group) {
     // runs: defined outside every kernel formed so far, or by an earlier one.
     group.ops.insert(user);
     groupOf[user] = &group;
-    user->emitRemark() << "fused " << user->getName() << " into the "
+    remarkAt(user) << "fused " << user->getName() << " into the "
                        << (isAnchor(group.ops.front()) ? "epilogue of " : "")
                        << "kernel " << group.name;
   }
@@ -174,7 +181,7 @@ void KernelFormer::growPrologue(Group &group) {
     if (user == anchor)
       continue;
     if (!last->isBeforeInBlock(user)) {
-      producer->emitRemark()
+      remarkAt(producer)
           << "not fused: " << user->getName() << " uses the result of "
           << producer->getName() << " before kernel " << group.name
           << " would write it";
@@ -183,7 +190,7 @@ void KernelFormer::growPrologue(Group &group) {
   }
   group.ops.insert(producer);
   groupOf[producer] = &group;
-  InFlightDiagnostic remark = producer->emitRemark();
+  InFlightDiagnostic remark = remarkAt(producer);
   remark << "fused " << producer->getName() << " into the prologue of kernel "
          << group.name;
   if (!producer->getResult(0).hasOneUse())
@@ -205,7 +212,7 @@ void KernelFormer::growOperandViews(Group &group) {
       return;
     group.ops.insert(concat);
     groupOf[concat] = &group;
-    concat->emitRemark() << "fused fuse.concat into kernel " << group.name
+    remarkAt(concat) << "fused fuse.concat into kernel " << group.name
                          << ", which reads the parts in place";
   };
   // A linear layer: weights and biases joined along the output features
@@ -230,7 +237,7 @@ void KernelFormer::growOperandViews(Group &group) {
            producer->getResult(0).hasOneUse()) {
       group.ops.insert(producer);
       groupOf[producer] = &group;
-      producer->emitRemark()
+      remarkAt(producer)
           << "fused " << producer->getName() << " into kernel " << group.name
           << (isa<RopeOp>(producer)
                   ? ", which rotates the tiles it loads"
@@ -268,15 +275,15 @@ void KernelFormer::pullInProducers(Group &group) {
         group.ops.insert(producer);
         groupOf[producer] = &group;
         if (isView(producer))
-          producer->emitRemark()
+          remarkAt(producer)
               << "fused " << producer->getName() << " into kernel "
               << group.name << ", which reads through it";
         else if (anchor)
-          producer->emitRemark()
+          remarkAt(producer)
               << "fused " << producer->getName() << " into kernel "
               << group.name << ", which recomputes it from graph parameters";
         else
-          producer->emitRemark() << "fused " << producer->getName()
+          remarkAt(producer) << "fused " << producer->getName()
                                  << " into kernel " << group.name;
         changed = true;
       }
@@ -338,7 +345,7 @@ void KernelFormer::run() {
       if (!isAnchor(&op) || groupOf.count(&op) || isAnchorView(&op) != views)
         continue;
       Group &group = startGroup(&op);
-      op.emitRemark() << "kernel " << group.name << " is anchored on "
+      remarkAt(&op) << "kernel " << group.name << " is anchored on "
                       << op.getName();
       growEpilogue(group);
       growPrologue(group);
@@ -353,7 +360,7 @@ void KernelFormer::run() {
       continue;
     Group &group = startGroup(&op);
     if (isView(&op))
-      op.emitRemark() << "kernel " << group.name << " materialises "
+      remarkAt(&op) << "kernel " << group.name << " materialises "
                       << op.getName()
                       << ": a user reads it from memory or returns it";
     llvm::SmallPtrSet<Group *, 4> users;
@@ -361,7 +368,7 @@ void KernelFormer::run() {
       if (Group *g = groupOf.lookup(user))
         users.insert(g);
     if (users.size() > 1)
-      op.emitRemark() << "kernel " << group.name << " computes "
+      remarkAt(&op) << "kernel " << group.name << " computes "
                       << op.getName() << " once for the " << users.size()
                       << " kernels that use it";
     pullInProducers(group);

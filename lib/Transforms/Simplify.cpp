@@ -340,7 +340,7 @@ struct MergeSharedInputLinears : OpRewritePattern<LinearOp> {
     Value bias = biases.empty() ? Value()
                                 : ConcatOp::create(rewriter, loc, biases, 0);
     auto merged = LinearOp::create(rewriter, loc, op.getInput(), weight, bias);
-    op->emitRemark() << "merged " << group.size()
+    emitRemark(op->getLoc()) << "merged " << group.size()
                      << " fuse.linear ops reading the same input into one "
                         "GEMM, which reads their weights in place";
     ArrayRef<int64_t> shape = merged.getType().getShape();
