@@ -159,7 +159,8 @@ fuzz)
   jobs=${3:-4}
   out=${OUT:-$STAGE/out}
   mkdir -p "$out/fuzz"
-  export ASAN_OPTIONS=abort_on_error=1:detect_stack_use_after_return=1
+  # As scripts/sanitize.sh sets them (it says why).
+  export ASAN_OPTIONS=abort_on_error=1:detect_stack_use_after_return=1:alloc_dealloc_mismatch=0:allow_user_poisoning=0
   export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
   for t in npy plan builder pipeline; do
     work=$out/fuzz/$t
