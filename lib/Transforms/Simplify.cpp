@@ -11,8 +11,9 @@
 #include "Fuse/FuseOps.h"
 
 #include "mlir/IR/PatternMatch.h"
-#include "llvm/ADT/SmallPtrSet.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/SmallPtrSet.h"
 
 namespace fusec {
 #define GEN_PASS_DEF_FUSESIMPLIFY
@@ -296,7 +297,9 @@ struct MergeSharedInputLinears : OpRewritePattern<LinearOp> {
       auto arg = dyn_cast<BlockArgument>(v);
       return arg && arg.getOwner() == op->getBlock();
     };
-    SmallVector<LinearOp> candidates;
+    // Each layer once: one that reads the input as its weight too is a user
+    // twice (merging it twice freed it twice).
+    llvm::SmallSetVector<LinearOp, 4> candidates;
     for (Operation *user : op.getInput().getUsers()) {
       auto linear = dyn_cast<LinearOp>(user);
       if (linear && linear.getInput() == op.getInput() &&
@@ -304,9 +307,10 @@ struct MergeSharedInputLinears : OpRewritePattern<LinearOp> {
           isParameter(linear.getWeight()) &&
           !linear.getBias() == !op.getBias() &&
           (!linear.getBias() || isParameter(linear.getBias())))
-        candidates.push_back(linear);
+        candidates.insert(linear);
     }
-    llvm::sort(candidates, [](LinearOp a, LinearOp b) {
+    SmallVector<LinearOp> ordered = candidates.takeVector();
+    llvm::sort(ordered, [](LinearOp a, LinearOp b) {
       return a->isBeforeInBlock(b);
     });
     // In program order, the layers whose results can be read in place and
@@ -316,7 +320,7 @@ struct MergeSharedInputLinears : OpRewritePattern<LinearOp> {
     SmallVector<LinearOp> group;
     llvm::SmallPtrSet<Operation *, 16> reached;
     int64_t offset = 0;
-    for (LinearOp linear : candidates) {
+    for (LinearOp linear : ordered) {
       if (!readsThroughSlice(linear.getResult(), offset))
         continue;
       SmallVector<Operation *> chain = elementwiseUsers(linear.getResult());

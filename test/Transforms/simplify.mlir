@@ -182,3 +182,22 @@ func.func @gate_up_stay_apart(%x: tensor<3x8xbf16>, %wg: tensor<16x8xbf16>, %wu:
   %m = fuse.mul %s, %u : tensor<3x16xbf16>, tensor<3x16xbf16>
   return %m : tensor<3x16xbf16>
 }
+
+// -----
+
+// A layer that reads its input as its weight too uses the input twice, and
+// is still merged once (it was merged twice and freed twice: found by
+// fusec-fuzz-builder under ASan).
+// CHECK-LABEL: func.func @input_as_weight
+// CHECK-SAME: (%[[X:.+]]: tensor<8x8xf32>)
+// CHECK: %[[W:.+]] = fuse.concat %[[X]], %[[X]] {axis = 0 : i64} : tensor<8x8xf32>, tensor<8x8xf32>
+// CHECK: fuse.linear %[[X]], %[[W]] : tensor<8x8xf32>, tensor<16x8xf32>
+// CHECK-NOT: fuse.linear
+func.func @input_as_weight(%x: tensor<8x8xf32>) -> tensor<8x1x1x8xf32> {
+  %q = fuse.linear %x, %x : tensor<8x8xf32>, tensor<8x8xf32>
+  %k = fuse.linear %x, %x : tensor<8x8xf32>, tensor<8x8xf32>
+  %qr = fuse.reshape %q : tensor<8x8xf32> to tensor<8x1x1x8xf32>
+  %kr = fuse.reshape %k : tensor<8x8xf32> to tensor<8x1x1x8xf32>
+  %o = fuse.attention %qr, %kr, %kr : tensor<8x1x1x8xf32>, tensor<8x1x1x8xf32>, tensor<8x1x1x8xf32>
+  return %o : tensor<8x1x1x8xf32>
+}

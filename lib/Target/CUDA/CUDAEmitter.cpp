@@ -1400,7 +1400,8 @@ LogicalResult KernelPrinter::printAsyncCopy(nvgpu::DeviceAsyncCopyOp op) {
     std::string count = expr(srcElements);
     if (elementBits != 8)
       count += " * " + std::to_string(elementBits / 8);
-    statement.inputs.push_back("\"r\"(" + count + ")");
+    // A 32-bit register, whatever the width of index (at most 16 bytes).
+    statement.inputs.push_back("\"r\"((unsigned)(" + count + "))");
   }
   statement.ptx += ";";
   printAsm(statement);
