@@ -243,8 +243,11 @@ Value KernelBuilder::addTensorMap(TensorMapParam map) {
 
 LaunchConfig KernelBuilder::perElement(int64_t total,
                                        function_ref<void(Value)> body) {
-  Value linear =
-      addi(muli(blockId(gpu::Dimension::x), idx(kBlock)), threadId());
+  // One statement each: the order in which C++ evaluates nested calls'
+  // arguments differs between compilers, and the IR's order with it.
+  Value thread = threadId();
+  Value block = blockId(gpu::Dimension::x);
+  Value linear = addi(muli(block, idx(kBlock)), thread);
   ifThen(ltc(linear, total), [&] { body(linear); });
   return {{ceilDiv(total, kBlock), 1, 1}, {kBlock, 1, 1}};
 }
