@@ -151,18 +151,20 @@ run)
   exit $((suite | fusec_run | jit))
   ;;
 fuzz)
-  # libFuzzer on this machine's CPUs: every target at once, JOBS processes
-  # each (fork mode: a finding is recorded and the run goes on), SECONDS
-  # long, from .gpu/fuzz (scripts/sanitize.sh pack .gpu/fuzz). Findings,
-  # logs and the grown corpora (fuzz-corpus.tar.xz) go to $OUT/fuzz.
+  # libFuzzer on this machine's CPUs: every target at once (or those in
+  # FUZZ_TARGETS), JOBS processes each (fork mode: a finding is recorded and
+  # the run goes on), SECONDS long, from .gpu/fuzz (scripts/sanitize.sh pack
+  # .gpu/fuzz). The grown corpora (fuzz-corpus.tar.xz) and the findings with
+  # the logs (findings.tar.xz) go to $OUT/fuzz.
   seconds=${2:-300}
   jobs=${3:-4}
+  targets=${FUZZ_TARGETS:-npy plan builder pipeline}
   out=${OUT:-$STAGE/out}
   mkdir -p "$out/fuzz"
   # As scripts/sanitize.sh sets them (it says why).
   export ASAN_OPTIONS=abort_on_error=1:detect_stack_use_after_return=1:alloc_dealloc_mismatch=0:allow_user_poisoning=0
   export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-  rm -rf /tmp/fusec-fuzz && mkdir -p /tmp/fusec-fuzz
+  rm -rf /tmp/fusec-fuzz /tmp/fusec-findings && mkdir -p /tmp/fusec-fuzz /tmp/fusec-findings
   # The corpora as packed, or as an earlier run's fuzz-corpus.tar.xz left
   # them (a tenth of the size).
   if [ -f "$STAGE/fuzz/corpus.tar.xz" ]; then
@@ -170,8 +172,8 @@ fuzz)
   else
     cp -r "$STAGE"/fuzz/corpus/* /tmp/fusec-fuzz/
   fi
-  for t in npy plan builder pipeline; do
-    work=$out/fuzz/$t
+  for t in $targets; do
+    work=/tmp/fusec-findings/$t
     mkdir -p "$work"
     xz -dc "$STAGE/fuzz/fusec-fuzz-$t.xz" > "/tmp/fusec-fuzz/fusec-fuzz-$t"
     chmod +x "/tmp/fusec-fuzz/fusec-fuzz-$t"
@@ -180,11 +182,15 @@ fuzz)
       -rss_limit_mb=4096 -max_len=8192 -artifact_prefix="$work/" >"$work/log" 2>&1 &
   done
   wait
-  tar -C /tmp/fusec-fuzz -cf - npy plan builder pipeline | xz -T4 -6 > "$out/fuzz/fuzz-corpus.tar.xz"
-  for t in npy plan builder pipeline; do
-    echo "$t: $(grep -E '^#[0-9]+: ' "$out/fuzz/$t/log" | tail -n1)"
-    ls "$out/fuzz/$t" | grep -E '^(crash|leak|timeout|oom)-' || true
+  # Few files: the machine returns a limited number.
+  tar -C /tmp/fusec-fuzz -cf - $targets | xz -T4 -6 > "$out/fuzz/fuzz-corpus.tar.xz"
+  for t in $targets; do
+    echo "$t: $(grep -E '^#[0-9]+: ' "/tmp/fusec-findings/$t/log" | tail -n1)"
+    ls "/tmp/fusec-findings/$t" | grep -E '^(crash|leak|timeout|oom)-' || true
   done
+  # Each log holds the stack of every finding (fork mode copies the child's
+  # report into it).
+  tar -C /tmp/fusec-findings -cf - . | xz -T4 -6 > "$out/fuzz/findings.tar.xz"
   ;;
 wide)
   # Tensors of 2^31 elements and more (about 40 GB of GPU memory).
