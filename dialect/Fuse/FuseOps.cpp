@@ -207,18 +207,32 @@ static void setResult(SmallVectorImpl<Type> &results, ArrayRef<int64_t> shape,
 
 /// The custom parser calls inferReturnTypes before the op exists: the
 /// attributes are still in a dictionary and default-valued ones are missing.
-/// This adaptor sees them as the finished op will.
+/// This adaptor sees them as the finished op will. It fails, with the
+/// verifier's message at `loc`, where a required attribute is missing or of
+/// the wrong kind (the verifier has not run yet: a `split` without `axis`
+/// once crashed the parser).
 template <typename OpTy>
-static typename OpTy::Adaptor completeAdaptor(MLIRContext *ctx,
-                                              typename OpTy::Adaptor adaptor) {
+static FailureOr<typename OpTy::Adaptor>
+completeAdaptor(MLIRContext *ctx, std::optional<Location> loc,
+                typename OpTy::Adaptor adaptor) {
   typename OpTy::Properties props = adaptor.getProperties();
   if (DictionaryAttr attrs = adaptor.getAttributes())
     (void)OpTy::setPropertiesFromAttr(
         props, attrs, [&] { return emitError(UnknownLoc::get(ctx)); });
   OpTy::populateDefaultProperties(OperationName(OpTy::getOperationName(), ctx),
                                   props);
-  return typename OpTy::Adaptor(adaptor.getOperands(), adaptor.getAttributes(),
-                                props);
+  typename OpTy::Adaptor complete(adaptor.getOperands(),
+                                  adaptor.getAttributes(), props);
+  if (loc) {
+    if (failed(complete.verify(*loc)))
+      return failure();
+    return complete;
+  }
+  // Without a location the caller wants no diagnostics.
+  ScopedDiagnosticHandler quiet(ctx, [](Diagnostic &) { return success(); });
+  if (failed(complete.verify(UnknownLoc::get(ctx))))
+    return failure();
+  return complete;
 }
 
 std::string fuse::shapeProblem(RankedTensorType type) {
@@ -262,7 +276,10 @@ static FailureOr<int64_t> windowOutput(Checker &c, int64_t in, int64_t padLo,
 LogicalResult Conv2dOp::inferReturnTypes(MLIRContext *ctx, std::optional<Location> loc,
                                          Adaptor adaptor,
                                          SmallVectorImpl<Type> &results) {
-  adaptor = completeAdaptor<Conv2dOp>(ctx, adaptor);
+  auto complete = completeAdaptor<Conv2dOp>(ctx, loc, adaptor);
+  if (failed(complete))
+    return failure();
+  adaptor = *complete;
   Checker c(loc, getOperationName());
   Layout layout = adaptor.getLayout();
   bool nhwc = layout == Layout::NHWC;
@@ -336,7 +353,10 @@ LogicalResult BatchNormOp::inferReturnTypes(MLIRContext *ctx,
                                             std::optional<Location> loc,
                                             Adaptor adaptor,
                                             SmallVectorImpl<Type> &results) {
-  adaptor = completeAdaptor<BatchNormOp>(ctx, adaptor);
+  auto complete = completeAdaptor<BatchNormOp>(ctx, loc, adaptor);
+  if (failed(complete))
+    return failure();
+  adaptor = *complete;
   Checker c(loc, getOperationName());
   auto in = c.tensor(adaptor.getInput(), "input");
   if (failed(in))
@@ -369,7 +389,10 @@ LogicalResult ScaleShiftOp::inferReturnTypes(MLIRContext *ctx,
                                              std::optional<Location> loc,
                                              Adaptor adaptor,
                                              SmallVectorImpl<Type> &results) {
-  adaptor = completeAdaptor<ScaleShiftOp>(ctx, adaptor);
+  auto complete = completeAdaptor<ScaleShiftOp>(ctx, loc, adaptor);
+  if (failed(complete))
+    return failure();
+  adaptor = *complete;
   Checker c(loc, getOperationName());
   auto inAxis = c.inputAndAxis(adaptor.getInput(), adaptor.getAxis());
   if (failed(inAxis))
@@ -436,7 +459,10 @@ LogicalResult BiasAddOp::inferReturnTypes(MLIRContext *ctx,
                                           std::optional<Location> loc,
                                           Adaptor adaptor,
                                           SmallVectorImpl<Type> &results) {
-  adaptor = completeAdaptor<BiasAddOp>(ctx, adaptor);
+  auto complete = completeAdaptor<BiasAddOp>(ctx, loc, adaptor);
+  if (failed(complete))
+    return failure();
+  adaptor = *complete;
   Checker c(loc, getOperationName());
   auto inAxis = c.inputAndAxis(adaptor.getInput(), adaptor.getAxis());
   if (failed(inAxis))
@@ -471,7 +497,10 @@ LogicalResult MatmulOp::inferReturnTypes(MLIRContext *ctx,
                                          std::optional<Location> loc,
                                          Adaptor adaptor,
                                          SmallVectorImpl<Type> &results) {
-  adaptor = completeAdaptor<MatmulOp>(ctx, adaptor);
+  auto complete = completeAdaptor<MatmulOp>(ctx, loc, adaptor);
+  if (failed(complete))
+    return failure();
+  adaptor = *complete;
   Checker c(loc, getOperationName());
   auto lhs = c.tensor(adaptor.getLhs(), "lhs");
   if (failed(lhs))
@@ -569,7 +598,10 @@ LogicalResult LayerNormOp::inferReturnTypes(MLIRContext *ctx,
                                             std::optional<Location> loc,
                                             Adaptor adaptor,
                                             SmallVectorImpl<Type> &results) {
-  adaptor = completeAdaptor<LayerNormOp>(ctx, adaptor);
+  auto complete = completeAdaptor<LayerNormOp>(ctx, loc, adaptor);
+  if (failed(complete))
+    return failure();
+  adaptor = *complete;
   Checker c(loc, getOperationName());
   return inferNorm(c, adaptor.getInput(), adaptor.getNormalizedRank(),
                    adaptor.getEpsilon().convertToDouble(),
@@ -581,7 +613,10 @@ LogicalResult RmsNormOp::inferReturnTypes(MLIRContext *ctx,
                                           std::optional<Location> loc,
                                           Adaptor adaptor,
                                           SmallVectorImpl<Type> &results) {
-  adaptor = completeAdaptor<RmsNormOp>(ctx, adaptor);
+  auto complete = completeAdaptor<RmsNormOp>(ctx, loc, adaptor);
+  if (failed(complete))
+    return failure();
+  adaptor = *complete;
   Checker c(loc, getOperationName());
   return inferNorm(c, adaptor.getInput(), adaptor.getNormalizedRank(),
                    adaptor.getEpsilon().convertToDouble(),
@@ -592,7 +627,10 @@ LogicalResult SoftmaxOp::inferReturnTypes(MLIRContext *ctx,
                                           std::optional<Location> loc,
                                           Adaptor adaptor,
                                           SmallVectorImpl<Type> &results) {
-  adaptor = completeAdaptor<SoftmaxOp>(ctx, adaptor);
+  auto complete = completeAdaptor<SoftmaxOp>(ctx, loc, adaptor);
+  if (failed(complete))
+    return failure();
+  adaptor = *complete;
   Checker c(loc, getOperationName());
   auto in = c.tensor(adaptor.getInput(), "input");
   if (failed(in))
@@ -613,7 +651,10 @@ LogicalResult AttentionOp::inferReturnTypes(MLIRContext *ctx,
                                             std::optional<Location> loc,
                                             Adaptor adaptor,
                                             SmallVectorImpl<Type> &results) {
-  adaptor = completeAdaptor<AttentionOp>(ctx, adaptor);
+  auto complete = completeAdaptor<AttentionOp>(ctx, loc, adaptor);
+  if (failed(complete))
+    return failure();
+  adaptor = *complete;
   Checker c(loc, getOperationName());
   auto q = c.tensorOfRank(adaptor.getQuery(), "query", 4, " [B, Hq, Nq, D]");
   if (failed(q))
@@ -748,7 +789,10 @@ LogicalResult MaxPool2dOp::inferReturnTypes(MLIRContext *ctx,
                                             std::optional<Location> loc,
                                             Adaptor adaptor,
                                             SmallVectorImpl<Type> &results) {
-  adaptor = completeAdaptor<MaxPool2dOp>(ctx, adaptor);
+  auto complete = completeAdaptor<MaxPool2dOp>(ctx, loc, adaptor);
+  if (failed(complete))
+    return failure();
+  adaptor = *complete;
   return inferPool(getOperationName(), loc, adaptor, results);
 }
 
@@ -756,13 +800,19 @@ LogicalResult AvgPool2dOp::inferReturnTypes(MLIRContext *ctx,
                                             std::optional<Location> loc,
                                             Adaptor adaptor,
                                             SmallVectorImpl<Type> &results) {
-  adaptor = completeAdaptor<AvgPool2dOp>(ctx, adaptor);
+  auto complete = completeAdaptor<AvgPool2dOp>(ctx, loc, adaptor);
+  if (failed(complete))
+    return failure();
+  adaptor = *complete;
   return inferPool(getOperationName(), loc, adaptor, results);
 }
 
 LogicalResult GlobalAvgPoolOp::inferReturnTypes(MLIRContext *ctx, std::optional<Location> loc, Adaptor adaptor,
     SmallVectorImpl<Type> &results) {
-  adaptor = completeAdaptor<GlobalAvgPoolOp>(ctx, adaptor);
+  auto complete = completeAdaptor<GlobalAvgPoolOp>(ctx, loc, adaptor);
+  if (failed(complete))
+    return failure();
+  adaptor = *complete;
   Checker c(loc, getOperationName());
   bool nhwc = adaptor.getLayout() == Layout::NHWC;
   auto in = c.tensorOfRank(adaptor.getInput(), "input", 4,
@@ -782,7 +832,10 @@ LogicalResult UpsampleOp::inferReturnTypes(MLIRContext *ctx,
                                            std::optional<Location> loc,
                                            Adaptor adaptor,
                                            SmallVectorImpl<Type> &results) {
-  adaptor = completeAdaptor<UpsampleOp>(ctx, adaptor);
+  auto complete = completeAdaptor<UpsampleOp>(ctx, loc, adaptor);
+  if (failed(complete))
+    return failure();
+  adaptor = *complete;
   Checker c(loc, getOperationName());
   bool nhwc = adaptor.getLayout() == Layout::NHWC;
   auto in = c.tensorOfRank(adaptor.getInput(), "input", 4,
@@ -901,7 +954,10 @@ LogicalResult TransposeOp::inferReturnTypes(MLIRContext *ctx,
                                             std::optional<Location> loc,
                                             Adaptor adaptor,
                                             SmallVectorImpl<Type> &results) {
-  adaptor = completeAdaptor<TransposeOp>(ctx, adaptor);
+  auto complete = completeAdaptor<TransposeOp>(ctx, loc, adaptor);
+  if (failed(complete))
+    return failure();
+  adaptor = *complete;
   Checker c(loc, getOperationName());
   auto in = c.tensor(adaptor.getInput(), "input");
   if (failed(in))
@@ -933,7 +989,10 @@ LogicalResult SliceOp::inferReturnTypes(MLIRContext *ctx,
                                         std::optional<Location> loc,
                                         Adaptor adaptor,
                                         SmallVectorImpl<Type> &results) {
-  adaptor = completeAdaptor<SliceOp>(ctx, adaptor);
+  auto complete = completeAdaptor<SliceOp>(ctx, loc, adaptor);
+  if (failed(complete))
+    return failure();
+  adaptor = *complete;
   Checker c(loc, getOperationName());
   auto in = c.tensor(adaptor.getInput(), "input");
   if (failed(in))
@@ -998,7 +1057,10 @@ LogicalResult ConcatOp::inferReturnTypes(MLIRContext *ctx,
                                          std::optional<Location> loc,
                                          Adaptor adaptor,
                                          SmallVectorImpl<Type> &results) {
-  adaptor = completeAdaptor<ConcatOp>(ctx, adaptor);
+  auto complete = completeAdaptor<ConcatOp>(ctx, loc, adaptor);
+  if (failed(complete))
+    return failure();
+  adaptor = *complete;
   Checker c(loc, getOperationName());
   if (adaptor.getInputs().empty())
     return c.fail("needs at least one operand");
@@ -1057,7 +1119,10 @@ LogicalResult SplitOp::inferReturnTypes(MLIRContext *ctx,
                                         std::optional<Location> loc,
                                         Adaptor adaptor,
                                         SmallVectorImpl<Type> &results) {
-  adaptor = completeAdaptor<SplitOp>(ctx, adaptor);
+  auto complete = completeAdaptor<SplitOp>(ctx, loc, adaptor);
+  if (failed(complete))
+    return failure();
+  adaptor = *complete;
   Checker c(loc, getOperationName());
   auto inAndAxis = c.inputAndAxis(adaptor.getInput(), adaptor.getAxis());
   if (failed(inAndAxis))

@@ -890,3 +890,22 @@ func.func @nan_clamp(%x: tensor<4x8xf32>) {
   %0 = "fuse.clamp"(%x) {min = 0xFFF0000000000000 : f64, max = 0x7FF8000000000000 : f64} : (tensor<4x8xf32>) -> tensor<4x8xf32>
   return
 }
+
+// -----
+
+// Type inference runs while parsing, before the verifier: a required
+// attribute that is missing is the verifier's message, not a crash (found by
+// fusec-fuzz-pipeline under ASan).
+func.func @split_no_axis(%x: tensor<3x7x33xf16>) -> tensor<3x7x5xf16> {
+  // expected-error @+1 {{'fuse.split' op requires attribute 'axis'}}
+  %0:3 = fuse.split %x {axsizes = array<i64: 5, 20, 8>} : tensor<3x7x33xf16>
+  return %0#0 : tensor<3x7x5xf16>
+}
+
+// -----
+
+func.func @concat_no_axis(%a: tensor<2x3xf32>, %b: tensor<2x4xf32>) -> tensor<2x7xf32> {
+  // expected-error @+1 {{'fuse.concat' op requires attribute 'axis'}}
+  %0 = fuse.concat %a, %b {axes = 1} : tensor<2x3xf32>, tensor<2x4xf32>
+  return %0 : tensor<2x7xf32>
+}
