@@ -36,7 +36,7 @@ def cases():
     def add(name, dt, text, shapes, ref):
         out[name] = (dt, text, shapes, ref)
 
-    # Elementwise: 65537 x 32771 = 2^31 + 2^17 + ... elements.
+    # Elementwise: 65537 x 32771 = 2^31 + 229379 elements.
     s = [65537, 32771]
     add("add_relu_f16", "f16",
         f"""func.func @g(%a: {t(s, 'f16')}, %b: {t(s, 'f16')}) -> {t(s, 'f16')} {{
