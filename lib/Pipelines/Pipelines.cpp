@@ -11,6 +11,7 @@
 #include "mlir/AsmParser/AsmParser.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "mlir/Transforms/Passes.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringMap.h"
@@ -40,7 +41,12 @@ void fusec::buildPipeline(OpPassManager &pm, Stage stage,
   tiling.tuningDb = options.tuningDb;
   tiling.tuningGpu = options.tuningGpu;
   pm.addPass(createTileKernels(tiling));
-  pm.addPass(createCanonicalizerPass());
+  // Bottom-up: top-down, the greedy driver revisits a kernel's guard region
+  // (one scf.if around the whole body) once per op inside it, O(n^2) in a
+  // long fused chain.
+  GreedyRewriteConfig bottomUp;
+  bottomUp.setUseTopDownTraversal(false);
+  pm.addPass(createCanonicalizerPass(bottomUp));
   pm.addPass(createCSEPass());
   pm.addPass(createVerifyStage({/*stage=*/"tiled"}));
   if (stage == Stage::Tiled)
