@@ -22,7 +22,9 @@ static StringRef dtypeName(Type type) {
 }
 
 static int64_t byteSize(MemRefType type) {
-  return type.getNumElements() * type.getElementTypeBitWidth() / 8;
+  // Bytes per element first: the verifier bounds the size in bytes, not in
+  // bits (elements x 32 overflowed for a 2^60-element f32 buffer).
+  return type.getNumElements() * (type.getElementTypeBitWidth() / 8);
 }
 
 namespace {

@@ -1,0 +1,4 @@
+func.func @view(%x: tensor<1152921504606846976xf32>) -> tensor<1073741824x1073741824xf32> {
+  %0 = fuse.reshape %x : tensor<1152921504606846976xf32> to tensor<1073741824x1073741824xf32>
+  return %0 : tensor<1073741824x1073741824xf32>
+}
