@@ -161,9 +161,7 @@ fuzz)
   targets=${FUZZ_TARGETS:-npy plan builder pipeline}
   out=${OUT:-$STAGE/out}
   mkdir -p "$out/fuzz"
-  # As scripts/sanitize.sh sets them (it says why).
-  export ASAN_OPTIONS=abort_on_error=1:detect_stack_use_after_return=1:alloc_dealloc_mismatch=0:allow_user_poisoning=0
-  export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+  source scripts/sanitizer-options.sh
   rm -rf /tmp/fusec-fuzz /tmp/fusec-findings && mkdir -p /tmp/fusec-fuzz /tmp/fusec-findings
   # The corpora as packed, or as an earlier run's fuzz-corpus.tar.xz left
   # them (a tenth of the size).

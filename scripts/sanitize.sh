@@ -28,18 +28,7 @@ if ! command -v clang++-22 >/dev/null || [ ! -d /usr/lib/llvm-22/lib/clang/22/li
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends \
     clang-22 libclang-rt-22-dev >/dev/null
 fi
-# LeakSanitizer stays on: a leak is a finding. MLIR's and LLVM's process-wide
-# registries are reachable at exit, which LeakSanitizer does not report.
-# alloc_dealloc_mismatch=0: Debian's LLVM code generator (not instrumented)
-# frees with sized operator delete[] what operator new gave
-# (RegisterClassInfo, under MachineSinking), which ASan's interceptors in the
-# executable see as a mismatch on every kernel compiled.
-# allow_user_poisoning=0: LLVM's headers poison and unpoison allocator memory
-# in inline code when compiled with ASan, and the linker mixes those copies
-# with the uninstrumented ones in LLVM's and MLIR's libraries, so memory one
-# poisons the other touches (use-after-poison at MLIRContext creation).
-export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_stack_use_after_return=1:alloc_dealloc_mismatch=0:allow_user_poisoning=0}
-export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+source scripts/sanitizer-options.sh
 
 # SANITIZE_STATIC=1 links LLVM and MLIR statically (with lld), for binaries
 # that run where LLVM is not installed (the GPU machine's CPUs).

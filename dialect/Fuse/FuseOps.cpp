@@ -207,32 +207,27 @@ static void setResult(SmallVectorImpl<Type> &results, ArrayRef<int64_t> shape,
 
 /// The custom parser calls inferReturnTypes before the op exists: the
 /// attributes are still in a dictionary and default-valued ones are missing.
-/// This adaptor sees them as the finished op will. It fails, with the
-/// verifier's message at `loc`, where a required attribute is missing or of
-/// the wrong kind (the verifier has not run yet: a `split` without `axis`
-/// once crashed the parser).
+/// Makes `adaptor` see them as the finished op will, and fails (with the
+/// verifier's message at `loc`, if there is one) where a required attribute
+/// is missing or of the wrong kind: the verifier has not run yet, and a
+/// `split` without `axis` once crashed the parser.
 template <typename OpTy>
-static FailureOr<typename OpTy::Adaptor>
-completeAdaptor(MLIRContext *ctx, std::optional<Location> loc,
-                typename OpTy::Adaptor adaptor) {
+static LogicalResult completeAdaptor(MLIRContext *ctx,
+                                     std::optional<Location> loc,
+                                     typename OpTy::Adaptor &adaptor) {
   typename OpTy::Properties props = adaptor.getProperties();
   if (DictionaryAttr attrs = adaptor.getAttributes())
     (void)OpTy::setPropertiesFromAttr(
         props, attrs, [&] { return emitError(UnknownLoc::get(ctx)); });
   OpTy::populateDefaultProperties(OperationName(OpTy::getOperationName(), ctx),
                                   props);
-  typename OpTy::Adaptor complete(adaptor.getOperands(),
-                                  adaptor.getAttributes(), props);
-  if (loc) {
-    if (failed(complete.verify(*loc)))
-      return failure();
-    return complete;
-  }
+  adaptor = typename OpTy::Adaptor(adaptor.getOperands(),
+                                   adaptor.getAttributes(), props);
   // Without a location the caller wants no diagnostics.
-  ScopedDiagnosticHandler quiet(ctx, [](Diagnostic &) { return success(); });
-  if (failed(complete.verify(UnknownLoc::get(ctx))))
-    return failure();
-  return complete;
+  std::optional<ScopedDiagnosticHandler> quiet;
+  if (!loc)
+    quiet.emplace(ctx, [](Diagnostic &) { return success(); });
+  return adaptor.verify(loc.value_or(UnknownLoc::get(ctx)));
 }
 
 std::string fuse::shapeProblem(RankedTensorType type) {
@@ -276,10 +271,8 @@ static FailureOr<int64_t> windowOutput(Checker &c, int64_t in, int64_t padLo,
 LogicalResult Conv2dOp::inferReturnTypes(MLIRContext *ctx, std::optional<Location> loc,
                                          Adaptor adaptor,
                                          SmallVectorImpl<Type> &results) {
-  auto complete = completeAdaptor<Conv2dOp>(ctx, loc, adaptor);
-  if (failed(complete))
+  if (failed(completeAdaptor<Conv2dOp>(ctx, loc, adaptor)))
     return failure();
-  adaptor = *complete;
   Checker c(loc, getOperationName());
   Layout layout = adaptor.getLayout();
   bool nhwc = layout == Layout::NHWC;
@@ -353,10 +346,8 @@ LogicalResult BatchNormOp::inferReturnTypes(MLIRContext *ctx,
                                             std::optional<Location> loc,
                                             Adaptor adaptor,
                                             SmallVectorImpl<Type> &results) {
-  auto complete = completeAdaptor<BatchNormOp>(ctx, loc, adaptor);
-  if (failed(complete))
+  if (failed(completeAdaptor<BatchNormOp>(ctx, loc, adaptor)))
     return failure();
-  adaptor = *complete;
   Checker c(loc, getOperationName());
   auto in = c.tensor(adaptor.getInput(), "input");
   if (failed(in))
@@ -389,10 +380,8 @@ LogicalResult ScaleShiftOp::inferReturnTypes(MLIRContext *ctx,
                                              std::optional<Location> loc,
                                              Adaptor adaptor,
                                              SmallVectorImpl<Type> &results) {
-  auto complete = completeAdaptor<ScaleShiftOp>(ctx, loc, adaptor);
-  if (failed(complete))
+  if (failed(completeAdaptor<ScaleShiftOp>(ctx, loc, adaptor)))
     return failure();
-  adaptor = *complete;
   Checker c(loc, getOperationName());
   auto inAxis = c.inputAndAxis(adaptor.getInput(), adaptor.getAxis());
   if (failed(inAxis))
@@ -459,10 +448,8 @@ LogicalResult BiasAddOp::inferReturnTypes(MLIRContext *ctx,
                                           std::optional<Location> loc,
                                           Adaptor adaptor,
                                           SmallVectorImpl<Type> &results) {
-  auto complete = completeAdaptor<BiasAddOp>(ctx, loc, adaptor);
-  if (failed(complete))
+  if (failed(completeAdaptor<BiasAddOp>(ctx, loc, adaptor)))
     return failure();
-  adaptor = *complete;
   Checker c(loc, getOperationName());
   auto inAxis = c.inputAndAxis(adaptor.getInput(), adaptor.getAxis());
   if (failed(inAxis))
@@ -497,10 +484,8 @@ LogicalResult MatmulOp::inferReturnTypes(MLIRContext *ctx,
                                          std::optional<Location> loc,
                                          Adaptor adaptor,
                                          SmallVectorImpl<Type> &results) {
-  auto complete = completeAdaptor<MatmulOp>(ctx, loc, adaptor);
-  if (failed(complete))
+  if (failed(completeAdaptor<MatmulOp>(ctx, loc, adaptor)))
     return failure();
-  adaptor = *complete;
   Checker c(loc, getOperationName());
   auto lhs = c.tensor(adaptor.getLhs(), "lhs");
   if (failed(lhs))
@@ -598,10 +583,8 @@ LogicalResult LayerNormOp::inferReturnTypes(MLIRContext *ctx,
                                             std::optional<Location> loc,
                                             Adaptor adaptor,
                                             SmallVectorImpl<Type> &results) {
-  auto complete = completeAdaptor<LayerNormOp>(ctx, loc, adaptor);
-  if (failed(complete))
+  if (failed(completeAdaptor<LayerNormOp>(ctx, loc, adaptor)))
     return failure();
-  adaptor = *complete;
   Checker c(loc, getOperationName());
   return inferNorm(c, adaptor.getInput(), adaptor.getNormalizedRank(),
                    adaptor.getEpsilon().convertToDouble(),
@@ -613,10 +596,8 @@ LogicalResult RmsNormOp::inferReturnTypes(MLIRContext *ctx,
                                           std::optional<Location> loc,
                                           Adaptor adaptor,
                                           SmallVectorImpl<Type> &results) {
-  auto complete = completeAdaptor<RmsNormOp>(ctx, loc, adaptor);
-  if (failed(complete))
+  if (failed(completeAdaptor<RmsNormOp>(ctx, loc, adaptor)))
     return failure();
-  adaptor = *complete;
   Checker c(loc, getOperationName());
   return inferNorm(c, adaptor.getInput(), adaptor.getNormalizedRank(),
                    adaptor.getEpsilon().convertToDouble(),
@@ -627,10 +608,8 @@ LogicalResult SoftmaxOp::inferReturnTypes(MLIRContext *ctx,
                                           std::optional<Location> loc,
                                           Adaptor adaptor,
                                           SmallVectorImpl<Type> &results) {
-  auto complete = completeAdaptor<SoftmaxOp>(ctx, loc, adaptor);
-  if (failed(complete))
+  if (failed(completeAdaptor<SoftmaxOp>(ctx, loc, adaptor)))
     return failure();
-  adaptor = *complete;
   Checker c(loc, getOperationName());
   auto in = c.tensor(adaptor.getInput(), "input");
   if (failed(in))
@@ -651,10 +630,8 @@ LogicalResult AttentionOp::inferReturnTypes(MLIRContext *ctx,
                                             std::optional<Location> loc,
                                             Adaptor adaptor,
                                             SmallVectorImpl<Type> &results) {
-  auto complete = completeAdaptor<AttentionOp>(ctx, loc, adaptor);
-  if (failed(complete))
+  if (failed(completeAdaptor<AttentionOp>(ctx, loc, adaptor)))
     return failure();
-  adaptor = *complete;
   Checker c(loc, getOperationName());
   auto q = c.tensorOfRank(adaptor.getQuery(), "query", 4, " [B, Hq, Nq, D]");
   if (failed(q))
@@ -789,10 +766,8 @@ LogicalResult MaxPool2dOp::inferReturnTypes(MLIRContext *ctx,
                                             std::optional<Location> loc,
                                             Adaptor adaptor,
                                             SmallVectorImpl<Type> &results) {
-  auto complete = completeAdaptor<MaxPool2dOp>(ctx, loc, adaptor);
-  if (failed(complete))
+  if (failed(completeAdaptor<MaxPool2dOp>(ctx, loc, adaptor)))
     return failure();
-  adaptor = *complete;
   return inferPool(getOperationName(), loc, adaptor, results);
 }
 
@@ -800,19 +775,15 @@ LogicalResult AvgPool2dOp::inferReturnTypes(MLIRContext *ctx,
                                             std::optional<Location> loc,
                                             Adaptor adaptor,
                                             SmallVectorImpl<Type> &results) {
-  auto complete = completeAdaptor<AvgPool2dOp>(ctx, loc, adaptor);
-  if (failed(complete))
+  if (failed(completeAdaptor<AvgPool2dOp>(ctx, loc, adaptor)))
     return failure();
-  adaptor = *complete;
   return inferPool(getOperationName(), loc, adaptor, results);
 }
 
 LogicalResult GlobalAvgPoolOp::inferReturnTypes(MLIRContext *ctx, std::optional<Location> loc, Adaptor adaptor,
     SmallVectorImpl<Type> &results) {
-  auto complete = completeAdaptor<GlobalAvgPoolOp>(ctx, loc, adaptor);
-  if (failed(complete))
+  if (failed(completeAdaptor<GlobalAvgPoolOp>(ctx, loc, adaptor)))
     return failure();
-  adaptor = *complete;
   Checker c(loc, getOperationName());
   bool nhwc = adaptor.getLayout() == Layout::NHWC;
   auto in = c.tensorOfRank(adaptor.getInput(), "input", 4,
@@ -832,10 +803,8 @@ LogicalResult UpsampleOp::inferReturnTypes(MLIRContext *ctx,
                                            std::optional<Location> loc,
                                            Adaptor adaptor,
                                            SmallVectorImpl<Type> &results) {
-  auto complete = completeAdaptor<UpsampleOp>(ctx, loc, adaptor);
-  if (failed(complete))
+  if (failed(completeAdaptor<UpsampleOp>(ctx, loc, adaptor)))
     return failure();
-  adaptor = *complete;
   Checker c(loc, getOperationName());
   bool nhwc = adaptor.getLayout() == Layout::NHWC;
   auto in = c.tensorOfRank(adaptor.getInput(), "input", 4,
@@ -954,10 +923,8 @@ LogicalResult TransposeOp::inferReturnTypes(MLIRContext *ctx,
                                             std::optional<Location> loc,
                                             Adaptor adaptor,
                                             SmallVectorImpl<Type> &results) {
-  auto complete = completeAdaptor<TransposeOp>(ctx, loc, adaptor);
-  if (failed(complete))
+  if (failed(completeAdaptor<TransposeOp>(ctx, loc, adaptor)))
     return failure();
-  adaptor = *complete;
   Checker c(loc, getOperationName());
   auto in = c.tensor(adaptor.getInput(), "input");
   if (failed(in))
@@ -989,10 +956,8 @@ LogicalResult SliceOp::inferReturnTypes(MLIRContext *ctx,
                                         std::optional<Location> loc,
                                         Adaptor adaptor,
                                         SmallVectorImpl<Type> &results) {
-  auto complete = completeAdaptor<SliceOp>(ctx, loc, adaptor);
-  if (failed(complete))
+  if (failed(completeAdaptor<SliceOp>(ctx, loc, adaptor)))
     return failure();
-  adaptor = *complete;
   Checker c(loc, getOperationName());
   auto in = c.tensor(adaptor.getInput(), "input");
   if (failed(in))
@@ -1057,10 +1022,8 @@ LogicalResult ConcatOp::inferReturnTypes(MLIRContext *ctx,
                                          std::optional<Location> loc,
                                          Adaptor adaptor,
                                          SmallVectorImpl<Type> &results) {
-  auto complete = completeAdaptor<ConcatOp>(ctx, loc, adaptor);
-  if (failed(complete))
+  if (failed(completeAdaptor<ConcatOp>(ctx, loc, adaptor)))
     return failure();
-  adaptor = *complete;
   Checker c(loc, getOperationName());
   if (adaptor.getInputs().empty())
     return c.fail("needs at least one operand");
@@ -1119,10 +1082,8 @@ LogicalResult SplitOp::inferReturnTypes(MLIRContext *ctx,
                                         std::optional<Location> loc,
                                         Adaptor adaptor,
                                         SmallVectorImpl<Type> &results) {
-  auto complete = completeAdaptor<SplitOp>(ctx, loc, adaptor);
-  if (failed(complete))
+  if (failed(completeAdaptor<SplitOp>(ctx, loc, adaptor)))
     return failure();
-  adaptor = *complete;
   Checker c(loc, getOperationName());
   auto inAndAxis = c.inputAndAxis(adaptor.getInput(), adaptor.getAxis());
   if (failed(inAndAxis))

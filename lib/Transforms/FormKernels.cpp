@@ -109,9 +109,9 @@ void KernelFormer::growEpilogue(Group &group) {
       return;
     if (!result.hasOneUse()) {
       remarkAt(last) << "not fused: the result of " << last->getName()
-                         << " has "
-                         << std::distance(result.use_begin(), result.use_end())
-                         << " users, so kernel " << group.name << " ends here";
+                     << " has "
+                     << std::distance(result.use_begin(), result.use_end())
+                     << " users, so kernel " << group.name << " ends here";
       return;
     }
     Operation *user = *result.user_begin();
@@ -123,33 +123,33 @@ void KernelFormer::growEpilogue(Group &group) {
       group.ops.insert(user);
       groupOf[user] = &group;
       remarkAt(user) << "fused " << user->getName() << " into kernel "
-                         << group.name << ", which stores its result permuted";
+                     << group.name << ", which stores its result permuted";
       continue;
     }
     if (isa<ReshapeOp>(user)) {
       remarkAt(user) << "kernel " << group.name << " ends at "
-                         << user->getName()
-                         << ", which re-views its result in place, no copy";
+                     << user->getName()
+                     << ", which re-views its result in place, no copy";
       return;
     }
     if (isa<TransposeOp>(user)) {
       remarkAt(user) << "not fused: " << user->getName()
-                         << " changes the layout, so kernel " << group.name
-                         << " ends before it";
+                     << " changes the layout, so kernel " << group.name
+                     << " ends before it";
       return;
     }
     if (isAnchor(user)) {
       remarkAt(user) << "not fused: " << user->getName()
-                         << " is an anchor and starts its own kernel after "
-                         << group.name;
+                     << " is an anchor and starts its own kernel after "
+                     << group.name;
       return;
     }
     if (!isElementwise(user))
       return;
     if (user->getResult(0).getType() != result.getType()) {
       remarkAt(user) << "not fused: " << user->getName()
-                         << " changes the shape or type of the result of "
-                         << group.name;
+                     << " changes the shape or type of the result of "
+                     << group.name;
       return;
     }
     // Operands other than the chain must be available before the kernel
@@ -157,8 +157,8 @@ void KernelFormer::growEpilogue(Group &group) {
     group.ops.insert(user);
     groupOf[user] = &group;
     remarkAt(user) << "fused " << user->getName() << " into the "
-                       << (isAnchor(group.ops.front()) ? "epilogue of " : "")
-                       << "kernel " << group.name;
+                   << (isAnchor(group.ops.front()) ? "epilogue of " : "")
+                   << "kernel " << group.name;
   }
 }
 
@@ -181,10 +181,10 @@ void KernelFormer::growPrologue(Group &group) {
     if (user == anchor)
       continue;
     if (!last->isBeforeInBlock(user)) {
-      remarkAt(producer)
-          << "not fused: " << user->getName() << " uses the result of "
-          << producer->getName() << " before kernel " << group.name
-          << " would write it";
+      remarkAt(producer) << "not fused: " << user->getName()
+                         << " uses the result of " << producer->getName()
+                         << " before kernel " << group.name
+                         << " would write it";
       return;
     }
   }
@@ -213,7 +213,7 @@ void KernelFormer::growOperandViews(Group &group) {
     group.ops.insert(concat);
     groupOf[concat] = &group;
     remarkAt(concat) << "fused fuse.concat into kernel " << group.name
-                         << ", which reads the parts in place";
+                     << ", which reads the parts in place";
   };
   // A linear layer: weights and biases joined along the output features
   // (merged projections, fusec-simplify).
@@ -237,11 +237,11 @@ void KernelFormer::growOperandViews(Group &group) {
            producer->getResult(0).hasOneUse()) {
       group.ops.insert(producer);
       groupOf[producer] = &group;
-      remarkAt(producer)
-          << "fused " << producer->getName() << " into kernel " << group.name
-          << (isa<RopeOp>(producer)
-                  ? ", which rotates the tiles it loads"
-                  : ", which loads its operand through it");
+      remarkAt(producer) << "fused " << producer->getName() << " into kernel "
+                         << group.name
+                         << (isa<RopeOp>(producer)
+                                 ? ", which rotates the tiles it loads"
+                                 : ", which loads its operand through it");
       producer = producer->getOperand(0).getDefiningOp();
     }
   }
@@ -284,7 +284,7 @@ void KernelFormer::pullInProducers(Group &group) {
               << group.name << ", which recomputes it from graph parameters";
         else
           remarkAt(producer) << "fused " << producer->getName()
-                                 << " into kernel " << group.name;
+                             << " into kernel " << group.name;
         changed = true;
       }
     }
@@ -346,7 +346,7 @@ void KernelFormer::run() {
         continue;
       Group &group = startGroup(&op);
       remarkAt(&op) << "kernel " << group.name << " is anchored on "
-                      << op.getName();
+                    << op.getName();
       growEpilogue(group);
       growPrologue(group);
       growOperandViews(group);
@@ -361,16 +361,16 @@ void KernelFormer::run() {
     Group &group = startGroup(&op);
     if (isView(&op))
       remarkAt(&op) << "kernel " << group.name << " materialises "
-                      << op.getName()
-                      << ": a user reads it from memory or returns it";
+                    << op.getName()
+                    << ": a user reads it from memory or returns it";
     llvm::SmallPtrSet<Group *, 4> users;
     for (Operation *user : op.getUsers())
       if (Group *g = groupOf.lookup(user))
         users.insert(g);
     if (users.size() > 1)
-      remarkAt(&op) << "kernel " << group.name << " computes "
-                      << op.getName() << " once for the " << users.size()
-                      << " kernels that use it";
+      remarkAt(&op) << "kernel " << group.name << " computes " << op.getName()
+                    << " once for the " << users.size()
+                    << " kernels that use it";
     pullInProducers(group);
   }
   for (auto &group : groups)

@@ -310,9 +310,8 @@ struct MergeSharedInputLinears : OpRewritePattern<LinearOp> {
         candidates.insert(linear);
     }
     SmallVector<LinearOp> ordered = candidates.takeVector();
-    llvm::sort(ordered, [](LinearOp a, LinearOp b) {
-      return a->isBeforeInBlock(b);
-    });
+    llvm::sort(ordered,
+               [](LinearOp a, LinearOp b) { return a->isBeforeInBlock(b); });
     // In program order, the layers whose results can be read in place and
     // meet no earlier member's in an elementwise op: kept apart, the later
     // layer's epilogue computes that op (SiLU gating), while merged, it
@@ -344,9 +343,10 @@ struct MergeSharedInputLinears : OpRewritePattern<LinearOp> {
     Value bias = biases.empty() ? Value()
                                 : ConcatOp::create(rewriter, loc, biases, 0);
     auto merged = LinearOp::create(rewriter, loc, op.getInput(), weight, bias);
-    emitRemark(op->getLoc()) << "merged " << group.size()
-                     << " fuse.linear ops reading the same input into one "
-                        "GEMM, which reads their weights in place";
+    emitRemark(op->getLoc())
+        << "merged " << group.size()
+        << " fuse.linear ops reading the same input into one "
+           "GEMM, which reads their weights in place";
     ArrayRef<int64_t> shape = merged.getType().getShape();
     offset = 0;
     for (LinearOp linear : group) {

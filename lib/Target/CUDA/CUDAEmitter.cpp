@@ -216,7 +216,6 @@ std::string KernelPrinter::identifier(Value v) {
   return name;
 }
 
-
 std::string KernelPrinter::scalarTypeName(Type type) {
   if (type.isF32())
     return "float";
