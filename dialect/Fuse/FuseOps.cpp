@@ -837,8 +837,13 @@ LogicalResult UpsampleOp::inferReturnTypes(MLIRContext *ctx,
     if (!(s[0] > 0 && s[1] > 0 && std::isfinite(s[0]) && std::isfinite(s[1])))
       return c.fail("attribute 'scale' must be positive and finite, found [",
                     s[0], ", ", s[1], "]");
-    ho = static_cast<int64_t>(std::floor(h * s[0]));
-    wo = static_cast<int64_t>(std::floor(w * s[1]));
+    double hf = std::floor(h * s[0]), wf = std::floor(w * s[1]);
+    // Converting a double past int64 is undefined; refuse it before the cast.
+    if (hf >= 0x1p63 || wf >= 0x1p63)
+      return c.fail("attribute 'scale' gives an output extent (", hf, " x ",
+                    wf, ") for input ", h, " x ", w, " that overflows int64");
+    ho = static_cast<int64_t>(hf);
+    wo = static_cast<int64_t>(wf);
     if (ho < 1 || wo < 1)
       return c.fail("attribute 'scale' gives an empty output (", ho, " x ",
                     wo, ") for input ", h, " x ", w);

@@ -490,6 +490,16 @@ func.func @upsample_empty(%x: tensor<1x4x4x3xf32>) {
 
 // -----
 
+// Found by fusec-fuzz-pipeline: the output extent was cast from a double
+// past int64 (regress-upsample-huge-scale.mlir).
+func.func @upsample_scale_overflow(%x: tensor<1x4x4x3xf32>) {
+  // expected-error @below {{'fuse.upsample' op attribute 'scale' gives an output extent (4.000000e+89 x 8.000000e+00) for input 4 x 4 that overflows int64}}
+  %0 = fuse.upsample %x {scale = array<f64: 1.0e89, 2.0>} : tensor<1x4x4x3xf32>
+  return
+}
+
+// -----
+
 func.func @transpose_missing(%x: tensor<2x3x4xf32>) {
   // expected-error @below {{'fuse.transpose' op requires attribute 'permutation'}}
   %0 = fuse.transpose %x : tensor<2x3x4xf32>
