@@ -229,7 +229,11 @@ Value KernelBuilder::aliasShared(int64_t offset, ArrayRef<int64_t> shape,
 Value KernelBuilder::addTensorMap(TensorMapParam map) {
   auto ptr = LLVM::LLVMPointerType::get(b.getContext());
   unsigned index = func.getNumArguments();
-  func.insertArgument(index, ptr, DictionaryAttr(), func.getLoc());
+  // Fails only for a function type that cannot take the argument; a
+  // gpu.func's FunctionType takes any.
+  [[maybe_unused]] LogicalResult inserted =
+      func.insertArgument(index, ptr, DictionaryAttr(), func.getLoc());
+  assert(succeeded(inserted) && "gpu.func refused a tensor-map argument");
   // Which parameters are maps: the lowering to NVVM drops argument
   // attributes but keeps the function's.
   SmallVector<int64_t> indices;
