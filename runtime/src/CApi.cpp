@@ -10,10 +10,11 @@
 #include "fusec/runtime/fusec_runtime.h"
 #include "fusec/runtime/Runtime.h"
 
+#include <cstddef>
 #include <exception>
+#include <new>
 #include <string>
 #include <vector>
-#include <new>
 
 using namespace fusec::runtime;
 
@@ -259,6 +260,16 @@ fusec_status fusec_module_output_info(const fusec_module *module, size_t index,
                     "fusec_module_output_info");
 }
 
+static_assert(sizeof(fusec_buffer) == sizeof(BufferRef) &&
+                  offsetof(fusec_buffer, ptr) == offsetof(BufferRef, ptr) &&
+                  offsetof(fusec_buffer, bytes) == offsetof(BufferRef, bytes),
+              "fusec_buffer must mirror BufferRef");
+
+/// The C arrays as Spans, without copies (fusec_buffer mirrors BufferRef).
+static Span<BufferRef> buffers(const fusec_buffer *buffers, size_t count) {
+  return {reinterpret_cast<const BufferRef *>(buffers), count};
+}
+
 fusec_status fusec_module_run(fusec_module *module, fusec_stream stream,
                               const fusec_buffer *inputs, size_t num_inputs,
                               const fusec_buffer *outputs,
@@ -267,12 +278,36 @@ fusec_status fusec_module_run(fusec_module *module, fusec_stream stream,
     return invalidArgument("fusec_module_run",
                            "module, inputs and outputs must not be NULL");
   return guarded("fusec_module_run", [&] {
-    std::vector<BufferRef> in, out;
-    for (size_t i = 0; i < num_inputs; ++i)
-      in.push_back({inputs[i].ptr, inputs[i].bytes});
-    for (size_t i = 0; i < num_outputs; ++i)
-      out.push_back({outputs[i].ptr, outputs[i].bytes});
-    return report(module->module->run(stream, in, out));
+    return report(module->module->run(stream, buffers(inputs, num_inputs),
+                                      buffers(outputs, num_outputs)));
+  });
+}
+
+uint64_t fusec_module_workspace_bytes(const fusec_module *module) {
+  return module ? module->module->workspaceBytes() : 0;
+}
+
+size_t fusec_module_workspace_count(const fusec_module *module) {
+  return module ? module->module->workspaceCount() : 0;
+}
+
+void fusec_module_set_max_workspaces(fusec_module *module, size_t count) {
+  if (module)
+    module->module->setMaxWorkspaces(count);
+}
+
+fusec_status
+fusec_module_run_with_workspace(fusec_module *module, fusec_stream stream,
+                                const fusec_buffer *inputs, size_t num_inputs,
+                                const fusec_buffer *outputs, size_t num_outputs,
+                                fusec_buffer workspace) {
+  if (!module || (!inputs && num_inputs) || (!outputs && num_outputs))
+    return invalidArgument("fusec_module_run_with_workspace",
+                           "module, inputs and outputs must not be NULL");
+  return guarded("fusec_module_run_with_workspace", [&] {
+    return report(module->module->run(
+        stream, buffers(inputs, num_inputs), buffers(outputs, num_outputs),
+        BufferRef{workspace.ptr, workspace.bytes}));
   });
 }
 

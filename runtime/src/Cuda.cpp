@@ -125,6 +125,13 @@ const char *hintFor(CUresult result) {
   case CUDA_ERROR_INVALID_VALUE:
     return "an argument of the call is outside what the device allows "
            "(grid, block or shared memory size, or a pointer)";
+  case CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED:
+  case CUDA_ERROR_STREAM_CAPTURE_INVALIDATED:
+  case CUDA_ERROR_STREAM_CAPTURE_ISOLATION:
+  case CUDA_ERROR_STREAM_CAPTURE_IMPLICIT:
+    return "a CUDA graph capture is under way and this call is not allowed "
+           "in it (or the capture failed before); run on the capturing "
+           "stream, not the legacy default stream, or outside the capture";
   default:
     return "";
   }

@@ -41,6 +41,8 @@ using CUevent = struct CUevent_st *;
 using CUdevice_attribute = int;
 using CUfunction_attribute = int;
 using CUjit_option = int;
+using CUstreamCaptureStatus = int;
+using CUstreamCaptureMode = int;
 
 // Tensor maps (cuTensorMapEncodeTiled).
 using cuuint32_t = unsigned int;
@@ -80,6 +82,7 @@ enum : CUresult {
   CUDA_ERROR_UNSUPPORTED_PTX_VERSION = 222,
   CUDA_ERROR_JIT_COMPILER_NOT_FOUND = 221,
   CUDA_ERROR_NOT_FOUND = 500,
+  CUDA_ERROR_NOT_READY = 600,
   CUDA_ERROR_ILLEGAL_ADDRESS = 700,
   CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES = 701,
   CUDA_ERROR_LAUNCH_TIMEOUT = 702,
@@ -87,6 +90,10 @@ enum : CUresult {
   CUDA_ERROR_MISALIGNED_ADDRESS = 716,
   CUDA_ERROR_LAUNCH_FAILED = 719,
   CUDA_ERROR_SYSTEM_DRIVER_MISMATCH = 803,
+  CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED = 900,
+  CUDA_ERROR_STREAM_CAPTURE_INVALIDATED = 901,
+  CUDA_ERROR_STREAM_CAPTURE_ISOLATION = 905,
+  CUDA_ERROR_STREAM_CAPTURE_IMPLICIT = 906,
 };
 
 enum : CUdevice_attribute {
@@ -110,6 +117,18 @@ enum : CUjit_option {
 
 /// cuEventCreate flags.
 constexpr unsigned int CU_EVENT_DEFAULT = 0;
+constexpr unsigned int CU_EVENT_DISABLE_TIMING = 2;
+
+enum : CUstreamCaptureStatus {
+  CU_STREAM_CAPTURE_STATUS_NONE = 0,
+  CU_STREAM_CAPTURE_STATUS_ACTIVE = 1,
+  CU_STREAM_CAPTURE_STATUS_INVALIDATED = 2,
+};
+enum : CUstreamCaptureMode {
+  CU_STREAM_CAPTURE_MODE_GLOBAL = 0,
+  CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1,
+  CU_STREAM_CAPTURE_MODE_RELAXED = 2,
+};
 
 /// Dynamic shared memory a kernel may use without opting in.
 constexpr unsigned int kDefaultMaxDynamicSharedBytes = 48 * 1024;

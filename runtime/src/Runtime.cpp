@@ -56,6 +56,32 @@ static CUcontext toContext(void *context) {
   return static_cast<CUcontext>(context);
 }
 
+namespace {
+/// Makes the calling thread's CUDA graph capture mode relaxed while it
+/// lives. A module load, an allocation or an event query is a "potentially
+/// unsafe" call that, in the default global mode, fails and invalidates any
+/// capture under way on any thread (a PyTorch CUDA graph, say). Relaxed, the
+/// thread may make them; none of them is captured.
+class RelaxedCaptureMode {
+public:
+  explicit RelaxedCaptureMode(const DriverApi &api) : api_(api) {
+    active_ = api_.cuThreadExchangeStreamCaptureMode(&mode_) == CUDA_SUCCESS;
+  }
+  ~RelaxedCaptureMode() {
+    if (active_)
+      (void)api_.cuThreadExchangeStreamCaptureMode(&mode_);
+  }
+  RelaxedCaptureMode(const RelaxedCaptureMode &) = delete;
+  RelaxedCaptureMode &operator=(const RelaxedCaptureMode &) = delete;
+
+private:
+  const DriverApi &api_;
+  /// The mode to set, then the one to restore.
+  CUstreamCaptureMode mode_ = CU_STREAM_CAPTURE_MODE_RELAXED;
+  bool active_ = false;
+};
+} // namespace
+
 //===----------------------------------------------------------------------===//
 // Device
 //===----------------------------------------------------------------------===//
@@ -159,6 +185,7 @@ Status Device::makeCurrent() const {
 Status Device::allocate(uint64_t bytes, DevicePtr &ptr) {
   ptr = 0;
   FUSEC_RETURN_IF_ERROR(makeCurrent());
+  RelaxedCaptureMode relaxed(*api_);
   CUdeviceptr p = 0;
   FUSEC_CU_CHECK(*api_, cuMemAlloc, (&p, bytes),
                  "allocating " + bytesString(bytes) + " on " + describe());
@@ -170,6 +197,7 @@ Status Device::free(DevicePtr ptr) {
   if (!ptr)
     return Status::success();
   FUSEC_RETURN_IF_ERROR(makeCurrent());
+  RelaxedCaptureMode relaxed(*api_);
   FUSEC_CU_CHECK(*api_, cuMemFree, (ptr), "freeing device memory");
   return Status::success();
 }
@@ -371,6 +399,8 @@ Status Module::load(std::shared_ptr<Device> device, const std::string &artifact,
 
   const DriverApi &api = device->api();
   FUSEC_RETURN_IF_ERROR(device->makeCurrent());
+  // A first call inside a CUDA graph capture loads the module here.
+  RelaxedCaptureMode relaxed(api);
 
   // CUDA C becomes PTX first, for this device's architecture unless the
   // artifact needs an arch-specific one ("sm_90a": wgmma, setmaxnreg).
@@ -443,20 +473,48 @@ Status Module::load(std::shared_ptr<Device> device, const std::string &artifact,
   }
   m->tensorMapAddresses_.assign(m->tensorMaps_.size(), 0);
 
-  // Intermediates: allocated once, reused by every run.
-  m->intermediates_.assign(plan.buffers.size(), 0);
+  // Every intermediate at its own aligned offset in one workspace.
+  m->workspaceOffsets_.assign(plan.buffers.size(), 0);
+  uint64_t end = 0;
   for (const BufferDesc &buffer : plan.buffers) {
     if (buffer.role != BufferRole::Intermediate || buffer.bytes == 0)
       continue;
-    CUdeviceptr ptr = 0;
-    FUSEC_CU_CHECK(api, cuMemAlloc, (&ptr, buffer.bytes),
-                   sourceName + ": allocating intermediate buffer " +
-                       std::to_string(buffer.id) + " (" + buffer.typeString() +
-                       ", " + bytesString(buffer.bytes) + ") on " +
-                       device->describe());
-    m->intermediates_[buffer.id] = ptr;
+    uint64_t offset = (end + kWorkspaceAlignment - 1) / kWorkspaceAlignment *
+                      kWorkspaceAlignment;
+    if (offset < end || buffer.bytes > UINT64_MAX - offset)
+      return Status::error(StatusCode::InvalidArtifact,
+                           sourceName + ": the intermediate buffers need more "
+                                        "than 2^64 bytes together");
+    m->workspaceOffsets_[buffer.id] = offset;
+    end = offset + buffer.bytes;
+  }
+  m->workspaceBytes_ = end;
+  // The first workspace now, so that a module that loads can run, and a
+  // run on one stream never allocates.
+  if (m->workspaceBytes_) {
+    Workspace first;
+    Status status = m->allocateWorkspace(first);
+    // Kept even when half made, for ~Module to free.
+    m->workspaces_.push_back(first);
+    FUSEC_RETURN_IF_ERROR(status);
   }
   module = std::move(m);
+  return Status::success();
+}
+
+Status Module::allocateWorkspace(Workspace &workspace) {
+  const DriverApi &api = device_->api();
+  CUdeviceptr base = 0;
+  FUSEC_CU_CHECK(api, cuMemAlloc, (&base, workspaceBytes_),
+                 sourceName_ + ": allocating " + bytesString(workspaceBytes_) +
+                     " for the intermediate buffers (workspace " +
+                     std::to_string(workspaces_.size()) + ") on " +
+                     device_->describe());
+  workspace.base = base;
+  CUevent done = nullptr;
+  FUSEC_CU_CHECK(api, cuEventCreate, (&done, CU_EVENT_DISABLE_TIMING),
+                 sourceName_ + ": creating the event of a workspace");
+  workspace.done = done;
   return Status::success();
 }
 
@@ -468,7 +526,7 @@ Status Module::loadFile(std::shared_ptr<Device> device, const std::string &path,
 }
 
 Module::~Module() {
-  // Intermediates are allocated only once the module is loaded.
+  // Workspaces are allocated only once the module is loaded.
   if (!device_ || !cuModule_)
     return;
   const DriverApi &api = device_->api();
@@ -476,9 +534,13 @@ Module::~Module() {
     return;
   // Errors are ignored: nothing can be done about them in a destructor, and
   // after a kernel fault every call fails anyway.
-  for (DevicePtr ptr : intermediates_)
-    if (ptr)
-      (void)api.cuMemFree(ptr);
+  RelaxedCaptureMode relaxed(api);
+  for (const Workspace &workspace : workspaces_) {
+    if (workspace.base)
+      (void)api.cuMemFree(workspace.base);
+    if (workspace.done)
+      (void)api.cuEventDestroy(static_cast<CUevent>(workspace.done));
+  }
   if (cuModule_)
     (void)api.cuModuleUnload(static_cast<CUmodule>(cuModule_));
 }
@@ -514,20 +576,212 @@ static Status checkSide(const Plan &plan, const char *side,
   return Status::success();
 }
 
+/// "[0x7f00, +64 bytes)": how overlap messages name a buffer.
+static std::string rangeString(const BufferRef &ref) {
+  return "[0x" + hexString(ref.ptr) + ", +" + bytesString(ref.bytes) + ")";
+}
+
+static bool overlaps(const BufferRef &a, const BufferRef &b) {
+  return a.bytes && b.bytes && a.ptr < b.ptr + b.bytes &&
+         b.ptr < a.ptr + a.bytes;
+}
+
+/// Refuses an output that shares memory with an input or another output.
+/// Kernels write outputs while later kernels still read the inputs, so an
+/// output over an input is not "in place" but a wrong answer.
+static Status checkOverlaps(Span<BufferRef> inputs, Span<BufferRef> outputs) {
+  for (size_t o = 0; o < outputs.size(); ++o) {
+    auto refuse = [&](const std::string &other, const BufferRef &ref) {
+      return Status::error(
+          StatusCode::InvalidArgument,
+          "output " + std::to_string(o) + " " + rangeString(outputs[o]) +
+              " overlaps " + other + " " + rangeString(ref) +
+              ": fusec does not compute in place (a kernel may write the "
+              "output while another still reads it); pass an output that "
+              "shares no memory with the inputs or the other outputs");
+    };
+    for (size_t i = 0; i < inputs.size(); ++i)
+      if (overlaps(outputs[o], inputs[i]))
+        return refuse("input " + std::to_string(i), inputs[i]);
+    for (size_t p = 0; p < o; ++p)
+      if (overlaps(outputs[o], outputs[p]))
+        return refuse("output " + std::to_string(p), outputs[p]);
+  }
+  return Status::success();
+}
+
 Status Module::checkBindings(Span<BufferRef> inputs,
                              Span<BufferRef> outputs) const {
   FUSEC_RETURN_IF_ERROR(checkSide(plan_, "input", plan_.inputs, inputs));
   FUSEC_RETURN_IF_ERROR(checkSide(plan_, "output", plan_.outputs, outputs));
+  return checkOverlaps(inputs, outputs);
+}
+
+size_t Module::workspaceCount() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return workspaces_.size();
+}
+
+size_t Module::maxWorkspaces() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return maxWorkspaces_;
+}
+
+void Module::setMaxWorkspaces(size_t count) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  maxWorkspaces_ = std::max<size_t>(count, 1);
+}
+
+Status Module::acquireWorkspace(Stream stream, Workspace *&workspace) {
+  const DriverApi &api = device_->api();
+  CUstream cuStream = static_cast<CUstream>(stream);
+  workspace = nullptr;
+  // In order of preference: the one this stream used last (its runs are
+  // ordered anyway, and its tensor maps stay encoded), one whose last run
+  // has finished, a new one, and last the least recently used.
+  Workspace *idle = nullptr, *oldest = nullptr;
+  for (Workspace &w : workspaces_) {
+    if (w.lastRun && w.stream == stream) {
+      workspace = &w;
+      break;
+    }
+    if (!oldest || w.lastRun < oldest->lastRun)
+      oldest = &w;
+    if (idle)
+      continue;
+    CUresult result = w.lastRun ? api.cuEventQuery(static_cast<CUevent>(w.done))
+                                : CUDA_SUCCESS;
+    if (result == CUDA_SUCCESS)
+      idle = &w;
+    else if (result != CUDA_ERROR_NOT_READY)
+      return driverError(api, result, "cuEventQuery",
+                         sourceName_ + ": asking whether a run has finished");
+  }
+  if (!workspace)
+    workspace = idle;
+  if (!workspace && workspaces_.size() < maxWorkspaces_) {
+    Workspace fresh;
+    Status status = allocateWorkspace(fresh);
+    if (status) {
+      workspaces_.push_back(fresh);
+      workspace = &workspaces_.back();
+      return Status::success();
+    }
+    // Out of memory for another: share an existing one, in order.
+    if (fresh.base)
+      (void)api.cuMemFree(fresh.base);
+    if (fresh.done)
+      (void)api.cuEventDestroy(static_cast<CUevent>(fresh.done));
+    if (workspaces_.empty())
+      return status;
+  }
+  if (!workspace)
+    workspace = oldest;
+  // Ordered after the workspace's last run. On its own stream this costs
+  // nothing and keeps a destroyed stream's pending work from racing a new
+  // stream that got the same handle.
+  if (workspace->lastRun)
+    FUSEC_CU_CHECK(api, cuStreamWaitEvent,
+                   (cuStream, static_cast<CUevent>(workspace->done), 0),
+                   sourceName_ + ": ordering a run after the last run that "
+                                 "used its workspace");
   return Status::success();
 }
 
 Status Module::run(Stream stream, Span<BufferRef> inputs,
                    Span<BufferRef> outputs) {
   FUSEC_RETURN_IF_ERROR(checkBindings(inputs, outputs));
+  const DriverApi &api = device_->api();
+  CUstream cuStream = static_cast<CUstream>(stream);
+  FUSEC_RETURN_IF_ERROR(device_->makeCurrent());
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!workspaceBytes_)
+    return enqueue(stream, inputs, outputs, 0);
 
+  // A captured run gets intermediates that the CUDA graph allocates and
+  // frees itself: its replays then never share them with other runs, and
+  // the memory lives as long as the graph.
+  CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
+  FUSEC_CU_CHECK(api, cuStreamIsCapturing, (cuStream, &capture),
+                 sourceName_ + ": asking whether the stream is being "
+                               "captured into a CUDA graph");
+  if (capture != CU_STREAM_CAPTURE_STATUS_NONE) {
+    CUdeviceptr base = 0;
+    FUSEC_CU_CHECK(api, cuMemAllocAsync, (&base, workspaceBytes_, cuStream),
+                   sourceName_ + ": allocating " +
+                       bytesString(workspaceBytes_) +
+                       " of intermediates inside the CUDA graph being "
+                       "captured (or pass a workspace to run())");
+    Status status = enqueue(stream, inputs, outputs, base);
+    CUresult freed = api.cuMemFreeAsync(base, cuStream);
+    FUSEC_RETURN_IF_ERROR(status);
+    return check(api, freed, "cuMemFreeAsync",
+                 sourceName_ + ": freeing the intermediates inside the CUDA "
+                               "graph being captured");
+  }
+
+  Workspace *workspace = nullptr;
+  {
+    RelaxedCaptureMode relaxed(api);
+    FUSEC_RETURN_IF_ERROR(acquireWorkspace(stream, workspace));
+  }
+  Status status = enqueue(stream, inputs, outputs, workspace->base);
+  // Recorded even when a step failed to enqueue: those before it may run.
+  workspace->stream = stream;
+  workspace->lastRun = ++runs_;
+  CUresult recorded;
+  {
+    RelaxedCaptureMode relaxed(api);
+    recorded =
+        api.cuEventRecord(static_cast<CUevent>(workspace->done), cuStream);
+  }
+  FUSEC_RETURN_IF_ERROR(status);
+  return check(api, recorded, "cuEventRecord",
+               sourceName_ + ": recording the end of a run");
+}
+
+Status Module::run(Stream stream, Span<BufferRef> inputs,
+                   Span<BufferRef> outputs, BufferRef workspace) {
+  FUSEC_RETURN_IF_ERROR(checkBindings(inputs, outputs));
+  if (workspace.bytes < workspaceBytes_)
+    return Status::error(StatusCode::InvalidArgument,
+                         "the workspace has " + bytesString(workspace.bytes) +
+                             ", the plan needs " +
+                             bytesString(workspaceBytes_));
+  if (workspaceBytes_ && !workspace.ptr)
+    return Status::error(StatusCode::InvalidArgument,
+                         "the workspace is a null device pointer: allocate " +
+                             bytesString(workspaceBytes_) + " for it");
+  if (workspace.ptr % kWorkspaceAlignment)
+    return Status::error(StatusCode::InvalidArgument,
+                         "the workspace at 0x" + hexString(workspace.ptr) +
+                             " is not " + std::to_string(kWorkspaceAlignment) +
+                             "-byte aligned");
+  BufferRef used{workspace.ptr, workspaceBytes_};
+  for (size_t i = 0; i < inputs.size() + outputs.size(); ++i) {
+    bool input = i < inputs.size();
+    const BufferRef &ref = input ? inputs[i] : outputs[i - inputs.size()];
+    if (overlaps(used, ref))
+      return Status::error(
+          StatusCode::InvalidArgument,
+          "the workspace " + rangeString(used) + " overlaps " +
+              (input ? "input " + std::to_string(i)
+                     : "output " + std::to_string(i - inputs.size())) +
+              " " + rangeString(ref) +
+              ": pass a workspace that shares no memory with them");
+  }
+  FUSEC_RETURN_IF_ERROR(device_->makeCurrent());
+  std::lock_guard<std::mutex> lock(mutex_);
+  return enqueue(stream, inputs, outputs, workspace.ptr);
+}
+
+Status Module::enqueue(Stream stream, Span<BufferRef> inputs,
+                       Span<BufferRef> outputs, DevicePtr workspace) {
   // The address of every buffer id for this run.
-  std::vector<CUdeviceptr> addresses(intermediates_.begin(),
-                                     intermediates_.end());
+  std::vector<CUdeviceptr> addresses(plan_.buffers.size(), 0);
+  for (const BufferDesc &buffer : plan_.buffers)
+    if (buffer.role == BufferRole::Intermediate && buffer.bytes)
+      addresses[buffer.id] = workspace + workspaceOffsets_[buffer.id];
   for (size_t i = 0; i < plan_.inputs.size(); ++i)
     addresses[plan_.inputs[i]] = inputs[i].ptr;
   for (size_t i = 0; i < plan_.outputs.size(); ++i)
@@ -535,23 +789,24 @@ Status Module::run(Stream stream, Span<BufferRef> inputs,
 
   const DriverApi &api = device_->api();
   CUstream cuStream = static_cast<CUstream>(stream);
-  FUSEC_RETURN_IF_ERROR(device_->makeCurrent());
-
   std::vector<CUdeviceptr> argValues;
   std::vector<void *> params;
   size_t nextMap = 0;
   for (size_t i = 0; i < plan_.steps.size(); ++i) {
     const Step &step = plan_.steps[i];
-    std::string stepName = sourceName_ + ": steps[" + std::to_string(i) + "]";
+    // Built only for an error message.
+    auto stepName = [&] {
+      return sourceName_ + ": steps[" + std::to_string(i) + "]";
+    };
     if (step.kind == Step::Kind::Copy) {
       if (!step.bytes)
         continue;
-      FUSEC_CU_CHECK(api, cuMemcpyDtoDAsync,
-                     (addresses[step.dst], addresses[step.src], step.bytes,
-                      cuStream),
-                     stepName + ": copying " + bytesString(step.bytes) +
-                         " from buffer " + std::to_string(step.src) +
-                         " to buffer " + std::to_string(step.dst));
+      FUSEC_CU_CHECK(
+          api, cuMemcpyDtoDAsync,
+          (addresses[step.dst], addresses[step.src], step.bytes, cuStream),
+          stepName() + ": copying " + bytesString(step.bytes) +
+              " from buffer " + std::to_string(step.src) + " to buffer " +
+              std::to_string(step.dst));
       continue;
     }
     // cuLaunchKernel takes one pointer per kernel parameter, pointing at the
@@ -587,12 +842,12 @@ Status Module::run(Stream stream, Span<BufferRef> inputs,
           desc.swizzle == 0 ? CU_TENSOR_MAP_SWIZZLE_NONE
                             : desc.swizzle == 32 ? 1 : desc.swizzle == 64 ? 2 : 3;
       tensorMapAddresses_[slot] = 0;
-      std::string doing = stepName + ": encoding the tensor map of parameter " +
-                          std::to_string(desc.param) + " of kernel '" +
-                          step.kernel + "' over buffer " +
-                          std::to_string(step.args[desc.param]) +
-                          " at address 0x" + hexString(address) +
-                          " (TMA needs 16-byte aligned buffers)";
+      std::string doing =
+          stepName() + ": encoding the tensor map of parameter " +
+          std::to_string(desc.param) + " of kernel '" + step.kernel +
+          "' over buffer " + std::to_string(step.args[desc.param]) +
+          " at address 0x" + hexString(address) +
+          " (TMA needs 16-byte aligned buffers)";
       auto rank = static_cast<cuuint32_t>(dims.size());
       void *base = reinterpret_cast<void *>(address);
       if (desc.im2col) {
@@ -619,7 +874,7 @@ Status Module::run(Stream stream, Span<BufferRef> inputs,
                     step.grid[1], step.grid[2], step.block[0], step.block[1],
                     step.block[2], step.sharedBytes, cuStream,
                     params.empty() ? nullptr : params.data(), nullptr),
-                   stepName + ": launching kernel '" + step.kernel +
+                   stepName() + ": launching kernel '" + step.kernel +
                        "' with grid " + dim3String(step.grid) + ", block " +
                        dim3String(step.block) + " and " +
                        bytesString(step.sharedBytes) + " of shared memory");

@@ -705,6 +705,10 @@ struct State {
   std::string jitErrorLog;
   CUresult launchResult = CUDA_SUCCESS;
   size_t failAllocAbove = ~size_t(0);
+  /// Streams being captured into a CUDA graph.
+  std::set<CUstream> capturing;
+  /// Events whose recorded work has finished (cuEventQuery succeeds).
+  std::set<CUevent> finished;
   /// Parameters of each kernel, as the real driver knows from the PTX, and
   /// which of them are tensor maps.
   std::map<std::string, size_t> arity;
@@ -721,6 +725,15 @@ struct State {
   std::vector<Copy> copies;
   std::vector<Encode> encodes;
   std::map<CUdeviceptr, size_t> live; // allocations not yet freed
+  std::set<CUdeviceptr> liveAsync;    // stream-ordered ones not yet freed
+  int liveEvents = 0;
+  std::vector<CUevent> events; // every event created
+  /// The calling thread's capture mode, as cuThreadExchangeStreamCaptureMode
+  /// sees it.
+  CUstreamCaptureMode captureMode = CU_STREAM_CAPTURE_MODE_GLOBAL;
+  /// Calls made while the mode was global, that would invalidate a capture
+  /// under way on another thread.
+  std::vector<std::string> unsafeCalls;
   CUdeviceptr nextPtr = 0x7f0000000000;
   int contextRefs = 0;
 };
@@ -904,6 +917,8 @@ DriverApi makeApi() {
     return CUDA_SUCCESS;
   };
   api.cuMemAlloc = [](CUdeviceptr *ptr, size_t bytes) -> CUresult {
+    if (state.captureMode != CU_STREAM_CAPTURE_MODE_RELAXED)
+      state.unsafeCalls.push_back("cuMemAlloc");
     if (bytes > state.failAllocAbove)
       return CUDA_ERROR_OUT_OF_MEMORY;
     state.calls.push_back("alloc " + std::to_string(bytes));
@@ -913,6 +928,8 @@ DriverApi makeApi() {
     return CUDA_SUCCESS;
   };
   api.cuMemFree = [](CUdeviceptr ptr) -> CUresult {
+    if (state.captureMode != CU_STREAM_CAPTURE_MODE_RELAXED)
+      state.unsafeCalls.push_back("cuMemFree");
     EXPECT_EQ(state.live.erase(ptr), 1u) << "freeing unknown pointer " << ptr;
     return CUDA_SUCCESS;
   };
@@ -935,6 +952,56 @@ DriverApi makeApi() {
     return CUDA_SUCCESS;
   };
   api.cuStreamSynchronize = [](CUstream) -> CUresult { return CUDA_SUCCESS; };
+  api.cuMemAllocAsync = [](CUdeviceptr *ptr, size_t bytes,
+                           CUstream stream) -> CUresult {
+    EXPECT_TRUE(state.capturing.count(stream)) << "only captured runs";
+    state.calls.push_back("alloc async " + std::to_string(bytes));
+    *ptr = state.nextPtr;
+    state.liveAsync.insert(*ptr);
+    state.nextPtr += 0x100000;
+    return CUDA_SUCCESS;
+  };
+  api.cuMemFreeAsync = [](CUdeviceptr ptr, CUstream) -> CUresult {
+    state.calls.push_back("free async");
+    EXPECT_EQ(state.liveAsync.erase(ptr), 1u);
+    return CUDA_SUCCESS;
+  };
+  api.cuEventCreate = [](CUevent *event, unsigned int) -> CUresult {
+    ++state.liveEvents;
+    *event = reinterpret_cast<CUevent>(0xe0 + state.events.size());
+    state.events.push_back(*event);
+    return CUDA_SUCCESS;
+  };
+  api.cuEventDestroy = [](CUevent) -> CUresult {
+    --state.liveEvents;
+    return CUDA_SUCCESS;
+  };
+  api.cuEventRecord = [](CUevent event, CUstream stream) -> CUresult {
+    state.calls.push_back("record");
+    state.finished.erase(event);
+    EXPECT_FALSE(state.capturing.count(stream));
+    return CUDA_SUCCESS;
+  };
+  api.cuEventQuery = [](CUevent event) -> CUresult {
+    if (state.captureMode != CU_STREAM_CAPTURE_MODE_RELAXED)
+      state.unsafeCalls.push_back("cuEventQuery");
+    return state.finished.count(event) ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+  };
+  api.cuStreamWaitEvent = [](CUstream, CUevent, unsigned int) -> CUresult {
+    state.calls.push_back("wait");
+    return CUDA_SUCCESS;
+  };
+  api.cuStreamIsCapturing = [](CUstream stream,
+                               CUstreamCaptureStatus *status) -> CUresult {
+    *status = state.capturing.count(stream) ? CU_STREAM_CAPTURE_STATUS_ACTIVE
+                                            : CU_STREAM_CAPTURE_STATUS_NONE;
+    return CUDA_SUCCESS;
+  };
+  api.cuThreadExchangeStreamCaptureMode =
+      [](CUstreamCaptureMode *mode) -> CUresult {
+    std::swap(*mode, state.captureMode);
+    return CUDA_SUCCESS;
+  };
   api.cuGetErrorName = [](CUresult r, const char **name) -> CUresult {
     *name = errorName(r);
     return *name ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
@@ -960,6 +1027,12 @@ protected:
   void TearDown() override {
     // Every resource acquired was released.
     EXPECT_TRUE(fake::state.live.empty());
+    EXPECT_TRUE(fake::state.liveAsync.empty());
+    EXPECT_EQ(fake::state.liveEvents, 0);
+    // The capture mode was restored, and nothing that would invalidate
+    // another thread's capture ran in the global mode.
+    EXPECT_EQ(fake::state.captureMode, fake::CU_STREAM_CAPTURE_MODE_GLOBAL);
+    EXPECT_EQ(fake::state.unsafeCalls, std::vector<std::string>());
     EXPECT_FALSE(fake::state.moduleLoaded);
     EXPECT_EQ(fake::state.contextRefs, 0);
   }
@@ -1034,10 +1107,13 @@ TEST_F(RuntimeLaunch, RunsThePlanAsWritten) {
     fake::state.copies.clear();
     status = module->run(stream, {{x, 802816}}, {{y, 802816}});
     ASSERT_TRUE(status) << status.message();
-    // Steps in plan order, nothing else enqueued.
-    EXPECT_EQ(fake::state.calls,
-              (std::vector<std::string>{"launch k0_conv2d", "copy",
-                                        "launch k1_epilogue"}));
+    // Steps in plan order, then the event that marks the workspace's last
+    // use; the second run is ordered after it (on its own stream).
+    std::vector<std::string> expected = {"launch k0_conv2d", "copy",
+                                         "launch k1_epilogue", "record"};
+    if (run)
+      expected.insert(expected.begin(), "wait");
+    EXPECT_EQ(fake::state.calls, expected);
     ASSERT_EQ(fake::state.launches.size(), 2u);
     const fake::Launch &conv = fake::state.launches[0];
     EXPECT_EQ(conv.grid, (std::array<unsigned, 3>{98, 1, 1}));
@@ -1109,8 +1185,8 @@ TEST_F(RuntimeLaunch, EncodesIm2colMaps) {
   ASSERT_TRUE(status) << status.message();
   ASSERT_EQ(fake::state.encodes.size(), 1u);
   const fake::Encode &e = fake::state.encodes[0];
-  // Encoded before the launch that takes it.
-  EXPECT_EQ(fake::state.calls[fake::state.calls.size() - 3], "encode im2col");
+  // Encoded before the launch that takes it (then a copy and the event).
+  EXPECT_EQ(fake::state.calls[fake::state.calls.size() - 4], "encode im2col");
   EXPECT_EQ(e.dims, (std::vector<fake::cuuint64_t>{64, 56, 56, 1}));
   EXPECT_EQ(e.box, (std::vector<fake::cuuint32_t>{32, 128}));
   EXPECT_EQ(e.elementStrides, (std::vector<fake::cuuint32_t>{1, 1, 1, 1}));
@@ -1143,6 +1219,169 @@ TEST_F(RuntimeLaunch, ChecksBindingsBeforeEnqueueing) {
             "[1,56,56,64]) for it");
   EXPECT_TRUE(fake::state.launches.empty());
   EXPECT_TRUE(fake::state.copies.empty());
+}
+
+TEST_F(RuntimeLaunch, RefusesOutputsThatShareMemoryWithOtherBuffers) {
+  std::shared_ptr<Device> device = openDevice();
+  json p = validPlan();
+  // A second output, 4 f32 values.
+  p["buffers"].push_back(json::parse(R"({"id": 3, "role": "output",
+    "index": 1, "dtype": "f32", "shape": [4], "bytes": 16})"));
+  std::unique_ptr<Module> module;
+  ASSERT_TRUE(
+      Module::load(device, artifactOf(p, {"k0_conv2d"}), module, "a.ptx"));
+  auto runError = [&](std::vector<BufferRef> inputs,
+                      std::vector<BufferRef> outputs) {
+    Status status = module->run(nullptr, inputs, outputs);
+    EXPECT_EQ(status.code(), StatusCode::InvalidArgument);
+    return status.message();
+  };
+  const uint64_t n = 802816;
+  // The output is the input.
+  EXPECT_EQ(runError({{0x1000000, n}}, {{0x1000000, n}, {0x3000000, 16}}),
+            "output 0 [0x1000000, +802816 bytes) overlaps input 0 "
+            "[0x1000000, +802816 bytes): fusec does not compute in place (a "
+            "kernel may write the output while another still reads it); pass "
+            "an output that shares no memory with the inputs or the other "
+            "outputs");
+  // A view that starts inside the input; one that ends inside it.
+  EXPECT_EQ(
+      runError({{0x1000000, n}}, {{0x2000000, n}, {0x1000000 + n - 4, 16}})
+          .rfind("output 1 [0x10c3ffc, +16 bytes) overlaps input 0 "
+                 "[0x1000000, +802816 bytes)",
+                 0),
+      0u);
+  EXPECT_EQ(
+      runError({{0x1000000, n}}, {{0x1000000 - n + 1, n}, {0x3000000, 16}})
+          .rfind("output 0 [0xf3c001, +802816 bytes) overlaps input 0", 0),
+      0u);
+  // Two outputs over each other.
+  EXPECT_EQ(runError({{0x1000000, n}}, {{0x2000000, n}, {0x2000010, 16}})
+                .rfind("output 1 [0x2000010, +16 bytes) overlaps output 0 "
+                       "[0x2000000, +802816 bytes)",
+                       0),
+            0u);
+  EXPECT_TRUE(fake::state.launches.empty());
+  // Adjacent buffers do not overlap; inputs may share memory.
+  ASSERT_TRUE(module->run(nullptr, {{0x1000000, n}},
+                          {{0x1000000 + n, n}, {0x1000000 - 16, 16}}));
+}
+
+TEST_F(RuntimeLaunch, RunsOnSeveralStreamsWithTheirOwnWorkspaces) {
+  std::shared_ptr<Device> device = openDevice();
+  std::unique_ptr<Module> module;
+  ASSERT_TRUE(Module::load(device, artifactOf(validPlan(), {"k0_conv2d"}),
+                           module, "a.ptx"));
+  EXPECT_EQ(module->workspaceBytes(), 802816u);
+  EXPECT_EQ(module->workspaceCount(), 1u);
+  EXPECT_EQ(module->maxWorkspaces(), Module::kDefaultMaxWorkspaces);
+  const fake::CUdeviceptr first = fake::state.live.begin()->first;
+  const DevicePtr x = 0xA000000, y = 0xB000000;
+  Stream a = reinterpret_cast<Stream>(0xa), b = reinterpret_cast<Stream>(0xb),
+         c = reinterpret_cast<Stream>(0xc), d = reinterpret_cast<Stream>(0xd);
+  // The intermediate each run used (args[1] of the conv).
+  auto runOn = [&](Stream stream) {
+    fake::state.calls.clear();
+    fake::state.launches.clear();
+    Status status = module->run(stream, {{x, 802816}}, {{y, 802816}});
+    EXPECT_TRUE(status) << status.message();
+    EXPECT_EQ(fake::state.launches.at(0).stream,
+              reinterpret_cast<fake::CUstream>(stream));
+    return fake::state.launches.at(0).args.at(1);
+  };
+
+  EXPECT_EQ(runOn(a), first);
+  // Stream b runs while a's run is unfinished: a second workspace.
+  fake::CUdeviceptr second = runOn(b);
+  EXPECT_NE(second, first);
+  EXPECT_EQ(fake::state.calls,
+            (std::vector<std::string>{"alloc 802816", "launch k0_conv2d",
+                                      "copy", "record"}));
+  EXPECT_EQ(module->workspaceCount(), 2u);
+  // Each stream keeps its own, ordered after its last run.
+  EXPECT_EQ(runOn(a), first);
+  EXPECT_EQ(fake::state.calls.front(), "wait");
+  EXPECT_EQ(runOn(b), second);
+
+  // Once a run has finished, another stream takes its workspace.
+  fake::state.finished.insert(fake::state.events.begin(),
+                              fake::state.events.end());
+  fake::CUdeviceptr reused = runOn(c);
+  EXPECT_TRUE(reused == first || reused == second);
+  EXPECT_EQ(module->workspaceCount(), 2u);
+
+  // At the maximum, a new stream waits for the least recently used.
+  fake::state.finished.clear();
+  module->setMaxWorkspaces(2);
+  fake::CUdeviceptr waited = runOn(d);
+  EXPECT_EQ(fake::state.calls.front(), "wait");
+  EXPECT_EQ(waited, reused == first ? second : first);
+  EXPECT_EQ(module->workspaceCount(), 2u);
+  module->setMaxWorkspaces(0);
+  EXPECT_EQ(module->maxWorkspaces(), 1u);
+}
+
+TEST_F(RuntimeLaunch, CapturedRunsAllocateTheirIntermediatesInTheGraph) {
+  std::shared_ptr<Device> device = openDevice();
+  std::unique_ptr<Module> module;
+  Stream stream = reinterpret_cast<Stream>(0x5);
+  // Loaded while the stream is captured (a first call inside a capture):
+  // nothing of the load is unsafe in a capture (TearDown checks).
+  fake::state.capturing.insert(reinterpret_cast<fake::CUstream>(stream));
+  ASSERT_TRUE(Module::load(device, artifactOf(validPlan(), {"k0_conv2d"}),
+                           module, "a.ptx"));
+  const fake::CUdeviceptr own = fake::state.live.begin()->first;
+  fake::state.calls.clear();
+  ASSERT_TRUE(
+      module->run(stream, {{0xA000000, 802816}}, {{0xB000000, 802816}}));
+  // The graph allocates and frees them; no event (none may cross a capture).
+  ASSERT_EQ(fake::state.calls,
+            (std::vector<std::string>{"alloc async 802816", "launch k0_conv2d",
+                                      "copy", "free async"}));
+  EXPECT_NE(fake::state.launches.at(0).args.at(1), own);
+  EXPECT_EQ(module->workspaceCount(), 1u);
+}
+
+TEST_F(RuntimeLaunch, RunsWithTheCallersWorkspace) {
+  std::shared_ptr<Device> device = openDevice();
+  json p = validPlan();
+  // Two small intermediates more, each at a 256-byte aligned offset.
+  p["buffers"].push_back(json::parse(R"({"id": 3, "role": "intermediate",
+    "dtype": "f16", "shape": [3], "bytes": 6})"));
+  p["buffers"].push_back(json::parse(R"({"id": 4, "role": "intermediate",
+    "dtype": "f32", "shape": [1], "bytes": 4})"));
+  p["steps"][0]["args"] = {0, 1, 2, 3, 4};
+  fake::state.arity["k0_conv2d"] = 5;
+  std::unique_ptr<Module> module;
+  ASSERT_TRUE(
+      Module::load(device, artifactOf(p, {"k0_conv2d"}), module, "a.ptx"));
+  EXPECT_EQ(module->workspaceBytes(), 802816u + 256 + 4);
+  const DevicePtr x = 0xA000000, y = 0xB000000, w = 0xC000000;
+  const uint64_t n = 802816;
+  auto runError = [&](BufferRef workspace) {
+    Status status = module->run(nullptr, {{x, n}}, {{y, n}}, workspace);
+    EXPECT_EQ(status.code(), StatusCode::InvalidArgument);
+    return status.message();
+  };
+  EXPECT_EQ(runError({w, n}), "the workspace has 802816 bytes, the plan needs "
+                              "803076 bytes");
+  EXPECT_EQ(runError({0, n + 260}), "the workspace is a null device pointer: "
+                                    "allocate 803076 bytes for it");
+  EXPECT_EQ(runError({w + 16, n + 260}),
+            "the workspace at 0xc000010 is not 256-byte aligned");
+  EXPECT_EQ(runError({y - 256, n + 260}),
+            "the workspace [0xaffff00, +803076 bytes) overlaps output 0 "
+            "[0xb000000, +802816 bytes): pass a workspace that shares no "
+            "memory with them");
+  EXPECT_TRUE(fake::state.launches.empty());
+
+  fake::state.calls.clear();
+  ASSERT_TRUE(module->run(nullptr, {{x, n}}, {{y, n}}, {w, n + 1000}));
+  // Only the steps: the module's own workspaces are not touched.
+  EXPECT_EQ(fake::state.calls,
+            (std::vector<std::string>{"launch k0_conv2d", "copy"}));
+  EXPECT_EQ(fake::state.launches.at(0).args,
+            (std::vector<fake::CUdeviceptr>{x, w, y, w + n, w + n + 256}));
 }
 
 TEST_F(RuntimeLaunch, RefusesDevicesTooOldForTheArch) {
@@ -1243,8 +1482,8 @@ TEST_F(RuntimeLaunch, ReportsLaunchAndAllocationFailures) {
       device, artifactOf(validPlan(), {"k0_conv2d"}), module, "a.ptx");
   EXPECT_EQ(status.code(), StatusCode::DriverError);
   EXPECT_EQ(status.message(),
-            "a.ptx: allocating intermediate buffer 1 (f32 [1,56,56,64], "
-            "802816 bytes) on device 0 (Fake GPU, sm_90): cuMemAlloc failed "
+            "a.ptx: allocating 802816 bytes for the intermediate buffers "
+            "(workspace 0) on device 0 (Fake GPU, sm_90): cuMemAlloc failed "
             "with CUDA_ERROR_OUT_OF_MEMORY (fake description); free device "
             "memory (other processes may hold it: see nvidia-smi) or run a "
             "smaller graph");
@@ -1254,7 +1493,7 @@ TEST_F(RuntimeLaunch, ReportsLaunchAndAllocationFailures) {
   ASSERT_TRUE(Module::load(device, artifactOf(validPlan(), {"k0_conv2d"}),
                            module, "a.ptx"));
   fake::state.launchResult = 12345; // a code the driver cannot name
-  status = module->run(nullptr, {{0x100, 802816}}, {{0x200, 802816}});
+  status = module->run(nullptr, {{0x1000000, 802816}}, {{0x2000000, 802816}});
   EXPECT_EQ(status.code(), StatusCode::DriverError);
   EXPECT_EQ(status.message(),
             "a.ptx: steps[0]: launching kernel 'k0_conv2d' with grid "
@@ -1293,9 +1532,8 @@ TEST_F(RuntimeLaunch, DeviceRunPoisonsOutputsBeforeEachRun) {
   fusec::jit::Evaluation result = run->run(*module);
   ASSERT_TRUE(result.ok()) << result.error;
   EXPECT_EQ(fake::state.calls,
-            (std::vector<std::string>{"fill " + std::to_string(output) +
-                                          " 255",
-                                      "launch k0_conv2d", "copy"}));
+            (std::vector<std::string>{"fill " + std::to_string(output) + " 255",
+                                      "launch k0_conv2d", "copy", "record"}));
   ASSERT_EQ(result.outputs.size(), 1u);
   EXPECT_EQ(result.outputs[0].shape, x.shape);
   EXPECT_EQ(result.outputs[0].data.size(), 200704u);

@@ -12,10 +12,11 @@
 //   FUSEC_RETURN_IF_ERROR(module->run(stream, {{x, xBytes}, {w, wBytes}},
 //                                     {{y, yBytes}}));
 //
-// Threads: a Device may be used from any thread (each call makes its
-// primary context current on the calling thread). A Module owns one set of
-// intermediate buffers, so runs of one Module must not overlap: issue them
-// on one stream, or load one Module per stream.
+// Threads and streams: a Device and a Module may be used from any thread.
+// Runs of one Module may overlap, on any streams and from any threads: each
+// run gets intermediates no other unfinished run uses (a workspace; see
+// Module::run), and a run captured into a CUDA graph gets intermediates the
+// graph owns. Enqueueing is serialised per Module; the kernels are not.
 //
 //===----------------------------------------------------------------------===//
 
@@ -29,6 +30,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -206,15 +208,26 @@ private:
 //===----------------------------------------------------------------------===//
 
 /// A loaded artifact: its PTX compiled for the device, a function handle for
-/// every kernel, and the intermediate buffers of its plan (allocated once and
-/// reused by every run).
+/// every kernel, and workspaces for the intermediate buffers of its plan.
+///
+/// A workspace is one device allocation of workspaceBytes() holding every
+/// intermediate. The first is allocated at load; run() takes one that no
+/// unfinished run on another stream uses, so that runs on one stream reuse
+/// one workspace and runs on N streams at once use at most N (never more
+/// than maxWorkspaces(): beyond it a run waits, on the device, for the
+/// oldest). A run captured into a CUDA graph allocates its workspace inside
+/// the graph (cuMemAllocAsync/cuMemFreeAsync), so the graph owns it and its
+/// replays never share intermediates with other runs. A caller that manages
+/// memory itself passes a workspace to run() instead.
 class Module {
 public:
   /// Loads artifact text. Parses and validates the plan, refuses a device
   /// whose compute capability is below target.arch, JIT-compiles the PTX
   /// (a failure reports the driver's JIT log), looks up every kernel, raises
   /// the dynamic shared memory limit of kernels that need more than 48 KiB,
-  /// and allocates the intermediates. `sourceName` starts error messages.
+  /// and allocates the first workspace. `sourceName` starts error messages.
+  /// Safe while the calling thread or another captures a CUDA graph: the
+  /// load itself is not captured.
   static Status load(std::shared_ptr<Device> device,
                      const std::string &artifact,
                      std::unique_ptr<Module> &module,
@@ -234,21 +247,64 @@ public:
   /// The driver JIT's informational log (may be empty).
   const std::string &jitLog() const { return jitLog_; }
 
+  /// Bytes of one workspace: every intermediate of the plan, each aligned
+  /// to kWorkspaceAlignment (0 when the plan has none).
+  uint64_t workspaceBytes() const { return workspaceBytes_; }
+  /// Workspaces allocated so far (device memory in use by the module:
+  /// workspaceCount() * workspaceBytes()).
+  size_t workspaceCount() const;
+  /// The most workspaces run() allocates (default kDefaultMaxWorkspaces);
+  /// at least 1. Lowering it frees none already allocated.
+  size_t maxWorkspaces() const;
+  void setMaxWorkspaces(size_t count);
+
   /// Enqueues every step of the plan on `stream`: one buffer per graph
   /// input and per graph output, in index order, each exactly the size the
-  /// plan gives it. Fails (InvalidArgument) on a wrong count ("expected 3
-  /// inputs, got 2"), size ("input 1 has 800 bytes, the plan needs 802816
-  /// (f32 [1,56,56,64])") or null pointer, before anything is enqueued.
-  /// Returns once the work is enqueued: synchronize the stream to wait for
-  /// it and to see errors raised while the kernels ran.
+  /// plan gives it, no output sharing memory with an input or with another
+  /// output. Fails (InvalidArgument) on a wrong count ("expected 3 inputs,
+  /// got 2"), size ("input 1 has 800 bytes, the plan needs 802816 (f32
+  /// [1,56,56,64])"), null pointer or overlap ("output 0 [0x..., +N bytes)
+  /// overlaps input 1 [...]"), before anything is enqueued. Returns once
+  /// the work is enqueued: synchronize the stream to wait for it and to see
+  /// errors raised while the kernels ran.
   Status run(Stream stream, Span<BufferRef> inputs, Span<BufferRef> outputs);
+
+  /// run() with the caller's workspace: at least workspaceBytes() bytes,
+  /// kWorkspaceAlignment-aligned, sharing no memory with the inputs and
+  /// outputs, and not used by anything else until this run has finished on
+  /// `stream`. The module's own workspaces are not touched.
+  Status run(Stream stream, Span<BufferRef> inputs, Span<BufferRef> outputs,
+             BufferRef workspace);
 
   /// The checks of run() alone.
   Status checkBindings(Span<BufferRef> inputs,
                        Span<BufferRef> outputs) const;
 
+  /// Alignment of the intermediates in a workspace, and of a workspace
+  /// passed to run() (cuMemAlloc's own alignment).
+  static constexpr uint64_t kWorkspaceAlignment = 256;
+  static constexpr size_t kDefaultMaxWorkspaces = 4;
+
 private:
   Module() = default;
+
+  /// One set of intermediates, and the run that last used it.
+  struct Workspace {
+    DevicePtr base = 0;
+    /// CUevent recorded on `stream` after that run's last step.
+    void *done = nullptr;
+    Stream stream = nullptr;
+    /// Which run last used it (for the least recently used).
+    uint64_t lastRun = 0;
+  };
+
+  /// Enqueues the steps with intermediates at `workspace` (mutex_ held).
+  Status enqueue(Stream stream, Span<BufferRef> inputs, Span<BufferRef> outputs,
+                 DevicePtr workspace);
+  /// A workspace for a run on `stream`, allocated or made safe to reuse by
+  /// ordering `stream` after its last run (mutex_ held).
+  Status acquireWorkspace(Stream stream, Workspace *&workspace);
+  Status allocateWorkspace(Workspace &workspace);
 
   std::shared_ptr<Device> device_;
   Plan plan_;
@@ -258,11 +314,19 @@ private:
   void *cuModule_ = nullptr;
   /// CUfunction of each step (null for copies).
   std::vector<void *> stepFunctions_;
-  /// Device address of each buffer id; intermediates are filled at load.
-  std::vector<DevicePtr> intermediates_;
+  /// Offset of each buffer id's intermediate in a workspace (0 for others).
+  std::vector<uint64_t> workspaceOffsets_;
+  uint64_t workspaceBytes_ = 0;
+
+  /// Guards everything below: runs are enqueued one at a time.
+  mutable std::mutex mutex_;
+  std::vector<Workspace> workspaces_;
+  size_t maxWorkspaces_ = kDefaultMaxWorkspaces;
+  uint64_t runs_ = 0;
   /// The encoded tensor maps (CUtensorMap) of every step, in plan order, and
   /// the address each was encoded for: a map is encoded again only when its
-  /// buffer moves between runs.
+  /// buffer moves between runs. cuLaunchKernel copies the parameters, so a
+  /// map may be re-encoded while an earlier launch of it runs.
   struct alignas(64) TensorMapBytes {
     uint64_t words[16];
   };

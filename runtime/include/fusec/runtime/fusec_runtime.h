@@ -121,7 +121,7 @@ fusec_status fusec_module_load(fusec_device *device, const char *artifact,
 fusec_status fusec_module_load_file(fusec_device *device, const char *path,
                                     fusec_module **module);
 
-/* Frees the module's intermediates and unloads it. NULL is ignored. */
+/* Frees the module's workspaces and unloads it. NULL is ignored. */
 void fusec_module_release(fusec_module *module);
 
 size_t fusec_module_num_inputs(const fusec_module *module);
@@ -132,11 +132,40 @@ fusec_status fusec_module_output_info(const fusec_module *module, size_t index,
                                       fusec_buffer_info *info);
 
 /* Enqueues the plan on `stream`: one buffer per graph input and output, in
-   order, each exactly the size the plan gives it. Returns once enqueued;
-   fusec_device_synchronize waits and reports kernel faults. */
+   order, each exactly the size the plan gives it, no output sharing memory
+   with an input or another output (FUSEC_ERROR_INVALID_ARGUMENT naming
+   both). Returns once enqueued; fusec_device_synchronize waits and reports
+   kernel faults.
+
+   Any thread may call it, on any stream, while other runs of the module are
+   unfinished: each run gets intermediates (a workspace) that no unfinished
+   run on another stream uses, and a run captured into a CUDA graph gets
+   intermediates the graph owns. */
 fusec_status fusec_module_run(fusec_module *module, fusec_stream stream,
                               const fusec_buffer *inputs, size_t num_inputs,
                               const fusec_buffer *outputs, size_t num_outputs);
+
+/* Bytes of one workspace: the plan's intermediates (0 when it has none). */
+uint64_t fusec_module_workspace_bytes(const fusec_module *module);
+
+/* Workspaces the module holds now (the first is allocated at load; one more
+   for each stream that runs while the others are busy, up to the maximum).
+   Device memory held: count * fusec_module_workspace_bytes. */
+size_t fusec_module_workspace_count(const fusec_module *module);
+
+/* The most workspaces the module allocates (default 4, at least 1): past
+   it, a run waits on the device for the least recently used one. */
+void fusec_module_set_max_workspaces(fusec_module *module, size_t count);
+
+/* fusec_module_run with the caller's workspace: at least
+   fusec_module_workspace_bytes bytes, 256-byte aligned, sharing no memory
+   with the inputs and outputs, and used by nothing else until the run has
+   finished on `stream`. */
+fusec_status
+fusec_module_run_with_workspace(fusec_module *module, fusec_stream stream,
+                                const fusec_buffer *inputs, size_t num_inputs,
+                                const fusec_buffer *outputs, size_t num_outputs,
+                                fusec_buffer workspace);
 
 #ifdef __cplusplus
 } /* extern "C" */
