@@ -23,7 +23,11 @@ from ._interop import BF16, F16, F32
 
 __all__ = ["Error", "Graph", "Kernel", "compile", "compile_file",
            "reference", "tolerance", "version", "clear_memory_cache",
-           "F32", "F16", "BF16"]
+           "F32", "F16", "BF16", "DEFAULT_MAX_WORKSPACES"]
+
+#: How many workspaces (sets of intermediates) a loaded kernel allocates at
+#: most for calls on different streams at once (docs/Runtime.md).
+DEFAULT_MAX_WORKSPACES = 4
 
 
 class Error(Exception):
@@ -300,6 +304,7 @@ class _Module:
         self.outputs = self._infos(_capi.runtime.fusec_module_num_outputs,
                                    _capi.runtime.fusec_module_output_info)
         self.torch_dtypes = None
+        self.max_workspaces = DEFAULT_MAX_WORKSPACES
         self._local = threading.local()
 
     def buffers(self):
@@ -401,18 +406,37 @@ class Kernel:
         return ([(s, name[d]) for s, d, _ in m.inputs],
                 [(s, name[d]) for s, d, _ in m.outputs])
 
-    def __call__(self, *inputs, out=None, stream=None):
+    def memory(self, device=0):
+        """The device memory the kernel holds on `device` (loading it
+        there): {"workspace_bytes": bytes of one set of intermediates,
+        "workspaces": how many sets it holds, "max_workspaces": ...}.
+        Calls on N streams at once use N sets, at most max_workspaces
+        (docs/Runtime.md)."""
+        m = self._module(device)
+        return {"workspace_bytes":
+                _capi.runtime.fusec_module_workspace_bytes(m.h),
+                "workspaces": _capi.runtime.fusec_module_workspace_count(m.h),
+                "max_workspaces": m.max_workspaces}
+
+    def set_max_workspaces(self, count, device=0):
+        """At most `count` (>= 1) sets of intermediates on `device`; past
+        it, a call on a new stream waits on the GPU for an earlier one."""
+        m = self._module(device)
+        m.max_workspaces = max(int(count), 1)
+        _capi.runtime.fusec_module_set_max_workspaces(m.h, m.max_workspaces)
+
+    def __call__(self, *inputs, out=None, stream=None, workspace=None):
         if not inputs:
             raise TypeError("the kernel takes its graph's inputs")
         first = inputs[0]
-        if out is not None and stream is None and \
+        if out is not None and stream is None and workspace is None and \
                 type(first) is _interop.torch_tensor_type():
             m = self._modules.get(first.get_device())
             if m is not None and m.run_torch(inputs, out):
                 return out
-        return self._call(inputs, out, stream)
+        return self._call(inputs, out, stream, workspace)
 
-    def _call(self, inputs, out, stream):
+    def _call(self, inputs, out, stream, workspace=None):
         first = inputs[0]
         v0 = _interop.view(first, "input 0")
         m = self._module(v0.device)
@@ -449,9 +473,18 @@ class Kernel:
             v = _interop.view(y, "output %d" % i, handle)
             self._check(v, shape, dtype, v0.device, "output %d" % i)
             out_buffers[i].ptr = v.ptr
-        _runtime_check(_capi.runtime.fusec_module_run(
-            m.h, handle, buffers, len(m.inputs), out_buffers,
-            len(m.outputs)))
+        if workspace is None:
+            _runtime_check(_capi.runtime.fusec_module_run(
+                m.h, handle, buffers, len(m.inputs), out_buffers,
+                len(m.outputs)))
+        else:
+            ptr, nbytes, device = _interop.raw_buffer(workspace, "workspace")
+            if device != v0.device:
+                raise TypeError("the workspace is on cuda:%d, input 0 on "
+                                "cuda:%d" % (device, v0.device))
+            _runtime_check(_capi.runtime.fusec_module_run_with_workspace(
+                m.h, handle, buffers, len(m.inputs), out_buffers,
+                len(m.outputs), _capi.Buffer(ptr, nbytes)))
         return out[0] if single else tuple(out)
 
     @staticmethod

@@ -145,4 +145,9 @@ _declare(runtime, [
     ("fusec_module_output_info", c_int, [_v, c_size_t, POINTER(BufferInfo)]),
     ("fusec_module_run", c_int,
      [_v, _v, POINTER(Buffer), c_size_t, POINTER(Buffer), c_size_t]),
+    ("fusec_module_run_with_workspace", c_int,
+     [_v, _v, POINTER(Buffer), c_size_t, POINTER(Buffer), c_size_t, Buffer]),
+    ("fusec_module_workspace_bytes", c_uint64, [_v]),
+    ("fusec_module_workspace_count", c_size_t, [_v]),
+    ("fusec_module_set_max_workspaces", None, [_v, c_size_t]),
 ])

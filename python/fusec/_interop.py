@@ -176,6 +176,30 @@ def view(x, what, stream=None):
                     % (what, type(x).__name__))
 
 
+def raw_buffer(x, what):
+    """(address, bytes, device) of a contiguous device buffer of any
+    element type: a PyTorch tensor or anything with
+    __cuda_array_interface__ (a workspace is untyped memory)."""
+    if is_torch(x):
+        if not x.is_cuda or not x.is_contiguous():
+            raise TypeError("%s must be a contiguous CUDA tensor" % what)
+        return x.data_ptr(), x.numel() * x.element_size(), x.device.index or 0
+    cai = getattr(x, "__cuda_array_interface__", None)
+    if cai is not None:
+        itemsize = int(cai["typestr"][2:])
+        count = 1
+        for d in cai["shape"]:
+            count *= d
+        strides = cai.get("strides")
+        if strides is not None and tuple(strides) != _contiguous_strides(
+                tuple(cai["shape"]), itemsize):
+            raise TypeError("%s is not C-contiguous" % what)
+        device = getattr(getattr(x, "device", None), "id", 0)
+        return cai["data"][0] or 0, count * itemsize, device
+    raise TypeError("%s is a %s: pass a CUDA tensor (PyTorch, CuPy)"
+                    % (what, type(x).__name__))
+
+
 def current_stream(x, device):
     """The stream work on `x` is ordered on: PyTorch's or CuPy's current
     stream, else None (the caller then uses the legacy default stream)."""

@@ -705,8 +705,10 @@ struct State {
   std::string jitErrorLog;
   CUresult launchResult = CUDA_SUCCESS;
   size_t failAllocAbove = ~size_t(0);
-  /// Streams being captured into a CUDA graph.
+  /// Streams being captured into a CUDA graph; what cuStreamIsCapturing
+  /// returns (the legacy stream during another's capture: an error).
   std::set<CUstream> capturing;
+  CUresult captureQueryResult = CUDA_SUCCESS;
   /// Events whose recorded work has finished (cuEventQuery succeeds).
   std::set<CUevent> finished;
   /// Parameters of each kernel, as the real driver knows from the PTX, and
@@ -995,7 +997,7 @@ DriverApi makeApi() {
                                CUstreamCaptureStatus *status) -> CUresult {
     *status = state.capturing.count(stream) ? CU_STREAM_CAPTURE_STATUS_ACTIVE
                                             : CU_STREAM_CAPTURE_STATUS_NONE;
-    return CUDA_SUCCESS;
+    return state.captureQueryResult;
   };
   api.cuThreadExchangeStreamCaptureMode =
       [](CUstreamCaptureMode *mode) -> CUresult {
@@ -1340,6 +1342,20 @@ TEST_F(RuntimeLaunch, CapturedRunsAllocateTheirIntermediatesInTheGraph) {
                                       "copy", "free async"}));
   EXPECT_NE(fake::state.launches.at(0).args.at(1), own);
   EXPECT_EQ(module->workspaceCount(), 1u);
+
+  // The legacy stream while another stream is captured.
+  fake::state.captureQueryResult = fake::CUDA_ERROR_STREAM_CAPTURE_IMPLICIT;
+  fake::state.calls.clear();
+  Status status =
+      module->run(nullptr, {{0xA000000, 802816}}, {{0xB000000, 802816}});
+  EXPECT_EQ(status.code(), StatusCode::DriverError);
+  EXPECT_EQ(status.message(),
+            "a.ptx: asking whether the stream is being captured into a CUDA "
+            "graph: cuStreamIsCapturing failed with CUDA error 906; a CUDA "
+            "graph capture is under way and this call is not allowed in it "
+            "(or the capture failed before); run on the capturing stream, "
+            "not the legacy default stream, or outside the capture");
+  EXPECT_TRUE(fake::state.calls.empty());
 }
 
 TEST_F(RuntimeLaunch, RunsWithTheCallersWorkspace) {
