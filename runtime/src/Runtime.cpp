@@ -720,21 +720,17 @@ Status Module::run(Stream stream, Span<BufferRef> inputs,
                                "graph being captured");
   }
 
+  // Event queries and allocations are unsafe calls in another thread's
+  // capture; launches on this stream, which is not captured, are not.
+  RelaxedCaptureMode relaxed(api);
   Workspace *workspace = nullptr;
-  {
-    RelaxedCaptureMode relaxed(api);
-    FUSEC_RETURN_IF_ERROR(acquireWorkspace(stream, workspace));
-  }
+  FUSEC_RETURN_IF_ERROR(acquireWorkspace(stream, workspace));
   Status status = enqueue(stream, inputs, outputs, workspace->base);
   // Recorded even when a step failed to enqueue: those before it may run.
   workspace->stream = stream;
   workspace->lastRun = ++runs_;
-  CUresult recorded;
-  {
-    RelaxedCaptureMode relaxed(api);
-    recorded =
-        api.cuEventRecord(static_cast<CUevent>(workspace->done), cuStream);
-  }
+  CUresult recorded =
+      api.cuEventRecord(static_cast<CUevent>(workspace->done), cuStream);
   FUSEC_RETURN_IF_ERROR(status);
   return check(api, recorded, "cuEventRecord",
                sourceName_ + ": recording the end of a run");

@@ -1509,7 +1509,12 @@ TEST_F(RuntimeLaunch, ReportsLaunchAndAllocationFailures) {
   ASSERT_TRUE(Module::load(device, artifactOf(validPlan(), {"k0_conv2d"}),
                            module, "a.ptx"));
   fake::state.launchResult = 12345; // a code the driver cannot name
+  fake::state.calls.clear();
   status = module->run(nullptr, {{0x1000000, 802816}}, {{0x2000000, 802816}});
+  // The workspace's event is recorded all the same: a later run on another
+  // stream must wait for whatever was enqueued.
+  EXPECT_EQ(fake::state.calls,
+            (std::vector<std::string>{"launch k0_conv2d", "record"}));
   EXPECT_EQ(status.code(), StatusCode::DriverError);
   EXPECT_EQ(status.message(),
             "a.ptx: steps[0]: launching kernel 'k0_conv2d' with grid "
