@@ -107,11 +107,19 @@ struct AttentionOptions {
 /// Builds a graph op by op (NHWC convolutions, [tokens, features] linear
 /// layers, [batch, heads, tokens, head dim] attention: the fuse dialect's
 /// conventions, docs/Dialect/FuseDialect.md). Each op's result type is
-/// inferred as it is added; the first op that is invalid records an error
-/// naming it, and later calls are ignored. The graph's MLIR text is what
-/// compile() takes.
+/// inferred as it is added.
+///
+/// Errors: an invalid call returns Tensor{-1} (an empty vector for split)
+/// and records an error naming the op. The graph stays usable: later calls
+/// are built as usual (one given a -1 fails in turn, saying so). error()
+/// keeps the first error until clearError(), and while it is there mlir()
+/// is empty and compile() refuses the graph, so checking once at the end
+/// is enough; a caller that handles each failure as it comes (the Python
+/// module raises it) clears it and goes on.
 class GraphBuilder {
 public:
+  /// `name` names the graph function: any text (it is quoted in the MLIR
+  /// where it is not an identifier), not empty.
   explicit GraphBuilder(std::string name = "graph");
   ~GraphBuilder();
   GraphBuilder(GraphBuilder &&) noexcept;
@@ -123,12 +131,16 @@ public:
   Tensor batchNorm(Tensor x, Tensor mean, Tensor variance, Tensor scale,
                    Tensor shift, double epsilon = 1e-5);
   Tensor relu(Tensor x);
+  Tensor relu6(Tensor x);
   Tensor gelu(Tensor x);
   Tensor silu(Tensor x);
   Tensor sigmoid(Tensor x);
   Tensor tanh(Tensor x);
+  Tensor hardswish(Tensor x);
   Tensor add(Tensor a, Tensor b);
+  Tensor sub(Tensor a, Tensor b);
   Tensor mul(Tensor a, Tensor b);
+  Tensor div(Tensor a, Tensor b);
   Tensor biasAdd(Tensor x, Tensor bias);
   Tensor linear(Tensor x, Tensor weight,
                 std::optional<Tensor> bias = std::nullopt);
@@ -141,22 +153,51 @@ public:
   Tensor softmax(Tensor x);
   Tensor attention(Tensor q, Tensor k, Tensor v,
                    const AttentionOptions &options = {});
+  /// Rotary embedding of `x [..., N, D]` by tables `cos, sin [N, D/2]`.
+  Tensor rope(Tensor x, Tensor cos, Tensor sin, bool interleaved = false);
+  /// NHWC pooling; empty `strides` stand for the kernel.
   Tensor maxPool2d(Tensor x, std::vector<int64_t> kernel,
                    std::vector<int64_t> strides, std::vector<int64_t> padding);
+  Tensor avgPool2d(Tensor x, std::vector<int64_t> kernel,
+                   std::vector<int64_t> strides, std::vector<int64_t> padding,
+                   bool countIncludePad = true);
+  /// Mean over H and W of NHWC `x`: [N, 1, 1, C].
+  Tensor globalAvgPool(Tensor x);
   Tensor transpose(Tensor x, const std::vector<int64_t> &permutation);
   Tensor reshape(Tensor x, const std::vector<int64_t> &shape);
-  /// Any fuse op written in its generic form: "fuse.NAME" over `operands`
-  /// with `attributes` (an MLIR attribute dictionary's entries, "" for none);
-  /// the operand types are listed after the colon, one per operand.
+  /// `x` converted to `dtype` (round to nearest even).
+  Tensor cast(Tensor x, DType dtype);
+  Tensor slice(Tensor x, const std::vector<int64_t> &offsets,
+               const std::vector<int64_t> &sizes);
+  Tensor concat(const std::vector<Tensor> &values, int64_t axis);
+  /// Consecutive pieces of `x` along `axis`, of extents `sizes`.
+  std::vector<Tensor> split(Tensor x, int64_t axis,
+                            const std::vector<int64_t> &sizes);
+  /// Any fuse op whose result type follows from its operands and
+  /// attributes (every op but fuse.cast and fuse.reshape), by name
+  /// ("fuse.rope" or "rope"). `attributes` are an MLIR attribute
+  /// dictionary, with or without its braces ("axis = 1", "{interleaved}",
+  /// "" for none). The op is written in MLIR's generic form.
   Tensor op(const std::string &name, const std::vector<Tensor> &operands,
             const std::string &attributes = "");
+  /// op() for an op of any number of results (fuse.split).
+  std::vector<Tensor> opResults(const std::string &name,
+                                const std::vector<Tensor> &operands,
+                                const std::string &attributes = "");
   /// Marks a result of the graph, in order.
   void output(Tensor x);
 
   /// The shape of `x` (empty for an invalid handle).
   std::vector<int64_t> shape(Tensor x) const;
-  /// The first error, or "".
+  /// The first error not yet cleared (with how many calls failed after
+  /// it), or "".
   const std::string &error() const;
+  /// Forgets the recorded error, once the caller has dealt with it: the
+  /// graph holds the calls that succeeded.
+  void clearError();
+  /// Records an error found by a front end that checks its own arguments
+  /// (the C API), as a failed call does.
+  void recordError(const std::string &message);
   /// The graph as MLIR text ("" while there is an error or no output).
   std::string mlir() const;
 

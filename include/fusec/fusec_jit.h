@@ -113,14 +113,21 @@ const double *fusec_jit_evaluation_output(const fusec_jit_evaluation *evaluation
 double fusec_jit_tolerance(fusec_jit_dtype dtype, const char *fp32_math);
 
 /* ---- Building a graph (fusec::jit::GraphBuilder) ---------------------------
- * Values are small integers; a failed op returns -1 and the builder keeps
- * its first error (fusec_jit_graph_error). Arrays of int64 are `long long`
- * pointers with a count. */
+ * Values are small integers. A failed call returns -1 and records an error
+ * naming the op; the graph stays usable (a call given -1 fails in turn).
+ * fusec_jit_graph_error keeps the first error until
+ * fusec_jit_graph_clear_error, and while it is there fusec_jit_graph_mlir
+ * is "": check once at the end, or after each call. Arrays of int64 are
+ * `long long` pointers with a count; a NULL array with a non-zero count is
+ * an error. */
 
 typedef struct fusec_jit_graph fusec_jit_graph;
 
+/* `name` names the graph function: any non-empty text (quoted in the MLIR
+ * where needed); NULL for "graph". */
 fusec_jit_graph *fusec_jit_graph_new(const char *name);
 void fusec_jit_graph_free(fusec_jit_graph *graph);
+/* `dtype` must be one of fusec_jit_dtype. */
 int fusec_jit_graph_input(fusec_jit_graph *graph, const long long *shape,
                           size_t rank, fusec_jit_dtype dtype);
 /* strides, padding (2 or 4 values) and dilation may be null for the
@@ -132,14 +139,14 @@ int fusec_jit_graph_conv2d(fusec_jit_graph *graph, int x, int filter,
 int fusec_jit_graph_batch_norm(fusec_jit_graph *graph, int x, int mean,
                                int variance, int scale, int shift,
                                double epsilon);
-/* "relu", "gelu", "silu", "sigmoid", "tanh", "softmax". */
+/* "relu", "relu6", "gelu", "silu", "sigmoid", "tanh", "hardswish",
+ * "softmax". */
 int fusec_jit_graph_unary(fusec_jit_graph *graph, const char *op, int x);
-/* "add", "mul", "bias_add", "matmul". */
+/* "add", "sub", "mul", "div", "bias_add", "matmul". */
 int fusec_jit_graph_binary(fusec_jit_graph *graph, const char *op, int a,
                            int b);
 /* bias -1 for none. */
-int fusec_jit_graph_linear(fusec_jit_graph *graph, int x, int weight,
-                           int bias);
+int fusec_jit_graph_linear(fusec_jit_graph *graph, int x, int weight, int bias);
 /* scale, shift -1 for none. */
 int fusec_jit_graph_layer_norm(fusec_jit_graph *graph, int x, int scale,
                                int shift, double epsilon);
@@ -148,15 +155,36 @@ int fusec_jit_graph_rms_norm(fusec_jit_graph *graph, int x, int scale,
 /* has_scale zero: 1/sqrt(head dim). */
 int fusec_jit_graph_attention(fusec_jit_graph *graph, int q, int k, int v,
                               int causal, int has_scale, double scale);
+int fusec_jit_graph_rope(fusec_jit_graph *graph, int x, int cos_table,
+                         int sin_table, int interleaved);
+/* No strides (NULL, 0): the kernel. */
 int fusec_jit_graph_max_pool2d(fusec_jit_graph *graph, int x,
                                const long long *kernel, size_t num_kernel,
                                const long long *strides, size_t num_strides,
                                const long long *padding, size_t num_padding);
+int fusec_jit_graph_avg_pool2d(fusec_jit_graph *graph, int x,
+                               const long long *kernel, size_t num_kernel,
+                               const long long *strides, size_t num_strides,
+                               const long long *padding, size_t num_padding,
+                               int count_include_pad);
 int fusec_jit_graph_transpose(fusec_jit_graph *graph, int x,
                               const long long *permutation, size_t rank);
 int fusec_jit_graph_reshape(fusec_jit_graph *graph, int x,
                             const long long *shape, size_t rank);
-/* Any fuse op in generic form (GraphBuilder::op). */
+int fusec_jit_graph_cast(fusec_jit_graph *graph, int x, fusec_jit_dtype dtype);
+int fusec_jit_graph_slice(fusec_jit_graph *graph, int x,
+                          const long long *offsets, const long long *sizes,
+                          size_t rank);
+int fusec_jit_graph_concat(fusec_jit_graph *graph, const int *values,
+                           size_t num_values, long long axis);
+/* Writes the `num_sizes` pieces' values to `results` (room for num_sizes)
+ * and returns their number, or -1. */
+int fusec_jit_graph_split(fusec_jit_graph *graph, int x, long long axis,
+                          const long long *sizes, size_t num_sizes,
+                          int *results);
+/* Any fuse op of one result whose type follows from its operands
+ * (GraphBuilder::op): `name` "fuse.rope" or "rope", `attributes` an MLIR
+ * attribute dictionary with or without braces, or NULL/"" for none. */
 int fusec_jit_graph_op(fusec_jit_graph *graph, const char *name,
                        const int *operands, size_t num_operands,
                        const char *attributes);
@@ -165,8 +193,11 @@ void fusec_jit_graph_output(fusec_jit_graph *graph, int x);
  * it is not null and holds `capacity` >= rank values. */
 long long fusec_jit_graph_shape(const fusec_jit_graph *graph, int x,
                                 long long *shape, size_t capacity);
-/* "" while the graph is valid; valid until the next call on the graph. */
+/* The first error not yet cleared, or "" while the graph is valid; valid
+ * until the next call on the graph. */
 const char *fusec_jit_graph_error(const fusec_jit_graph *graph);
+/* Forgets the recorded error (the graph holds the calls that succeeded). */
+void fusec_jit_graph_clear_error(fusec_jit_graph *graph);
 /* The graph's MLIR text ("" while it has an error or no output); valid
  * until the next call on the graph. */
 const char *fusec_jit_graph_mlir(fusec_jit_graph *graph);

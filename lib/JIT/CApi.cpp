@@ -4,6 +4,8 @@
 #include "fusec/JIT.h"
 #include "fusec/Target/TargetDescription.h"
 
+#include "llvm/ADT/STLExtras.h"
+
 #include <map>
 #include <mutex>
 #include <new>
@@ -57,6 +59,35 @@ static_assert(static_cast<int>(jit::DType::BF16) == FUSEC_JIT_BF16,
 static std::vector<int64_t> toVector(const long long *values, size_t count) {
   return values ? std::vector<int64_t>(values, values + count)
                 : std::vector<int64_t>();
+}
+
+/// `count` values at `values`, or false with the builder's error set for a
+/// NULL array that should hold some.
+static bool array(fusec_jit_graph *g, const char *op, const char *argument,
+                  const long long *values, size_t count,
+                  std::vector<int64_t> &out) {
+  if (!values && count) {
+    g->builder.recordError(std::string(op) + ": " + argument +
+                           " is NULL but its count is " +
+                           std::to_string(count));
+    return false;
+  }
+  out = toVector(values, count);
+  return true;
+}
+
+static bool tensorArray(fusec_jit_graph *g, const char *op, const int *values,
+                        size_t count, std::vector<jit::Tensor> &out) {
+  if (!values && count) {
+    g->builder.recordError(std::string(op) +
+                           ": the operands are NULL but "
+                           "their count is " +
+                           std::to_string(count));
+    return false;
+  }
+  for (size_t i = 0; i < count; ++i)
+    out.push_back({values[i]});
+  return true;
 }
 
 static std::optional<jit::Tensor> optional(int id) {
@@ -201,15 +232,18 @@ void fusec_jit_graph_free(fusec_jit_graph *graph) { delete graph; }
 
 int fusec_jit_graph_input(fusec_jit_graph *g, const long long *shape,
                           size_t rank, fusec_jit_dtype dtype) {
-  return g->builder
-      .input(toVector(shape, rank), static_cast<jit::DType>(dtype))
-      .id;
+  std::vector<int64_t> extents;
+  if (!g || !array(g, "input", "shape", shape, rank, extents))
+    return -1;
+  return g->builder.input(extents, static_cast<jit::DType>(dtype)).id;
 }
 
 int fusec_jit_graph_conv2d(fusec_jit_graph *g, int x, int filter,
                            const long long *strides, const long long *padding,
                            size_t num_padding, const long long *dilation,
                            long long groups, int bias) {
+  if (!g)
+    return -1;
   jit::Conv2dOptions options;
   if (strides)
     options.strides = toVector(strides, 2);
@@ -224,16 +258,22 @@ int fusec_jit_graph_conv2d(fusec_jit_graph *g, int x, int filter,
 int fusec_jit_graph_batch_norm(fusec_jit_graph *g, int x, int mean,
                                int variance, int scale, int shift,
                                double epsilon) {
-  return g->builder.batchNorm({x}, {mean}, {variance}, {scale}, {shift},
-                              epsilon)
+  if (!g)
+    return -1;
+  return g->builder
+      .batchNorm({x}, {mean}, {variance}, {scale}, {shift}, epsilon)
       .id;
 }
 
 int fusec_jit_graph_unary(fusec_jit_graph *g, const char *op, int x) {
+  if (!g)
+    return -1;
   std::string name = op ? op : "";
   jit::GraphBuilder &b = g->builder;
   if (name == "relu")
     return b.relu({x}).id;
+  if (name == "relu6")
+    return b.relu6({x}).id;
   if (name == "gelu")
     return b.gelu({x}).id;
   if (name == "silu")
@@ -242,43 +282,59 @@ int fusec_jit_graph_unary(fusec_jit_graph *g, const char *op, int x) {
     return b.sigmoid({x}).id;
   if (name == "tanh")
     return b.tanh({x}).id;
+  if (name == "hardswish")
+    return b.hardswish({x}).id;
   if (name == "softmax")
     return b.softmax({x}).id;
-  // The builder records the error: an unknown op in generic form.
-  return b.op("fuse." + name, {{x}}).id;
+  // Any other op of one operand, or the builder's error naming it.
+  return b.op(name, {{x}}).id;
 }
 
 int fusec_jit_graph_binary(fusec_jit_graph *g, const char *op, int a, int b) {
+  if (!g)
+    return -1;
   std::string name = op ? op : "";
   jit::GraphBuilder &builder = g->builder;
   if (name == "add")
     return builder.add({a}, {b}).id;
+  if (name == "sub")
+    return builder.sub({a}, {b}).id;
   if (name == "mul")
     return builder.mul({a}, {b}).id;
+  if (name == "div")
+    return builder.div({a}, {b}).id;
   if (name == "bias_add")
     return builder.biasAdd({a}, {b}).id;
   if (name == "matmul")
     return builder.matmul({a}, {b}).id;
-  return builder.op("fuse." + name, {{a}, {b}}).id;
+  return builder.op(name, {{a}, {b}}).id;
 }
 
 int fusec_jit_graph_linear(fusec_jit_graph *g, int x, int weight, int bias) {
+  if (!g)
+    return -1;
   return g->builder.linear({x}, {weight}, optional(bias)).id;
 }
 
-int fusec_jit_graph_layer_norm(fusec_jit_graph *g, int x, int scale,
-                               int shift, double epsilon) {
+int fusec_jit_graph_layer_norm(fusec_jit_graph *g, int x, int scale, int shift,
+                               double epsilon) {
+  if (!g)
+    return -1;
   return g->builder.layerNorm({x}, optional(scale), optional(shift), epsilon)
       .id;
 }
 
 int fusec_jit_graph_rms_norm(fusec_jit_graph *g, int x, int scale,
                              double epsilon) {
+  if (!g)
+    return -1;
   return g->builder.rmsNorm({x}, optional(scale), epsilon).id;
 }
 
 int fusec_jit_graph_attention(fusec_jit_graph *g, int q, int k, int v,
                               int causal, int has_scale, double scale) {
+  if (!g)
+    return -1;
   jit::AttentionOptions options;
   options.causal = causal != 0;
   if (has_scale)
@@ -286,43 +342,114 @@ int fusec_jit_graph_attention(fusec_jit_graph *g, int q, int k, int v,
   return g->builder.attention({q}, {k}, {v}, options).id;
 }
 
+int fusec_jit_graph_rope(fusec_jit_graph *g, int x, int cos_table,
+                         int sin_table, int interleaved) {
+  if (!g)
+    return -1;
+  return g->builder.rope({x}, {cos_table}, {sin_table}, interleaved != 0).id;
+}
+
 int fusec_jit_graph_max_pool2d(fusec_jit_graph *g, int x,
                                const long long *kernel, size_t num_kernel,
                                const long long *strides, size_t num_strides,
                                const long long *padding, size_t num_padding) {
-  return g->builder
-      .maxPool2d({x}, toVector(kernel, num_kernel),
-                 toVector(strides, num_strides), toVector(padding, num_padding))
-      .id;
+  std::vector<int64_t> k, s, p;
+  if (!g || !array(g, "max_pool2d", "kernel", kernel, num_kernel, k) ||
+      !array(g, "max_pool2d", "strides", strides, num_strides, s) ||
+      !array(g, "max_pool2d", "padding", padding, num_padding, p))
+    return -1;
+  return g->builder.maxPool2d({x}, k, s, p).id;
+}
+
+int fusec_jit_graph_avg_pool2d(fusec_jit_graph *g, int x,
+                               const long long *kernel, size_t num_kernel,
+                               const long long *strides, size_t num_strides,
+                               const long long *padding, size_t num_padding,
+                               int count_include_pad) {
+  std::vector<int64_t> k, s, p;
+  if (!g || !array(g, "avg_pool2d", "kernel", kernel, num_kernel, k) ||
+      !array(g, "avg_pool2d", "strides", strides, num_strides, s) ||
+      !array(g, "avg_pool2d", "padding", padding, num_padding, p))
+    return -1;
+  return g->builder.avgPool2d({x}, k, s, p, count_include_pad != 0).id;
 }
 
 int fusec_jit_graph_transpose(fusec_jit_graph *g, int x,
                               const long long *permutation, size_t rank) {
-  return g->builder.transpose({x}, toVector(permutation, rank)).id;
+  std::vector<int64_t> perm;
+  if (!g || !array(g, "transpose", "permutation", permutation, rank, perm))
+    return -1;
+  return g->builder.transpose({x}, perm).id;
 }
 
 int fusec_jit_graph_reshape(fusec_jit_graph *g, int x, const long long *shape,
                             size_t rank) {
-  return g->builder.reshape({x}, toVector(shape, rank)).id;
+  std::vector<int64_t> extents;
+  if (!g || !array(g, "reshape", "shape", shape, rank, extents))
+    return -1;
+  return g->builder.reshape({x}, extents).id;
+}
+
+int fusec_jit_graph_cast(fusec_jit_graph *g, int x, fusec_jit_dtype dtype) {
+  if (!g)
+    return -1;
+  return g->builder.cast({x}, static_cast<jit::DType>(dtype)).id;
+}
+
+int fusec_jit_graph_slice(fusec_jit_graph *g, int x, const long long *offsets,
+                          const long long *sizes, size_t rank) {
+  std::vector<int64_t> o, s;
+  if (!g || !array(g, "slice", "offsets", offsets, rank, o) ||
+      !array(g, "slice", "sizes", sizes, rank, s))
+    return -1;
+  return g->builder.slice({x}, o, s).id;
+}
+
+int fusec_jit_graph_concat(fusec_jit_graph *g, const int *values,
+                           size_t num_values, long long axis) {
+  std::vector<jit::Tensor> tensors;
+  if (!g || !tensorArray(g, "concat", values, num_values, tensors))
+    return -1;
+  return g->builder.concat(tensors, axis).id;
+}
+
+int fusec_jit_graph_split(fusec_jit_graph *g, int x, long long axis,
+                          const long long *sizes, size_t num_sizes,
+                          int *results) {
+  std::vector<int64_t> s;
+  if (!g || !array(g, "split", "sizes", sizes, num_sizes, s))
+    return -1;
+  if (!results && num_sizes) {
+    g->builder.recordError("split: results is NULL; pass room for " +
+                           std::to_string(num_sizes) + " values");
+    return -1;
+  }
+  std::vector<jit::Tensor> pieces = g->builder.split({x}, axis, s);
+  if (pieces.empty())
+    return -1;
+  for (auto [i, t] : llvm::enumerate(pieces))
+    results[i] = t.id;
+  return static_cast<int>(pieces.size());
 }
 
 int fusec_jit_graph_op(fusec_jit_graph *g, const char *name,
                        const int *operands, size_t num_operands,
                        const char *attributes) {
   std::vector<jit::Tensor> values;
-  for (size_t i = 0; i < num_operands; ++i)
-    values.push_back({operands[i]});
+  if (!g || !tensorArray(g, name ? name : "op", operands, num_operands, values))
+    return -1;
   return g->builder.op(name ? name : "", values, attributes ? attributes : "")
       .id;
 }
 
 void fusec_jit_graph_output(fusec_jit_graph *g, int x) {
-  g->builder.output({x});
+  if (g)
+    g->builder.output({x});
 }
 
 long long fusec_jit_graph_shape(const fusec_jit_graph *g, int x,
                                 long long *shape, size_t capacity) {
-  if (x < 0)
+  if (!g || x < 0)
     return -1;
   std::vector<int64_t> extents = g->builder.shape({x});
   if (shape && capacity >= extents.size())
@@ -331,10 +458,17 @@ long long fusec_jit_graph_shape(const fusec_jit_graph *g, int x,
 }
 
 const char *fusec_jit_graph_error(const fusec_jit_graph *g) {
-  return g->builder.error().c_str();
+  return g ? g->builder.error().c_str() : "null graph";
+}
+
+void fusec_jit_graph_clear_error(fusec_jit_graph *g) {
+  if (g)
+    g->builder.clearError();
 }
 
 const char *fusec_jit_graph_mlir(fusec_jit_graph *g) {
+  if (!g)
+    return "";
   g->text = g->builder.mlir();
   return g->text.c_str();
 }

@@ -267,8 +267,9 @@ TEST_F(JIT, GraphBuilderNamesTheFirstInvalidOp) {
   jit::Tensor y = g.linear(x, w);
   EXPECT_EQ(y.id, -1);
   EXPECT_EQ(g.error().rfind("linear: ", 0), 0u) << g.error();
-  // Later calls are ignored; the error stays the first one.
-  g.relu(x);
+  // The error stays the first one until cleared, and the graph cannot be
+  // compiled meanwhile: a caller who checks only at the end sees it.
+  g.output(g.relu(x));
   EXPECT_EQ(g.error().rfind("linear: ", 0), 0u);
   EXPECT_EQ(g.mlir(), "");
   jit::Result r = jit::compile(g, options);
@@ -281,6 +282,210 @@ TEST_F(JIT, GraphBuilderNamesTheFirstInvalidOp) {
   empty.input({1}, jit::DType::F32);
   EXPECT_EQ(jit::compile(empty, options).error,
             "graph builder: the graph has no output");
+}
+
+TEST_F(JIT, GraphBuilderGoesOnAfterAFailedCall) {
+  jit::GraphBuilder g("after");
+  jit::Tensor x = g.input({2, 8}, jit::DType::F32);
+  jit::Tensor w = g.input({4, 7}, jit::DType::F32);
+  EXPECT_EQ(g.linear(x, w).id, -1);
+  // Later calls are built, not ignored; one given the failed value says so.
+  jit::Tensor y = g.relu(x);
+  EXPECT_GE(y.id, 0);
+  EXPECT_EQ(g.shape(y), (std::vector<int64_t>{2, 8}));
+  EXPECT_EQ(g.sigmoid(jit::Tensor{}).id, -1);
+  EXPECT_EQ(g.error().rfind("linear: ", 0), 0u) << g.error();
+  EXPECT_NE(g.error().find("(and 1 later call failed)"), std::string::npos)
+      << g.error();
+  g.clearError();
+  EXPECT_EQ(g.error(), "");
+  EXPECT_EQ(g.sigmoid(jit::Tensor{}).id, -1);
+  EXPECT_EQ(g.error(), "sigmoid: operand 0 is -1, the result of a call that "
+                       "failed");
+  g.clearError();
+  // The graph holds the calls that succeeded, and compiles.
+  g.output(y);
+  std::string text = g.mlir();
+  EXPECT_EQ(text.find("linear"), std::string::npos) << text;
+  jit::Result r = jit::compile(g, options);
+  EXPECT_TRUE(r.ok()) << r.error << "\n" << text;
+}
+
+TEST_F(JIT, GraphBuilderRefusesADTypeOutsideTheEnum) {
+  jit::GraphBuilder g;
+  EXPECT_EQ(g.input({4}, static_cast<jit::DType>(7)).id, -1);
+  EXPECT_EQ(g.error(),
+            "input: dtype 7 is not a dtype: use f32 (0), f16 (1) or bf16 (2)");
+  g.clearError();
+  jit::Tensor x = g.input({4}, jit::DType::F32);
+  EXPECT_EQ(g.cast(x, static_cast<jit::DType>(-1)).id, -1);
+  EXPECT_EQ(g.error(),
+            "cast: dtype -1 is not a dtype: use f32 (0), f16 (1) or bf16 (2)");
+
+  fusec_jit_graph *c = fusec_jit_graph_new("c");
+  long long shape[] = {4};
+  EXPECT_EQ(fusec_jit_graph_input(c, shape, 1, static_cast<fusec_jit_dtype>(3)),
+            -1);
+  EXPECT_STREQ(fusec_jit_graph_error(c),
+               "input: dtype 3 is not a dtype: use f32 (0), f16 (1) or bf16 "
+               "(2)");
+  fusec_jit_graph_clear_error(c);
+  // NULL arrays with a count are refused by name, not read.
+  EXPECT_EQ(fusec_jit_graph_input(c, nullptr, 2, FUSEC_JIT_F32), -1);
+  EXPECT_STREQ(fusec_jit_graph_error(c),
+               "input: shape is NULL but its count is 2");
+  fusec_jit_graph_clear_error(c);
+  EXPECT_EQ(fusec_jit_graph_op(c, "fuse.relu", nullptr, 1, nullptr), -1);
+  EXPECT_STREQ(fusec_jit_graph_error(c),
+               "fuse.relu: the operands are NULL but their count is 1");
+  fusec_jit_graph_free(c);
+  EXPECT_EQ(fusec_jit_graph_input(nullptr, shape, 1, FUSEC_JIT_F32), -1);
+  EXPECT_STREQ(fusec_jit_graph_error(nullptr), "null graph");
+}
+
+TEST_F(JIT, GraphBuilderTakesAnyName) {
+  // The name is printed as an MLIR symbol, quoted where needed: nothing in
+  // it reaches the text as syntax.
+  for (std::string name :
+       {std::string("plain_name"), std::string("a \"quoted\" name"),
+        std::string("with spaces"), std::string("new\nline"),
+        std::string("x@y"), std::string("}"),
+        std::string("g() {\n}\nfunc.func @evil(%a: tensor<4xf32>) {"),
+        std::string("back\\slash\ttab"), std::string("\xc3\xa9t\xc3\xa9")}) {
+    jit::GraphBuilder g(name);
+    jit::Tensor x = g.input({4, 33}, jit::DType::F32);
+    g.output(g.relu(x));
+    ASSERT_EQ(g.error(), "") << name;
+    for (const char *backend : {"ptx", "cuda"}) {
+      options.backend = backend;
+      jit::Result r = jit::compile(g, options);
+      ASSERT_TRUE(r.ok()) << name << ": " << r.error << "\n" << g.mlir();
+      runtime::Plan plan;
+      ASSERT_TRUE(runtime::parseArtifact(r.artifact, plan, "named")) << name;
+      EXPECT_EQ(plan.graph, name);
+    }
+  }
+  jit::GraphBuilder unnamed("");
+  EXPECT_EQ(unnamed.error(),
+            "the graph name is empty: name the graph (any text will do)");
+}
+
+TEST_F(JIT, GraphBuilderBuildsEveryOp) {
+  using jit::DType;
+  jit::GraphBuilder g("every");
+  jit::Tensor qkv = g.input({2, 12}, DType::F32);
+  std::vector<jit::Tensor> pieces = g.split(qkv, 1, {4, 4, 4});
+  ASSERT_EQ(pieces.size(), 3u) << g.error();
+  EXPECT_EQ(g.shape(pieces[2]), (std::vector<int64_t>{2, 4}));
+  jit::Tensor d = g.div(g.sub(pieces[0], pieces[1]), pieces[2]);
+  jit::Tensor a = g.hardswish(g.relu6(d));
+  jit::Tensor h = g.cast(a, DType::BF16);
+  EXPECT_EQ(g.shape(h), (std::vector<int64_t>{2, 4}));
+  jit::Tensor c = g.concat({g.slice(qkv, {0, 2}, {2, 4}), pieces[1]}, 1);
+  EXPECT_EQ(g.shape(c), (std::vector<int64_t>{2, 8}));
+  jit::Tensor x = g.input({1, 3, 8, 16}, DType::BF16);
+  jit::Tensor cs = g.input({8, 8}, DType::BF16);
+  jit::Tensor r = g.rope(x, cs, cs, /*interleaved=*/true);
+  EXPECT_EQ(g.shape(r), (std::vector<int64_t>{1, 3, 8, 16}));
+  jit::Tensor img = g.input({1, 8, 8, 4}, DType::F16);
+  jit::Tensor p = g.avgPool2d(img, {2, 2}, {}, {0, 0}, false);
+  EXPECT_EQ(g.shape(p), (std::vector<int64_t>{1, 4, 4, 4}));
+  EXPECT_EQ(g.shape(g.globalAvgPool(p)), (std::vector<int64_t>{1, 1, 1, 4}));
+  EXPECT_EQ(g.shape(g.maxPool2d(img, {2, 2}, {}, {0, 0})),
+            (std::vector<int64_t>{1, 4, 4, 4}));
+  g.output(h);
+  g.output(c);
+  g.output(r);
+  ASSERT_EQ(g.error(), "");
+  std::string text = g.mlir();
+  EXPECT_NE(text.find("%v1:3 = fuse.split %arg0"), std::string::npos) << text;
+  EXPECT_NE(text.find("fuse.cast"), std::string::npos) << text;
+  jit::Result compiled = jit::compile(g, options);
+  ASSERT_TRUE(compiled.ok()) << compiled.error << "\n" << text;
+
+  // Values: the split pieces go where fuse.split puts them.
+  jit::HostTensor in{{2, 12}, DType::F32, {}};
+  for (int i = 0; i < 24; ++i)
+    in.data.push_back(i + 1);
+  jit::HostTensor xs{{1, 3, 8, 16}, DType::F32, std::vector<double>(384, 1.0)};
+  jit::HostTensor css{{8, 8}, DType::F32, std::vector<double>(64, 0.0)};
+  jit::HostTensor imgs{{1, 8, 8, 4}, DType::F32, std::vector<double>(256, 1.0)};
+  jit::Evaluation e = jit::evaluate(text, {in, xs, css, imgs});
+  ASSERT_TRUE(e.ok()) << e.error;
+  // concat(qkv[:, 2:6], qkv[:, 4:8]), row 0: 3 4 5 6 5 6 7 8.
+  EXPECT_EQ(e.outputs[1].data,
+            (std::vector<double>{3, 4, 5, 6, 5, 6, 7, 8, 15, 16, 17, 18, 17, 18,
+                                 19, 20}));
+  EXPECT_EQ(e.outputs[0].dtype, DType::BF16);
+}
+
+TEST_F(JIT, GraphBuilderOpTakesAnyFuseOpAndAttributes) {
+  using jit::DType;
+  jit::GraphBuilder g("generic");
+  jit::Tensor x = g.input({1, 16, 64}, DType::BF16);
+  jit::Tensor cs = g.input({16, 32}, DType::BF16);
+  // fuse.rope lists two operand types in its custom form; op() writes the
+  // generic form, which lists them all.
+  jit::Tensor y = g.op("fuse.rope", {x, cs, cs});
+  ASSERT_GE(y.id, 0) << g.error();
+  jit::Tensor yi = g.op("rope", {x, cs, cs}, "{interleaved}");
+  ASSERT_GE(yi.id, 0) << g.error();
+  // Attributes with or without braces.
+  jit::Tensor c1 = g.op("fuse.concat", {y, yi}, "{axis = 2 : i64}");
+  jit::Tensor c2 = g.op("fuse.concat", {y, yi}, "axis = 1");
+  ASSERT_EQ(g.error(), "");
+  EXPECT_EQ(g.shape(c1), (std::vector<int64_t>{1, 16, 128}));
+  EXPECT_EQ(g.shape(c2), (std::vector<int64_t>{1, 32, 64}));
+  std::vector<jit::Tensor> parts =
+      g.opResults("fuse.split", {x}, "axis = -1, sizes = array<i64: 16, 48>");
+  ASSERT_EQ(parts.size(), 2u) << g.error();
+  EXPECT_EQ(g.shape(parts[1]), (std::vector<int64_t>{1, 16, 48}));
+  g.output(c1);
+  g.output(c2);
+  g.output(parts[1]);
+  std::string text = g.mlir();
+  EXPECT_NE(text.find("\"fuse.rope\"(%arg0, %arg1, %arg1) {interleaved}"),
+            std::string::npos)
+      << text;
+  jit::Result r = jit::compile(g, options);
+  ASSERT_TRUE(r.ok()) << r.error << "\n" << text;
+
+  auto fails = [&](jit::Tensor t, const std::string &message) {
+    EXPECT_EQ(t.id, -1);
+    EXPECT_NE(g.error().find(message), std::string::npos) << g.error();
+    g.clearError();
+  };
+  fails(g.op("fuse.nope", {x}),
+        "op: 'fuse.nope' is not an op of the fuse dialect");
+  fails(g.op("fuse.split", {x}, "axis = 2, sizes = array<i64: 32, 32>"),
+        "split: fuse.split has 2 results; op() builds ops of one result");
+  fails(g.op("fuse.cast", {x}),
+        "cast: op() cannot build fuse.cast: its result type does not follow "
+        "from its operands; use the builder's cast()");
+  fails(g.op("fuse.concat", {x, x}, "axis = "),
+        "concat: the attributes 'axis = ' are not an MLIR attribute "
+        "dictionary");
+  // An unknown attribute (a typo) is refused, not kept unused.
+  fails(g.op("fuse.rope", {x, cs, cs}, "interleave"),
+        "rope: fuse.rope has no attribute 'interleave'; its attributes are "
+        "interleaved");
+  // An attribute of the wrong kind is refused, not dropped.
+  fails(g.op("fuse.rope", {x, cs, cs}, "interleaved = 1"),
+        "rope: fuse.rope: attribute 'interleaved' failed to satisfy "
+        "constraint: unit attribute");
+  // Text meant to close the op and add another is not an attribute.
+  fails(g.op("fuse.relu", {x},
+             "} : (tensor<1x16x64xbf16>) -> "
+             "tensor<1x16x64xbf16>\n  %evil = \"fuse.relu\""
+             "(%arg0) {"),
+        "relu: the attributes");
+  fails(g.op("fuse.concat", {x, cs}, "axis = 0"), "concat: ");
+  // The op is verified before its type inference reads its operands.
+  fails(g.op("fuse.rope", {x, cs}),
+        "rope: 'fuse.rope' op expected 3 operands, but found 2");
+  fails(g.op("fuse.concat", {}, "axis = 0"),
+        "concat: 'fuse.concat' op needs at least one operand");
+  EXPECT_EQ(g.mlir(), text);
 }
 
 } // namespace
