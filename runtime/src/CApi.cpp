@@ -10,7 +10,10 @@
 #include "fusec/runtime/fusec_runtime.h"
 #include "fusec/runtime/Runtime.h"
 
+#include "CudaDriver.h"
+
 #include <cstddef>
+#include <cstdio>
 #include <exception>
 #include <new>
 #include <string>
@@ -308,6 +311,37 @@ fusec_module_run_with_workspace(fusec_module *module, fusec_stream stream,
     return report(module->module->run(
         stream, buffers(inputs, num_inputs), buffers(outputs, num_outputs),
         BufferRef{workspace.ptr, workspace.bytes}));
+  });
+}
+
+fusec_status fusec_pointer_device(fusec_device_ptr ptr, int *ordinal) {
+  if (!ordinal)
+    return invalidArgument("fusec_pointer_device", "ordinal must not be NULL");
+  return guarded("fusec_pointer_device", [&] {
+    const detail::DriverApi *api = nullptr;
+    fusec_status status = report(detail::loadDriverApi(api));
+    if (status != FUSEC_OK)
+      return status;
+    constexpr int kDeviceOrdinal = 9; // CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL
+    int value = -1;
+    detail::CUresult result =
+        api->cuPointerGetAttribute(&value, kDeviceOrdinal, ptr);
+    if (result == detail::CUDA_ERROR_INVALID_VALUE) {
+      char address[32];
+      std::snprintf(address, sizeof(address), "0x%llx",
+                    static_cast<unsigned long long>(ptr));
+      return report(Status::error(
+          StatusCode::InvalidArgument,
+          std::string("fusec_pointer_device: ") + address +
+              " is not memory the CUDA driver knows (not a device, managed "
+              "or registered host allocation)"));
+    }
+    status = report(detail::check(*api, result, "cuPointerGetAttribute",
+                                  "fusec_pointer_device: cannot find the "
+                                  "device of an address"));
+    if (status == FUSEC_OK)
+      *ordinal = value;
+    return status;
   });
 }
 

@@ -167,6 +167,15 @@ fusec_module_run_with_workspace(fusec_module *module, fusec_stream stream,
                                 const fusec_buffer *outputs, size_t num_outputs,
                                 fusec_buffer workspace);
 
+/* ---- Pointers ----------------------------------------------------------- */
+
+/* The ordinal (as fusec_device_open takes it) of the device that holds
+   `ptr`: device memory, managed memory or registered host memory, as the
+   driver's unified addressing knows it. An address the driver does not know
+   (plain host memory, a freed or made-up pointer) fails with
+   FUSEC_ERROR_INVALID_ARGUMENT. */
+fusec_status fusec_pointer_device(fusec_device_ptr ptr, int *ordinal);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif
