@@ -99,11 +99,37 @@ class Tensor:
         return "fusec.Tensor(%d, shape=%s)" % (self.id, self.shape)
 
 
+def _attribute_text(attributes):
+    if not isinstance(attributes, str):
+        raise TypeError("attributes are MLIR text, such as 'axis = 1, sizes "
+                        "= array<i64: 2, 2>' (braces optional), not %s"
+                        % type(attributes).__name__)
+    return attributes.encode()
+
+
+def _i64_array(values):
+    return "array<i64: %s>" % ", ".join(str(int(v)) for v in values)
+
+
+def _float(value):
+    """An MLIR float literal (which needs its '.')."""
+    text = repr(float(value))
+    if "." not in text and text[-1].isdigit():
+        mantissa, e, exponent = text.partition("e")
+        text = mantissa + ".0" + e + exponent
+    return text
+
+
+def _f64(value):
+    return _float(value) + " : f64"
+
+
 class Graph:
     """Builds a graph op by op (NHWC convolutions, [tokens, features]
     linear layers, [batch, heads, tokens, head dim] attention). Each op's
-    result type is inferred as it is added; an invalid op raises
-    fusec.Error naming it.
+    result type is inferred as it is added. An invalid op raises
+    fusec.Error naming it and is left out; the graph stays usable, so fix
+    the call and go on.
 
         g = fusec.Graph("block")
         x = g.input([1, 56, 56, 64], "bf16")
@@ -116,15 +142,25 @@ class Graph:
         self._h = _capi.jit.fusec_jit_graph_new(_b(name))
         if not self._h:
             raise MemoryError("fusec: cannot create a graph")
+        self._raise_error()
 
     def __del__(self):
         h, self._h = getattr(self, "_h", None), None
         if h:
             _capi.jit.fusec_jit_graph_free(h)
 
+    def _raise_error(self):
+        """Raises the builder's recorded error, if any, and clears it: the
+        caller learns of each failure once, and the graph goes on."""
+        error = _capi.jit.fusec_jit_graph_error(self._h).decode()
+        if error:
+            _capi.jit.fusec_jit_graph_clear_error(self._h)
+            raise Error(error)
+
     def _wrap(self, id):
         if id < 0:
-            raise Error(_capi.jit.fusec_jit_graph_error(self._h).decode())
+            self._raise_error()
+            raise Error("the graph builder failed without a message")
         return Tensor(self, id)
 
     def _id(self, t, what="operand"):
@@ -159,20 +195,47 @@ class Graph:
             self._h, op.encode(), self._id(x)))
 
     def relu(self, x): return self._unary("relu", x)
-    def gelu(self, x): return self._unary("gelu", x)
+    def relu6(self, x): return self._unary("relu6", x)
     def silu(self, x): return self._unary("silu", x)
     def sigmoid(self, x): return self._unary("sigmoid", x)
     def tanh(self, x): return self._unary("tanh", x)
+    def hardswish(self, x): return self._unary("hardswish", x)
     def softmax(self, x): return self._unary("softmax", x)
+
+    def gelu(self, x, approximate="none"):
+        """approximate "none" (the normal CDF) or "tanh"."""
+        if approximate == "none":
+            return self._unary("gelu", x)
+        return self.op("fuse.gelu", [x],
+                       "approximate = #fuse.gelu_approx<%s>" % approximate)
+
+    def clamp(self, x, min, max):
+        return self.op("fuse.clamp", [x],
+                       "min = %s, max = %s" % (_f64(min), _f64(max)))
+
+    def leaky_relu(self, x, alpha=0.01):
+        return self.op("fuse.leaky_relu", [x], "alpha = " + _f64(alpha))
 
     def _binary(self, op, a, b):
         return self._wrap(_capi.jit.fusec_jit_graph_binary(
             self._h, op.encode(), self._id(a), self._id(b)))
 
     def add(self, a, b): return self._binary("add", a, b)
+    def sub(self, a, b): return self._binary("sub", a, b)
     def mul(self, a, b): return self._binary("mul", a, b)
-    def bias_add(self, x, bias): return self._binary("bias_add", x, bias)
+    def div(self, a, b): return self._binary("div", a, b)
     def matmul(self, a, b): return self._binary("matmul", a, b)
+
+    def bias_add(self, x, bias, axis=-1):
+        """x + bias, bias [x.shape[axis]] broadcast along the other axes."""
+        if axis == -1:
+            return self._binary("bias_add", x, bias)
+        return self.op("fuse.bias_add", [x, bias], "axis = %d" % axis)
+
+    def scale_shift(self, x, scale, shift, axis=-1):
+        """x * scale + shift, both [x.shape[axis]]."""
+        return self.op("fuse.scale_shift", [x, scale, shift],
+                       "axis = %d" % axis)
 
     def linear(self, x, weight, bias=None):
         """x [.., in] times weight [out, in] transposed, plus bias [out]."""
@@ -192,12 +255,48 @@ class Graph:
             self._h, self._id(q), self._id(k), self._id(v), int(causal),
             int(scale is not None), 0.0 if scale is None else scale))
 
-    def max_pool2d(self, x, kernel, strides, padding=(0, 0)):
+    def rope(self, x, cos, sin, interleaved=False):
+        """Rotary embedding of x [..., N, D] by tables cos, sin [N, D/2]
+        (half-split pairs, or interleaved ones)."""
+        return self._wrap(_capi.jit.fusec_jit_graph_rope(
+            self._h, self._id(x), self._id(cos), self._id(sin),
+            int(interleaved)))
+
+    def max_pool2d(self, x, kernel, strides=None, padding=(0, 0)):
+        """NHWC; strides default to the kernel."""
         k, nk = _ll_array(kernel)
-        s, ns = _ll_array(strides)
+        s, ns = _ll_array(strides or ())
         p, np_ = _ll_array(padding)
         return self._wrap(_capi.jit.fusec_jit_graph_max_pool2d(
             self._h, self._id(x), k, nk, s, ns, p, np_))
+
+    def avg_pool2d(self, x, kernel, strides=None, padding=(0, 0),
+                   count_include_pad=True):
+        """NHWC; strides default to the kernel."""
+        k, nk = _ll_array(kernel)
+        s, ns = _ll_array(strides or ())
+        p, np_ = _ll_array(padding)
+        return self._wrap(_capi.jit.fusec_jit_graph_avg_pool2d(
+            self._h, self._id(x), k, nk, s, ns, p, np_,
+            int(count_include_pad)))
+
+    def global_avg_pool(self, x):
+        """Mean over H and W of NHWC x: [N, 1, 1, C]."""
+        return self.op("fuse.global_avg_pool", [x])
+
+    def upsample(self, x, size=None, scale=None, mode="nearest",
+                 align_corners=False):
+        """NHWC resampling to size [Ho, Wo] or by scale [sh, sw];
+        mode "nearest" or "bilinear"."""
+        attributes = ["mode = #fuse.upsample_mode<%s>" % mode]
+        if size is not None:
+            attributes.append("size = " + _i64_array(size))
+        if scale is not None:
+            attributes.append("scale = array<f64: %s>" % ", ".join(
+                _float(v) for v in scale))
+        if align_corners:
+            attributes.append("align_corners")
+        return self.op("fuse.upsample", [x], ", ".join(attributes))
 
     def transpose(self, x, permutation):
         p, n = _ll_array(permutation)
@@ -209,20 +308,63 @@ class Graph:
         return self._wrap(_capi.jit.fusec_jit_graph_reshape(
             self._h, self._id(x), s, n))
 
+    def cast(self, x, dtype):
+        """x converted to dtype ("f32", "f16", "bf16"; round to nearest
+        even)."""
+        return self._wrap(_capi.jit.fusec_jit_graph_cast(
+            self._h, self._id(x), _dtype(dtype)))
+
+    def slice(self, x, offsets, sizes):
+        """The block of x at `offsets` of extents `sizes` (a view: fusion
+        reads through it)."""
+        o, n = _ll_array(offsets)
+        s, ns = _ll_array(sizes)
+        if ns != n:
+            raise ValueError("slice: %d offsets but %d sizes" % (n, ns))
+        return self._wrap(_capi.jit.fusec_jit_graph_slice(
+            self._h, self._id(x), o, s, n))
+
+    def concat(self, values, axis):
+        ids = [self._id(t) for t in values]
+        arr = (ctypes.c_int * len(ids))(*ids)
+        return self._wrap(_capi.jit.fusec_jit_graph_concat(
+            self._h, arr, len(ids), axis))
+
+    def split(self, x, sizes, axis=-1):
+        """Consecutive pieces of x along `axis` of extents `sizes`: a
+        tuple of values (a fused QKV projection into q, k, v, say)."""
+        s, n = _ll_array(sizes)
+        results = (ctypes.c_int * max(n, 1))()
+        count = _capi.jit.fusec_jit_graph_split(self._h, self._id(x), axis,
+                                                 s, n, results)
+        if count < 0:
+            self._wrap(count)
+        return tuple(Tensor(self, results[i]) for i in range(count))
+
     def op(self, name, operands, attributes=""):
-        """Any fuse op in generic form: op("fuse.rope", [x, cos, sin])."""
+        """Any fuse op this class has no method for, by name ("fuse.rope"
+        or "rope"), with its attributes as MLIR text, braces optional. The
+        result type is inferred (fuse.cast and fuse.reshape have methods).
+
+            g = fusec.Graph()
+            x = g.input([1, 16, 64], "bf16")
+            cos = g.input([16, 32], "bf16")
+            sin = g.input([16, 32], "bf16")
+            y = g.op("fuse.rope", [x, cos, sin])
+            y = g.op("fuse.rope", [x, cos, sin], "{interleaved}")
+            z = g.op("fuse.concat", [x, y], "axis = 2")  # 1x16x128
+        """
         ids = [self._id(t) for t in operands]
         arr = (ctypes.c_int * len(ids))(*ids)
         return self._wrap(_capi.jit.fusec_jit_graph_op(
-            self._h, name.encode(), arr, len(ids), attributes.encode()))
+            self._h, name.encode(), arr, len(ids),
+            _attribute_text(attributes)))
 
     def output(self, *values):
         """Marks results of the graph, in order."""
         for t in values:
             _capi.jit.fusec_jit_graph_output(self._h, self._id(t))
-        error = _capi.jit.fusec_jit_graph_error(self._h).decode()
-        if error:
-            raise Error(error)
+            self._raise_error()
 
     def shape(self, t):
         rank = _capi.jit.fusec_jit_graph_shape(self._h, self._id(t), None, 0)
@@ -233,9 +375,7 @@ class Graph:
     def mlir(self):
         """The graph's MLIR text (what fusec.compile and the fusec tool
         take)."""
-        error = _capi.jit.fusec_jit_graph_error(self._h).decode()
-        if error:
-            raise Error(error)
+        self._raise_error()
         text = _capi.jit.fusec_jit_graph_mlir(self._h).decode()
         if not text:
             raise Error("the graph has no output: call Graph.output")

@@ -5,13 +5,17 @@ everywhere; the GPU ones need PyTorch with a CUDA device and skip without.
     python3 -m unittest discover -s python/tests -v
 """
 
+import ctypes
 import os
+import re
 import tempfile
+import textwrap
 import unittest
 
 import numpy as np
 
 import fusec
+from fusec import _capi
 
 RELU = """func.func @relu(%x: tensor<3x5xf32>) -> tensor<3x5xf32> {
   %y = fuse.relu %x : tensor<3x5xf32>
@@ -171,6 +175,136 @@ class CPUTest(unittest.TestCase):
         with self.assertRaises(TypeError) as e:
             k(np.zeros((3, 5), np.float32))
         self.assertIn("fusec.reference", str(e.exception))
+
+
+class BuilderTest(unittest.TestCase):
+    """The graph builder: every op, attributes, errors, names."""
+
+    def test_graph_stays_usable_after_an_error(self):
+        g = fusec.Graph()
+        a = g.input([4, 8], "f32")
+        b = g.input([5, 8], "f32")
+        with self.assertRaises(fusec.Error) as e:
+            g.add(a, b)
+        self.assertIn("add: ", str(e.exception))
+        # The next call is built, and the next error is its own.
+        y = g.relu(a)
+        self.assertEqual(y.shape, (4, 8))
+        with self.assertRaises(fusec.Error) as e:
+            g.matmul(a, b)
+        self.assertTrue(str(e.exception).startswith("matmul: "),
+                        str(e.exception))
+        self.assertNotIn("add", str(e.exception))
+        g.output(y)
+        self.assertNotIn("fuse.add", g.mlir())
+        fusec.compile(g, arch="sm_90", cache=False)
+
+    def test_op_docstring_example_runs(self):
+        doc = textwrap.dedent(fusec.Graph.op.__doc__.split("\n\n", 1)[1])
+        scope = {"fusec": fusec}
+        exec(doc, scope)
+        self.assertEqual(scope["y"].shape, (1, 16, 64))
+        self.assertEqual(scope["z"].shape, (1, 16, 128))
+        g = scope["g"]
+        g.output(scope["z"])
+        fusec.compile(g, arch="sm_90", cache=False)
+
+    def test_op_attributes_with_or_without_braces(self):
+        g = fusec.Graph()
+        x = g.input([2, 3], "f32")
+        for attributes in ("{axis = 1 : i64}", "axis = 1 : i64", " axis = 1 ",
+                           "{axis = 1}"):
+            self.assertEqual(g.op("fuse.concat", [x, x], attributes).shape,
+                             (2, 6), attributes)
+        self.assertEqual(g.op("concat", [x, x], "axis = 0").shape, (4, 3))
+        with self.assertRaises(fusec.Error) as e:
+            g.op("fuse.concat", [x, x], "axis = ")
+        self.assertIn("are not an MLIR attribute dictionary", str(e.exception))
+        with self.assertRaises(fusec.Error) as e:
+            g.op("fuse.concat", [x, x], "axes = 1")
+        self.assertIn("fuse.concat has no attribute 'axes'; its attributes "
+                      "are axis", str(e.exception))
+        with self.assertRaises(fusec.Error) as e:
+            g.op("fuse.frobnicate", [x])
+        self.assertIn("'fuse.frobnicate' is not an op of the fuse dialect",
+                      str(e.exception))
+        with self.assertRaises(TypeError):
+            g.op("fuse.concat", [x, x], {"axis": 1})
+
+    def test_every_op(self):
+        rng = np.random.default_rng(3)
+        g = fusec.Graph("every")
+        qkv = g.input([4, 12], "f32")
+        q, k, v = g.split(qkv, [4, 4, 4])
+        self.assertEqual(v.shape, (4, 4))
+        outs = [g.cast(q, "bf16"), g.sub(q, k), g.div(k, v), g.relu6(q),
+                g.hardswish(q), g.clamp(q, -0.5, 0.25),
+                g.leaky_relu(q, alpha=0.2), g.gelu(q, approximate="tanh"),
+                g.concat([g.slice(qkv, [0, 2], [4, 3]), k], axis=1),
+                g.scale_shift(q, g.input([4], "f32"), g.input([4], "f32")),
+                g.bias_add(q, g.input([4], "f32"), axis=0)]
+        self.assertEqual(outs[8].shape, (4, 7))
+        img = g.input([1, 8, 8, 4], "f16")
+        pooled = g.avg_pool2d(img, [2, 2], count_include_pad=False)
+        self.assertEqual(pooled.shape, (1, 4, 4, 4))
+        self.assertEqual(g.max_pool2d(img, [2, 2]).shape, (1, 4, 4, 4))
+        self.assertEqual(g.global_avg_pool(img).shape, (1, 1, 1, 4))
+        self.assertEqual(g.upsample(img, scale=[2, 2], mode="bilinear").shape,
+                         (1, 16, 16, 4))
+        self.assertEqual(g.upsample(img, size=[3, 5]).shape, (1, 3, 5, 4))
+        x = g.input([1, 2, 8, 16], "bf16")
+        cs = g.input([8, 8], "bf16")
+        self.assertEqual(g.rope(x, cs, cs, interleaved=True).shape,
+                         (1, 2, 8, 16))
+        g.output(*outs)
+        fusec.compile(g, arch="sm_90", cache=False)
+
+        data = rng.standard_normal((4, 12))
+        vecs = [rng.standard_normal(4) for _ in range(3)]
+        img_data = np.zeros((1, 8, 8, 4))
+        got = fusec.reference(g, data, *vecs, img_data,
+                              np.zeros((1, 2, 8, 16)), np.zeros((8, 8)))
+        d32 = data.astype(np.float32).astype(np.float64)
+        q_, k_, v_ = d32[:, 0:4], d32[:, 4:8], d32[:, 8:12]
+        tol = dict(rtol=1e-6, atol=1e-6)
+        np.testing.assert_allclose(got[0], q_, rtol=1e-2)  # to bf16
+        np.testing.assert_allclose(got[1], q_ - k_, **tol)
+        np.testing.assert_allclose(got[2], k_ / v_, rtol=1e-5)
+        np.testing.assert_allclose(got[3], np.clip(q_, 0, 6), **tol)
+        np.testing.assert_allclose(got[5], np.clip(q_, -0.5, 0.25), **tol)
+        np.testing.assert_allclose(got[6], np.where(q_ >= 0, q_, 0.2 * q_),
+                                   **tol)
+        np.testing.assert_allclose(
+            got[8], np.concatenate([d32[:, 2:5], k_], axis=1), **tol)
+
+    def test_graph_name_is_any_text(self):
+        name = 'a "quoted" name with spaces,\nnewline, @ and }'
+        g = fusec.Graph(name)
+        g.output(g.relu(g.input([3, 5], "f32")))
+        self.assertIn("func.func @\"a \\22quoted", g.mlir())
+        for backend in ("ptx", "cuda"):
+            k = fusec.compile(g, arch="sm_90", backend=backend, cache=False)
+            plan = re.search(r"// fusec-plan: (.*)", k.artifact).group(1)
+            import json
+            self.assertEqual(json.loads(plan)["graph"], name)
+        with self.assertRaises(fusec.Error) as e:
+            fusec.Graph("")
+        self.assertIn("the graph name is empty", str(e.exception))
+
+    def test_c_builder_refuses_a_dtype_outside_the_enum(self):
+        h = _capi.jit.fusec_jit_graph_new(b"c")
+        try:
+            shape = (ctypes.c_longlong * 1)(4)
+            self.assertEqual(_capi.jit.fusec_jit_graph_input(h, shape, 1, 7),
+                             -1)
+            self.assertEqual(
+                _capi.jit.fusec_jit_graph_error(h).decode(),
+                "input: dtype 7 is not a dtype: use f32 (0), f16 (1) or "
+                "bf16 (2)")
+        finally:
+            _capi.jit.fusec_jit_graph_free(h)
+        with self.assertRaises(TypeError):
+            fusec.Graph().input([4], 7)
 
 
 @unittest.skipUnless(_gpu(), "needs PyTorch with a CUDA device")
