@@ -477,6 +477,7 @@ class _Module:
             return False
         tensor, device = _interop.torch_tensor_type(), self.device
         ins, outs_buffers = self.buffers()
+        grad = False
         for buffers, values, infos, dtypes in (
                 (ins, inputs, self.inputs, self.torch_dtypes[0]),
                 (outs_buffers, outs, self.outputs, self.torch_dtypes[1])):
@@ -485,7 +486,13 @@ class _Module:
                         x.shape != info[0] or x.get_device() != device or \
                         not x.is_contiguous():
                     return False
+                if x.requires_grad:
+                    grad = True
                 b.ptr = x.data_ptr()
+        # Weights are often parameters used under no_grad: only then ask
+        # for the grad mode. With it on, the general path says which tensor.
+        if grad and _interop.grad_enabled():
+            return False
         _runtime_check(_capi.runtime.fusec_module_run(
             self.h, _interop.torch_current_stream(device), ins,
             len(self.inputs), outs_buffers, len(self.outputs)))
@@ -504,11 +511,6 @@ class _Module:
         h, self.h = getattr(self, "h", None), None
         if h:
             _capi.runtime.fusec_module_release(h)
-
-
-def _describe(shape, dtype):
-    return "%s %s" % ("x".join(map(str, shape)) or "scalar",
-                      _interop.DTYPE_NAMES[dtype])
 
 
 class Kernel:
@@ -579,25 +581,26 @@ class Kernel:
     def _call(self, inputs, out, stream, workspace=None):
         first = inputs[0]
         v0 = _interop.view(first, "input 0")
-        m = self._module(v0.device)
+        device = 0 if v0.device is None else v0.device
+        m = self._module(device)
         if len(inputs) != len(m.inputs):
             raise TypeError("the graph takes %d inputs, %d were given"
                             % (len(m.inputs), len(inputs)))
         if stream is None:
-            handle = _interop.current_stream(first, v0.device) or 0
+            handle = _interop.current_stream(first, device) or 0
         else:
             handle = _interop.stream_handle(stream)
         buffers, out_buffers = m.buffers()
         for i, (x, (shape, dtype, _)) in enumerate(zip(inputs, m.inputs)):
             v = v0 if i == 0 else _interop.view(x, "input %d" % i, handle)
-            self._check(v, shape, dtype, v0.device, "input %d" % i)
+            self._check(v, shape, dtype, device, "input %d" % i)
             buffers[i].ptr = v.ptr
         single = out is not None and not isinstance(out, (list, tuple))
         if out is None:
             out = []
             for shape, dtype, _ in m.outputs:
                 t = _interop.empty_like_library(first, shape, dtype,
-                                                v0.device)
+                                                device)
                 if t is None:
                     raise TypeError(
                         "fusec cannot allocate outputs for a %s; pass out="
@@ -610,8 +613,8 @@ class Kernel:
             raise TypeError("the graph has %d outputs, %d were given"
                             % (len(m.outputs), len(out)))
         for i, (y, (shape, dtype, _)) in enumerate(zip(out, m.outputs)):
-            v = _interop.view(y, "output %d" % i, handle)
-            self._check(v, shape, dtype, v0.device, "output %d" % i)
+            v = _interop.view(y, "output %d" % i, handle, output=True)
+            self._check(v, shape, dtype, device, "output %d" % i)
             out_buffers[i].ptr = v.ptr
         if workspace is None:
             _runtime_check(_capi.runtime.fusec_module_run(
@@ -629,10 +632,13 @@ class Kernel:
 
     @staticmethod
     def _check(v, shape, dtype, device, what):
+        if v.strides is not None:
+            raise TypeError(_interop.layout_error(what, v, shape, dtype))
         if v.shape != shape or v.dtype != dtype:
             raise TypeError("%s is %s; the graph takes %s" % (
-                what, _describe(v.shape, v.dtype), _describe(shape, dtype)))
-        if v.device != device:
+                what, _interop.describe(v.shape, v.dtype),
+                _interop.describe(shape, dtype)))
+        if v.device is not None and v.device != device:
             raise TypeError("%s is on cuda:%d, input 0 on cuda:%d"
                             % (what, v.device, device))
 

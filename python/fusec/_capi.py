@@ -161,4 +161,5 @@ _declare(runtime, [
     ("fusec_module_workspace_bytes", c_uint64, [_v]),
     ("fusec_module_workspace_count", c_size_t, [_v]),
     ("fusec_module_set_max_workspaces", None, [_v, c_size_t]),
+    ("fusec_pointer_device", c_int, [c_uint64, POINTER(c_int)]),
 ])

@@ -5,18 +5,29 @@ __dlpack__ (JAX, TensorFlow, ...)."""
 import ctypes
 import sys
 
+from . import _capi
+
 F32, F16, BF16 = 0, 1, 2
 DTYPE_NAMES = {F32: "f32", F16: "f16", BF16: "bf16"}
 ITEMSIZE = {F32: 4, F16: 2, BF16: 2}
 
 
 class View:
-    """One device buffer: address, shape, fusec dtype, device ordinal."""
-    __slots__ = ("ptr", "shape", "dtype", "device")
+    """One device buffer: address, shape, fusec dtype, device ordinal (None
+    for an empty array at no address), and its strides in elements where
+    they are not row-major (None when they are: the only layout a kernel
+    reads). `torch` says whose advice fits a layout error."""
+    __slots__ = ("ptr", "shape", "dtype", "device", "strides", "torch")
 
-    def __init__(self, ptr, shape, dtype, device):
+    def __init__(self, ptr, shape, dtype, device, strides=None, torch=False):
         self.ptr, self.shape, self.dtype, self.device = (ptr, shape, dtype,
                                                          device)
+        self.strides, self.torch = strides, torch
+
+
+def describe(shape, dtype):
+    return "%s %s" % ("x".join(map(str, shape)) or "scalar",
+                      DTYPE_NAMES[dtype])
 
 
 _torch_dtypes = None
@@ -64,16 +75,63 @@ def torch_current_stream(device):
     return _raw_stream(device)
 
 
+def grad_enabled():
+    """torch.is_grad_enabled(), for the fast path once a tensor requires
+    grad."""
+    return sys.modules["torch"].is_grad_enabled()
+
+
 def is_torch(x):
     return type(x).__module__.startswith("torch")
 
 
-def _contiguous_strides(shape, itemsize):
-    strides, step = [], itemsize
-    for d in reversed(shape):
-        strides.append(step)
-        step *= d
-    return tuple(reversed(strides))
+def _dense(shape, strides, order):
+    """Whether `strides` lay the axes out densely in `order` (outermost
+    first); an axis of extent 1 may have any stride."""
+    step = 1
+    for i in reversed(order):
+        if shape[i] != 1 and strides[i] != step:
+            return False
+        step *= shape[i]
+    return True
+
+
+def _strides_unless_row_major(shape, strides):
+    if strides is None or 0 in shape or _dense(shape, strides,
+                                               range(len(shape))):
+        return None
+    return tuple(strides)
+
+
+def layout_error(what, v, shape, dtype):
+    """Why `v` (strides not row-major) cannot be read, and what to pass
+    instead, given the graph's `shape` and `dtype` for it."""
+    dims = "x".join(map(str, v.shape))
+    contiguous = "x.contiguous() (a row-major copy)" if v.torch else \
+        "a C-contiguous copy"
+    if len(v.shape) == 4 and _dense(v.shape, v.strides, (0, 2, 3, 1)):
+        n, c, h, w = v.shape
+        nhwc = (n, h, w, c)
+        permute = "x.%s(0, 2, 3, 1)" % ("permute" if v.torch else
+                                        "transpose")
+        head = ("%s is a channels_last tensor: NCHW shape %s over NHWC "
+                "memory (strides %s); fusec reads tensors row-major"
+                % (what, dims, v.strides))
+        if tuple(shape) == nhwc:
+            return ("%s, and the graph takes NHWC %s: pass %s, an NHWC view "
+                    "of the same memory (no copy)"
+                    % (head, describe(shape, dtype), permute))
+        if tuple(shape) == tuple(v.shape):
+            return ("%s, and the graph takes NCHW %s: pass %s, or build the "
+                    "graph NHWC and pass %s (an NHWC view, no copy)"
+                    % (head, describe(shape, dtype), contiguous, permute))
+        return ("%s; the graph takes %s. %s is its NHWC view (%s, no copy), "
+                "%s its NCHW one" % (head, describe(shape, dtype), permute,
+                                     "x".join(map(str, nhwc)), contiguous))
+    return ("%s is not row-major (C-contiguous): shape %s, strides %s in "
+            "elements (a transposed, sliced or expanded view); fusec reads "
+            "tensors row-major: pass %s" % (what, dims, v.strides,
+                                            contiguous))
 
 
 def _torch_view(x, what):
@@ -81,31 +139,66 @@ def _torch_view(x, what):
     if dtype is None:
         raise TypeError("%s is a %s tensor; fusec takes float32, float16 and "
                         "bfloat16" % (what, x.dtype))
+    if x.requires_grad and sys.modules["torch"].is_grad_enabled():
+        # Running it would hand back a result with no grad_fn: a training
+        # loop would drop this layer's gradients without a word.
+        raise TypeError(
+            "%s requires grad, but fusec kernels have no backward yet: call "
+            "under torch.no_grad() / torch.inference_mode(), or pass "
+            "x.detach()" % what)
     if not x.is_cuda:
         raise TypeError("%s is on %s; fusec runs on CUDA tensors"
                         % (what, x.device))
-    if not x.is_contiguous():
-        raise TypeError("%s is not contiguous; pass x.contiguous()" % what)
-    return View(x.data_ptr(), tuple(x.shape), dtype, x.device.index or 0)
+    shape = tuple(x.shape)
+    strides = None if x.is_contiguous() else \
+        _strides_unless_row_major(shape, x.stride())
+    return View(x.data_ptr(), shape, dtype, x.device.index or 0, strides,
+                torch=True)
+
+
+def pointer_device(ptr, what, x):
+    """The device that holds `ptr`, asked of the driver."""
+    ordinal = ctypes.c_int()
+    if _capi.runtime.fusec_pointer_device(ptr, ctypes.byref(ordinal)) != 0:
+        raise TypeError(
+            "%s (a %s) has no .device, and fusec cannot tell which GPU holds "
+            "its __cuda_array_interface__ pointer 0x%x: %s"
+            % (what, type(x).__name__, ptr,
+               _capi.runtime.fusec_last_error_message().decode()))
+    return ordinal.value
 
 
 _typestrs = {"<f4": F32, "<f2": F16, "f4": F32, "f2": F16}
 
 
-def _cai_view(x, cai, what):
+def _cai_view(x, cai, what, output):
     dtype = _typestrs.get(cai["typestr"].lstrip("|="))
     if dtype is None:
         raise TypeError("%s has element type %r; fusec takes float32 and "
                         "float16 (bfloat16 through PyTorch or DLPack)"
                         % (what, cai["typestr"]))
     shape = tuple(cai["shape"])
+    ptr, read_only = cai["data"][0] or 0, cai["data"][1]
+    if output and read_only:
+        raise TypeError("%s (a %s) is read-only (its __cuda_array_interface__ "
+                        "says so) and fusec would write the graph's result "
+                        "into it: pass a writable array"
+                        % (what, type(x).__name__))
     strides = cai.get("strides")
-    if strides is not None and tuple(strides) != _contiguous_strides(
-            shape, ITEMSIZE[dtype]):
-        raise TypeError("%s is not C-contiguous" % what)
-    ptr = cai["data"][0] or 0
-    device = getattr(getattr(x, "device", None), "id", 0)
-    return View(ptr, shape, dtype, device if isinstance(device, int) else 0)
+    if strides is not None:
+        itemsize = ITEMSIZE[dtype]
+        if any(s % itemsize for s in strides):
+            raise TypeError("%s has strides %s bytes, not whole elements of "
+                            "%d bytes: pass a C-contiguous copy"
+                            % (what, tuple(strides), itemsize))
+        strides = _strides_unless_row_major(
+            shape, [s // itemsize for s in strides])
+    # CuPy's arrays say where they are; others (Numba's) only through their
+    # pointer. An empty array may have none: it is on no device.
+    device = getattr(getattr(x, "device", None), "id", None)
+    if not isinstance(device, int):
+        device = pointer_device(ptr, what, x) if ptr else None
+    return View(ptr, shape, dtype, device, strides)
 
 
 class _DLDevice(ctypes.Structure):
@@ -125,22 +218,64 @@ class _DLTensor(ctypes.Structure):
                 ("byte_offset", ctypes.c_uint64)]
 
 
+class _DLManagedTensorVersioned(ctypes.Structure):
+    """DLPack 1.x: the version and flags come before the tensor."""
+    _fields_ = [("major", ctypes.c_uint32), ("minor", ctypes.c_uint32),
+                ("manager_ctx", ctypes.c_void_p),
+                ("deleter", ctypes.c_void_p), ("flags", ctypes.c_uint64),
+                ("dl_tensor", _DLTensor)]
+
+
 _PyCapsule_GetPointer = ctypes.pythonapi.PyCapsule_GetPointer
 _PyCapsule_GetPointer.restype = ctypes.c_void_p
 _PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+_PyCapsule_GetName = ctypes.pythonapi.PyCapsule_GetName
+_PyCapsule_GetName.restype = ctypes.c_char_p
+_PyCapsule_GetName.argtypes = [ctypes.py_object]
 
 _kDLCUDA, _kDLCUDAManaged = 2, 13
 _dl_dtypes = {(2, 32): F32, (2, 16): F16, (4, 16): BF16}
+_DLPACK_READ_ONLY, _DLPACK_IS_COPIED = 1, 2
 
 
-def _dlpack_view(x, what, stream):
-    try:
-        capsule = x.__dlpack__(stream=stream)
-    except TypeError:
-        capsule = x.__dlpack__()
-    # A DLManagedTensor begins with its DLTensor. The capsule keeps its
-    # name, so its destructor frees it; `x` keeps the memory alive.
-    t = _DLTensor.from_address(_PyCapsule_GetPointer(capsule, b"dltensor"))
+def _dlpack_capsule(x, stream):
+    """x's DLPack capsule: a versioned one (with flags) where x makes
+    them, else the legacy one."""
+    for kwargs in ({"stream": stream, "max_version": (1, 0)},
+                   {"stream": stream}):
+        try:
+            return x.__dlpack__(**kwargs)
+        except TypeError:
+            pass
+    return x.__dlpack__()
+
+
+def _dlpack_view(x, what, stream, output):
+    capsule = _dlpack_capsule(x, stream)
+    # The capsule keeps its name, so its destructor frees the tensor; `x`
+    # keeps the memory alive.
+    if _PyCapsule_GetName(capsule) == b"dltensor_versioned":
+        m = _DLManagedTensorVersioned.from_address(
+            _PyCapsule_GetPointer(capsule, b"dltensor_versioned"))
+        if m.major != 1:
+            raise TypeError("%s (a %s) is exported as DLPack %d.%d; fusec "
+                            "reads DLPack 1.x" % (what, type(x).__name__,
+                                                  m.major, m.minor))
+        t, flags = m.dl_tensor, m.flags
+    else:
+        # A DLManagedTensor begins with its DLTensor.
+        t = _DLTensor.from_address(_PyCapsule_GetPointer(capsule,
+                                                         b"dltensor"))
+        flags = 0
+    if output and flags & _DLPACK_READ_ONLY:
+        raise TypeError("%s (a %s) is read-only (its DLPack export says so) "
+                        "and fusec would write the graph's result into it: "
+                        "pass a writable array" % (what, type(x).__name__))
+    if output and flags & _DLPACK_IS_COPIED:
+        raise TypeError("%s (a %s) is exported through DLPack as a copy, so "
+                        "the result fusec writes there would be lost: pass "
+                        "an array whose memory DLPack shares"
+                        % (what, type(x).__name__))
     if t.device.device_type not in (_kDLCUDA, _kDLCUDAManaged):
         raise TypeError("%s (a %s) is not in CUDA memory (DLPack device type "
                         "%d); fusec kernels take GPU tensors, and "
@@ -152,24 +287,24 @@ def _dlpack_view(x, what, stream):
                         "float32, float16 and bfloat16"
                         % (what, t.dtype.code, t.dtype.bits))
     shape = tuple(t.shape[i] for i in range(t.ndim))
+    strides = None
     if t.strides:
-        strides = tuple(t.strides[i] * ITEMSIZE[dtype] for i in range(t.ndim))
-        if any(d != 1 and s != c for d, s, c in zip(
-                shape, strides, _contiguous_strides(shape, ITEMSIZE[dtype]))):
-            raise TypeError("%s is not C-contiguous" % what)
+        strides = _strides_unless_row_major(
+            shape, [t.strides[i] for i in range(t.ndim)])
     return View((t.data or 0) + t.byte_offset, shape, dtype,
-                t.device.device_id)
+                t.device.device_id, strides)
 
 
-def view(x, what, stream=None):
-    """The View of `x`, or TypeError saying why there is none."""
+def view(x, what, stream=None, output=False):
+    """The View of `x`, or TypeError saying why there is none; an `output`
+    must be writable."""
     if is_torch(x):
         return _torch_view(x, what)
     cai = getattr(x, "__cuda_array_interface__", None)
     if cai is not None:
-        return _cai_view(x, cai, what)
+        return _cai_view(x, cai, what, output)
     if hasattr(x, "__dlpack__"):
-        return _dlpack_view(x, what, stream)
+        return _dlpack_view(x, what, stream, output)
     raise TypeError("%s is a %s: fusec takes GPU tensors (PyTorch, CuPy, "
                     "or anything with __cuda_array_interface__ or "
                     "__dlpack__); for NumPy arrays, see fusec.reference"

@@ -10,12 +10,13 @@ import os
 import re
 import tempfile
 import textwrap
+import threading
 import unittest
 
 import numpy as np
 
 import fusec
-from fusec import _capi
+from fusec import _capi, _interop
 
 RELU = """func.func @relu(%x: tensor<3x5xf32>) -> tensor<3x5xf32> {
   %y = fuse.relu %x : tensor<3x5xf32>
@@ -30,6 +31,62 @@ def _gpu():
         return torch.cuda.is_available()
     except ImportError:
         return False
+
+
+def _torch():
+    try:
+        import torch  # noqa: F401
+        return True
+    except ImportError:
+        return False
+
+
+class _Device:
+    def __init__(self, id):
+        self.id = id
+
+
+class _CudaArray:
+    """A __cuda_array_interface__ producer: `device` None leaves .device
+    out, as Numba's arrays do."""
+
+    def __init__(self, ptr, shape, read_only=False, device=0, strides=None):
+        self.__cuda_array_interface__ = {
+            "shape": shape, "typestr": "<f4", "data": (ptr, read_only),
+            "strides": strides, "version": 3}
+        if device is not None:
+            self.device = _Device(device)
+
+
+_PyCapsule_New = ctypes.pythonapi.PyCapsule_New
+_PyCapsule_New.restype = ctypes.py_object
+_PyCapsule_New.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+
+
+class _DLPackArray:
+    """A DLPack producer of a made-up CUDA array of 3x5 floats: a versioned
+    capsule with `flags` for consumers that ask for one, else a legacy
+    capsule (which has no flags)."""
+    _names = (b"dltensor", b"dltensor_versioned")  # outlive the capsules
+
+    def __init__(self, flags):
+        self.shape = (ctypes.c_int64 * 2)(3, 5)
+        self.tensor = _interop._DLTensor(
+            0x1000, _interop._DLDevice(_interop._kDLCUDA, 0), 2,
+            _interop._DLDataType(2, 32, 1),
+            ctypes.cast(self.shape, ctypes.POINTER(ctypes.c_int64)), None, 0)
+        self.versioned = _interop._DLManagedTensorVersioned(
+            1, 0, None, None, flags, self.tensor)
+
+    def __dlpack__(self, stream=None, max_version=None):
+        if max_version is None:
+            return _PyCapsule_New(ctypes.addressof(self.tensor),
+                                  self._names[0], None)
+        return _PyCapsule_New(ctypes.addressof(self.versioned),
+                              self._names[1], None)
+
+    def __dlpack_device__(self):
+        return (_interop._kDLCUDA, 0)
 
 
 def _layer_norm(x, eps=1e-5):
@@ -307,6 +364,182 @@ class BuilderTest(unittest.TestCase):
             fusec.Graph().input([4], 7)
 
 
+class InteropTest(unittest.TestCase):
+    """How device arrays are read, checked without a GPU where the logic
+    allows (the GPU tests run the same paths for real)."""
+
+    def test_channels_last_advice(self):
+        # NCHW 2x3x4x5 in channels_last memory: strides (60, 1, 15, 3).
+        v = _interop.View(0, (2, 3, 4, 5), fusec.F32, 0, (60, 1, 15, 3),
+                          torch=True)
+        nhwc = _interop.layout_error("input 0", v, (2, 4, 5, 3), fusec.F32)
+        self.assertIn("input 0 is a channels_last tensor: NCHW shape 2x3x4x5 "
+                      "over NHWC memory", nhwc)
+        self.assertIn("the graph takes NHWC 2x4x5x3 f32: pass "
+                      "x.permute(0, 2, 3, 1), an NHWC view of the same memory "
+                      "(no copy)", nhwc)
+        self.assertNotIn("contiguous()", nhwc)
+        nchw = _interop.layout_error("input 0", v, (2, 3, 4, 5), fusec.F32)
+        self.assertIn("the graph takes NCHW 2x3x4x5 f32: pass x.contiguous()",
+                      nchw)
+        other = _interop.layout_error("input 2", v, (7,), fusec.F32)
+        self.assertIn("x.permute(0, 2, 3, 1) is its NHWC view (2x4x5x3", other)
+
+    def test_strided_advice_names_the_argument_and_strides(self):
+        t = _interop.View(0, (3, 5), fusec.F16, 0, (1, 3), torch=True)
+        text = _interop.layout_error("output 1", t, (3, 5), fusec.F16)
+        self.assertIn("output 1 is not row-major (C-contiguous): shape 3x5, "
+                      "strides (1, 3) in elements", text)
+        self.assertIn("pass x.contiguous() (a row-major copy)", text)
+        cai = _interop.View(0, (3, 5), fusec.F32, 0, (10, 1))
+        self.assertIn("pass a C-contiguous copy",
+                      _interop.layout_error("input 0", cai, (3, 5), fusec.F32))
+        # Extent-1 axes may have any stride: still row-major.
+        self.assertIsNone(_interop._strides_unless_row_major((1, 5), (7, 1)))
+        self.assertIsNone(
+            _interop._strides_unless_row_major((3, 5), (5, 1)))
+        v = _interop.view(_CudaArray(0x1000, (3, 5), strides=(4, 12)),
+                          "input 0")
+        self.assertEqual(v.strides, (1, 3))
+
+    def test_cuda_array_interface_without_device_is_not_assumed_on_gpu0(self):
+        x = _CudaArray(0x1000, (3, 5), device=None)
+        # 0x1000 is no allocation: the driver says so, or there is no
+        # driver; either way the array is not taken to be on GPU 0.
+        with self.assertRaises(TypeError) as e:
+            _interop.view(x, "input 0")
+        self.assertIn("input 0 (a _CudaArray) has no .device, and fusec "
+                      "cannot tell which GPU holds its "
+                      "__cuda_array_interface__ pointer 0x1000",
+                      str(e.exception))
+        self.assertEqual(_interop.view(_CudaArray(0x1000, (3, 5), device=1),
+                                       "input 0").device, 1)
+
+    def test_pointer_device_needs_a_known_address(self):
+        ordinal = ctypes.c_int(-7)
+        status = _capi.runtime.fusec_pointer_device(0x1000,
+                                                     ctypes.byref(ordinal))
+        self.assertNotEqual(status, 0)
+        self.assertEqual(ordinal.value, -7)
+        self.assertNotEqual(_capi.runtime.fusec_last_error_message(), b"")
+
+    def test_read_only_cuda_array_is_refused_as_output(self):
+        x = _CudaArray(0x1000, (3, 5), read_only=True)
+        self.assertEqual(_interop.view(x, "input 0").ptr, 0x1000)
+        with self.assertRaises(TypeError) as e:
+            _interop.view(x, "output 0", output=True)
+        self.assertIn("output 0 (a _CudaArray) is read-only (its "
+                      "__cuda_array_interface__ says so)", str(e.exception))
+
+    def test_read_only_dlpack_array_is_refused_as_output(self):
+        self.assertEqual(_interop.view(_DLPackArray(1), "input 0").shape,
+                         (3, 5))
+        with self.assertRaises(TypeError) as e:
+            _interop.view(_DLPackArray(1), "output 1", output=True)
+        self.assertIn("output 1 (a _DLPackArray) is read-only (its DLPack "
+                      "export says so)", str(e.exception))
+        with self.assertRaises(TypeError) as e:
+            _interop.view(_DLPackArray(2), "output 0", output=True)
+        self.assertIn("is exported through DLPack as a copy",
+                      str(e.exception))
+        self.assertEqual(_interop.view(_DLPackArray(0), "output 0",
+                                       output=True).ptr, 0x1000)
+
+
+ADD = """func.func @add(%a: tensor<3x5xf32>, %b: tensor<3x5xf32>) -> tensor<3x5xf32> {
+  %y = fuse.add %a, %b : tensor<3x5xf32>, tensor<3x5xf32>
+  return %y : tensor<3x5xf32>
+}
+"""
+
+
+@unittest.skipUnless(_torch(), "needs PyTorch")
+class TorchTest(unittest.TestCase):
+    """The PyTorch paths on CPU tensors: what is refused before any GPU
+    work."""
+
+    REQUIRES_GRAD = ("requires grad, but fusec kernels have no backward yet: "
+                     "call under torch.no_grad() / torch.inference_mode(), or "
+                     "pass x.detach()")
+
+    def _fake_module(self):
+        """A loaded module as the fast path sees it, for CPU tensors (whose
+        get_device() is -1), with no handle: a call that gets as far as
+        running fails in the runtime."""
+        m = object.__new__(fusec._Module)
+        m.device, m.h, m.torch_dtypes = -1, None, None
+        m.inputs = [((3, 5), fusec.F32, 60)] * 2
+        m.outputs = [((3, 5), fusec.F32, 60)]
+        m._local = threading.local()
+        return m
+
+    def test_requires_grad_is_refused_under_grad_mode(self):
+        import torch
+        k = fusec.compile(ADD, arch="sm_90", cache=False)
+        a = torch.zeros(3, 5)
+        b = torch.zeros(3, 5, requires_grad=True)
+        with self.assertRaises(TypeError) as e:
+            k(b, a)
+        self.assertEqual(str(e.exception), "input 0 " + self.REQUIRES_GRAD)
+        with self.assertRaises(TypeError) as e:
+            _interop.view(b, "input 1")
+        self.assertEqual(str(e.exception), "input 1 " + self.REQUIRES_GRAD)
+        with self.assertRaises(TypeError) as e:
+            _interop.view(b, "output 0", output=True)
+        self.assertIn("output 0 requires grad", str(e.exception))
+        # Without grad mode it is an ordinary input (here: not on a GPU).
+        for mode in (torch.no_grad, torch.inference_mode):
+            with mode():
+                with self.assertRaises(TypeError) as e:
+                    k(b, a)
+                self.assertIn("is on cpu", str(e.exception))
+        self.assertIn("is on cpu", str(self._raised(k, b.detach(), a)))
+
+    def _raised(self, k, *args):
+        try:
+            k(*args)
+        except TypeError as e:
+            return e
+        self.fail("no TypeError")
+
+    def test_requires_grad_is_refused_on_the_fast_path(self):
+        import torch
+        k = fusec.compile(ADD, arch="sm_90", cache=False)
+        m = k._modules[-1] = self._fake_module()
+        a, y = torch.zeros(3, 5), torch.empty(3, 5)
+        b = torch.zeros(3, 5, requires_grad=True)
+        self.assertFalse(m.run_torch((a, b), y))
+        self.assertFalse(m.run_torch((a, a), b))
+        with self.assertRaises(TypeError) as e:
+            k(b, a, out=y)
+        self.assertEqual(str(e.exception), "input 0 " + self.REQUIRES_GRAD)
+        # Under no_grad the fast path takes it (and runs the fake module, on
+        # a made-up stream: CPU tensors have none).
+        stream, _interop._raw_stream = _interop._raw_stream, lambda d: 0
+        try:
+            with torch.no_grad():
+                with self.assertRaises(fusec.Error) as e:
+                    m.run_torch((a, b), y)
+                self.assertEqual(e.exception.status,
+                                 "FUSEC_ERROR_INVALID_ARGUMENT")
+        finally:
+            _interop._raw_stream = stream
+
+    def test_channels_last_tensor(self):
+        import torch
+        x = torch.zeros(2, 3, 4, 5).to(memory_format=torch.channels_last)
+        self.assertFalse(x.is_contiguous())
+        # What the message recommends is a row-major view of the memory.
+        self.assertTrue(x.permute(0, 2, 3, 1).is_contiguous())
+        self.assertEqual(x.permute(0, 2, 3, 1).data_ptr(), x.data_ptr())
+        v = _interop.View(0, tuple(x.shape), fusec.F32, 0,
+                          _interop._strides_unless_row_major(
+                              tuple(x.shape), x.stride()), torch=True)
+        self.assertIn("x.permute(0, 2, 3, 1), an NHWC view of the same memory",
+                      _interop.layout_error("input 0", v, (2, 4, 5, 3),
+                                            fusec.F32))
+
+
 @unittest.skipUnless(_gpu(), "needs PyTorch with a CUDA device")
 class GPUTest(unittest.TestCase):
     def test_conv_bf16_matches_reference(self):
@@ -374,6 +607,61 @@ class GPUTest(unittest.TestCase):
         k(Opaque(x), out=Opaque(y), stream=0)
         torch.cuda.synchronize()
         torch.testing.assert_close(y, torch.relu(x))
+
+    def test_requires_grad(self):
+        import torch
+        k = fusec.compile(ADD)
+        a = torch.randn(3, 5, device="cuda")
+        b = torch.randn(3, 5, device="cuda", requires_grad=True)
+        y = torch.empty(3, 5, device="cuda")
+        with self.assertRaises(TypeError) as e:
+            k(a, b)  # the general path
+        self.assertIn("input 1 requires grad", str(e.exception))
+        with torch.no_grad():
+            k(a, b, out=y)  # loads the module
+        with self.assertRaises(TypeError) as e:
+            k(a, b, out=y)  # the fast path
+        self.assertIn("input 1 requires grad", str(e.exception))
+        with torch.inference_mode():
+            k(a, b, out=y)
+        k(a, b.detach(), out=y)
+        torch.cuda.synchronize()
+        torch.testing.assert_close(y, a + b.detach())
+
+    def test_channels_last(self):
+        import torch
+        g = fusec.Graph("nhwc")
+        g.output(g.relu(g.input([2, 4, 5, 3], "f32")))
+        k = fusec.compile(g)
+        x = torch.randn(2, 3, 4, 5, device="cuda").to(
+            memory_format=torch.channels_last)
+        with self.assertRaises(TypeError) as e:
+            k(x)
+        self.assertIn("pass x.permute(0, 2, 3, 1)", str(e.exception))
+        y = k(x.permute(0, 2, 3, 1))
+        torch.cuda.synchronize()
+        torch.testing.assert_close(y, torch.relu(x).permute(0, 2, 3, 1))
+
+    def test_cuda_array_interface_without_device(self):
+        import torch
+
+        class Bare:  # only __cuda_array_interface__, as Numba's arrays
+            def __init__(self, t, read_only=False):
+                self.t = t
+                cai = dict(t.__cuda_array_interface__)
+                cai["data"] = (cai["data"][0], read_only)
+                self.__cuda_array_interface__ = cai
+
+        k = fusec.compile(RELU)
+        for d in range(min(torch.cuda.device_count(), 2)):
+            x = torch.randn(3, 5, device="cuda:%d" % d)
+            y = torch.full((3, 5), float("nan"), device="cuda:%d" % d)
+            k(Bare(x), out=Bare(y), stream=0)
+            torch.cuda.synchronize(d)
+            torch.testing.assert_close(y, torch.relu(x))
+            with self.assertRaises(TypeError) as e:
+                k(Bare(x), out=Bare(y, read_only=True), stream=0)
+            self.assertIn("output 0 (a Bare) is read-only", str(e.exception))
 
 
 if __name__ == "__main__":
