@@ -621,10 +621,10 @@ class Kernel:
                 m.h, handle, buffers, len(m.inputs), out_buffers,
                 len(m.outputs)))
         else:
-            ptr, nbytes, device = _interop.raw_buffer(workspace, "workspace")
-            if device != v0.device:
+            ptr, nbytes, where = _interop.raw_buffer(workspace, "workspace")
+            if where != device:
                 raise TypeError("the workspace is on cuda:%d, input 0 on "
-                                "cuda:%d" % (device, v0.device))
+                                "cuda:%d" % (where, device))
             _runtime_check(_capi.runtime.fusec_module_run_with_workspace(
                 m.h, handle, buffers, len(m.inputs), out_buffers,
                 len(m.outputs), _capi.Buffer(ptr, nbytes)))

@@ -326,11 +326,21 @@ def raw_buffer(x, what):
         for d in cai["shape"]:
             count *= d
         strides = cai.get("strides")
-        if strides is not None and tuple(strides) != _contiguous_strides(
-                tuple(cai["shape"]), itemsize):
+        if strides is not None and (
+                any(s % itemsize for s in strides) or
+                _strides_unless_row_major(tuple(cai["shape"]), [
+                    s // itemsize for s in strides]) is not None):
             raise TypeError("%s is not C-contiguous" % what)
-        device = getattr(getattr(x, "device", None), "id", 0)
-        return cai["data"][0] or 0, count * itemsize, device
+        ptr = cai["data"][0] or 0
+        if cai["data"][1]:
+            raise TypeError("%s (a %s) is read-only (its "
+                            "__cuda_array_interface__ says so) and fusec "
+                            "would write into it: pass a writable array"
+                            % (what, type(x).__name__))
+        device = getattr(getattr(x, "device", None), "id", None)
+        if not isinstance(device, int):
+            device = pointer_device(ptr, what, x) if ptr else 0
+        return ptr, count * itemsize, device
     raise TypeError("%s is a %s: pass a CUDA tensor (PyTorch, CuPy)"
                     % (what, type(x).__name__))
 

@@ -431,6 +431,24 @@ class InteropTest(unittest.TestCase):
         self.assertIn("output 0 (a _CudaArray) is read-only (its "
                       "__cuda_array_interface__ says so)", str(e.exception))
 
+    def test_workspace_cuda_array(self):
+        self.assertEqual(_interop.raw_buffer(_CudaArray(0x1000, (64,)),
+                                             "workspace"), (0x1000, 256, 0))
+        with self.assertRaises(TypeError) as e:
+            _interop.raw_buffer(_CudaArray(0x1000, (4, 4), strides=(4, 16)),
+                                "workspace")
+        self.assertIn("workspace is not C-contiguous", str(e.exception))
+        with self.assertRaises(TypeError) as e:
+            _interop.raw_buffer(_CudaArray(0x1000, (64,), read_only=True),
+                                "workspace")
+        self.assertIn("workspace (a _CudaArray) is read-only",
+                      str(e.exception))
+        with self.assertRaises(TypeError) as e:
+            _interop.raw_buffer(_CudaArray(0x1000, (64,), device=None),
+                                "workspace")
+        self.assertIn("workspace (a _CudaArray) has no .device",
+                      str(e.exception))
+
     def test_read_only_dlpack_array_is_refused_as_output(self):
         self.assertEqual(_interop.view(_DLPackArray(1), "input 0").shape,
                          (3, 5))
