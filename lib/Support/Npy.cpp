@@ -228,11 +228,10 @@ bool parseDescr(const std::string &descr, NpyDType &dtype, size_t &itemSize,
 
 } // namespace
 
-bool fusec::parseNpy(const std::string &bytes, NpyArray &out,
-                     std::string &error) {
-  const auto *p = reinterpret_cast<const unsigned char *>(bytes.data());
-  if (bytes.size() < kMagicLen + 2 ||
-      bytes.compare(0, kMagicLen, kMagic, kMagicLen) != 0) {
+bool fusec::parseNpyHeader(const char *bytes, size_t size, NpyHeader &out,
+                           std::string &error) {
+  const auto *p = reinterpret_cast<const unsigned char *>(bytes);
+  if (size < kMagicLen + 2 || std::memcmp(bytes, kMagic, kMagicLen) != 0) {
     error = "not a .npy file (missing the \\x93NUMPY magic)";
     return false;
   }
@@ -248,18 +247,17 @@ bool fusec::parseNpy(const std::string &bytes, NpyArray &out,
     return false;
   }
   const size_t headerStart = kMagicLen + 2 + lenBytes;
-  if (bytes.size() < headerStart) {
+  if (size < headerStart) {
     error = "truncated .npy header";
     return false;
   }
   const uint64_t headerLen = readLE(p + kMagicLen + 2, lenBytes);
-  if (headerLen > bytes.size() - headerStart) {
+  if (headerLen > size - headerStart) {
     error = "truncated .npy header: it declares " + std::to_string(headerLen) +
-            " bytes but only " + std::to_string(bytes.size() - headerStart) +
-            " follow";
+            " bytes but only " + std::to_string(size - headerStart) + " follow";
     return false;
   }
-  const std::string header = bytes.substr(headerStart, headerLen);
+  const std::string header(bytes + headerStart, headerLen);
 
   std::string descr;
   bool fortranOrder = false;
@@ -287,7 +285,7 @@ bool fusec::parseNpy(const std::string &bytes, NpyArray &out,
   }
   const size_t dataStart = headerStart + headerLen;
   const uint64_t expected = count * itemSize;
-  const uint64_t found = bytes.size() - dataStart;
+  const uint64_t found = size - dataStart;
   if (found < expected) {
     error = "truncated data: expected " + std::to_string(expected) +
             " bytes, found " + std::to_string(found);
@@ -298,59 +296,73 @@ bool fusec::parseNpy(const std::string &bytes, NpyArray &out,
             " bytes, found " + std::to_string(found);
     return false;
   }
-
   out.shape = std::move(shape);
-  out.data.resize(count);
-  const unsigned char *data = p + dataStart;
+  out.dtype = dtype;
+  out.count = count;
+  out.dataOffset = dataStart;
+  return true;
+}
+
+void fusec::readNpyValues(const char *bytes, const NpyHeader &header,
+                          uint64_t first, uint64_t count, double *out) {
+  const size_t itemSize = header.dtype == NpyDType::F16   ? 2
+                          : header.dtype == NpyDType::F32 ? 4
+                                                          : 8;
+  const auto *data = reinterpret_cast<const unsigned char *>(bytes) +
+                     header.dataOffset + first * itemSize;
   for (uint64_t i = 0; i < count; ++i) {
     const unsigned char *elt = data + i * itemSize;
-    switch (dtype) {
+    switch (header.dtype) {
     case NpyDType::F16:
-      out.data[i] = halfBitsToDouble(static_cast<uint16_t>(readLE(elt, 2)));
+      out[i] = halfBitsToDouble(static_cast<uint16_t>(readLE(elt, 2)));
       break;
     case NpyDType::F32: {
       uint32_t bits = static_cast<uint32_t>(readLE(elt, 4));
       float f;
       std::memcpy(&f, &bits, sizeof(f));
-      out.data[i] = f;
+      out[i] = f;
       break;
     }
     case NpyDType::F64: {
       uint64_t bits = readLE(elt, 8);
       double d;
       std::memcpy(&d, &bits, sizeof(d));
-      out.data[i] = d;
+      out[i] = d;
       break;
     }
     }
   }
+}
+
+bool fusec::parseNpy(const std::string &bytes, NpyArray &out,
+                     std::string &error) {
+  NpyHeader header;
+  if (!parseNpyHeader(bytes.data(), bytes.size(), header, error))
+    return false;
+  out.shape = std::move(header.shape);
+  out.data.resize(header.count);
+  readNpyValues(bytes.data(), header, 0, header.count, out.data.data());
   return true;
 }
 
-std::string fusec::writeNpy(const NpyArray &array, NpyDType dtype) {
-  uint64_t count = 1;
-  for (int64_t dim : array.shape) {
-    assert(dim >= 0 && "negative dimension");
-    count *= static_cast<uint64_t>(dim);
-  }
-  assert(count == array.data.size() && "shape does not match the data size");
-
+std::string fusec::npyHeader(const std::vector<int64_t> &shape,
+                             NpyDType dtype) {
   const char *descr = dtype == NpyDType::F16   ? "<f2"
                       : dtype == NpyDType::F32 ? "<f4"
                                                : "<f8";
   // Python's repr of a tuple: (), (5,) or (2, 3).
-  std::string shape = "(";
-  for (size_t i = 0; i < array.shape.size(); ++i) {
+  std::string tuple = "(";
+  for (size_t i = 0; i < shape.size(); ++i) {
     if (i)
-      shape += ", ";
-    shape += std::to_string(array.shape[i]);
+      tuple += ", ";
+    tuple += std::to_string(shape[i]);
   }
-  if (array.shape.size() == 1)
-    shape += ",";
-  shape += ")";
+  if (shape.size() == 1)
+    tuple += ",";
+  tuple += ")";
 
   std::string header = std::string("{'descr': '") + descr +
-                       "', 'fortran_order': False, 'shape': " + shape + ", }";
+                       "', 'fortran_order': False, 'shape': " + tuple + ", }";
   // Pad with spaces so that the data starts 64-byte aligned, as NumPy does;
   // the header always ends in '\n'. Version 1.0 holds a header of up to
   // 65535 bytes; a longer one (a shape of thousands of axes) takes 2.0, whose
@@ -368,7 +380,18 @@ std::string fusec::writeNpy(const NpyArray &array, NpyDType dtype) {
   out.push_back('\x00');
   appendLE(out, header.size(), lenBytes);
   out += header;
+  return out;
+}
 
+std::string fusec::writeNpy(const NpyArray &array, NpyDType dtype) {
+  uint64_t count = 1;
+  for (int64_t dim : array.shape) {
+    assert(dim >= 0 && "negative dimension");
+    count *= static_cast<uint64_t>(dim);
+  }
+  assert(count == array.data.size() && "shape does not match the data size");
+
+  std::string out = npyHeader(array.shape, dtype);
   const size_t itemSize = dtype == NpyDType::F16   ? 2
                           : dtype == NpyDType::F32 ? 4
                                                    : 8;

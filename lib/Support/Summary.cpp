@@ -9,11 +9,17 @@
 using namespace fusec;
 
 TensorSummary fusec::summarize(const std::vector<double> &values) {
-  TensorSummary s;
-  double sum = 0, sumSq = 0, lo = INFINITY, hi = -INFINITY;
-  for (double v : values) {
+  SummaryAccumulator accumulator;
+  accumulator.add(values.data(), values.size());
+  return accumulator.result();
+}
+
+void SummaryAccumulator::add(const double *values, size_t n) {
+  count += static_cast<int64_t>(n);
+  for (size_t i = 0; i < n; ++i) {
+    double v = values[i];
     if (!std::isfinite(v)) {
-      ++s.nonFinite;
+      ++nonFinite;
       continue;
     }
     sum += v;
@@ -21,8 +27,12 @@ TensorSummary fusec::summarize(const std::vector<double> &values) {
     lo = std::min(lo, v);
     hi = std::max(hi, v);
   }
-  int64_t n = std::max<int64_t>(
-      1, static_cast<int64_t>(values.size()) - s.nonFinite);
+}
+
+TensorSummary SummaryAccumulator::result() const {
+  TensorSummary s;
+  s.nonFinite = nonFinite;
+  int64_t n = std::max<int64_t>(1, count - nonFinite);
   s.mean = sum / n;
   s.min = lo;
   s.max = hi;

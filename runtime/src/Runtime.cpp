@@ -14,25 +14,47 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <map>
-#include <sstream>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 using namespace fusec::runtime;
 using namespace fusec::runtime::detail;
 
 Status fusec::runtime::readFile(const std::string &path,
                                 std::string &contents) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
+  // O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused
+  // below with anything else that is not a regular file (/dev/zero would be
+  // read without bound).
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0)
     return Status::error(StatusCode::IOError, "cannot open '" + path +
                                                   "': " + std::strerror(errno));
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  if (in.bad())
-    return Status::error(StatusCode::IOError, "cannot read '" + path +
-                                                  "': " + std::strerror(errno));
-  contents = buffer.str();
+  struct stat st;
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return Status::error(StatusCode::IOError,
+                         "cannot read '" + path + "': not a regular file");
+  }
+  // Read what the file holds now: it may change size underneath.
+  contents.assign(static_cast<size_t>(st.st_size), '\0');
+  size_t done = 0;
+  while (done < contents.size()) {
+    ssize_t n = ::read(fd, &contents[done], contents.size() - done);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0) {
+      std::string reason = n < 0 ? std::strerror(errno) : "the file shrank";
+      ::close(fd);
+      contents.clear();
+      return Status::error(StatusCode::IOError,
+                           "cannot read '" + path + "': " + reason);
+    }
+    done += static_cast<size_t>(n);
+  }
+  ::close(fd);
   return Status::success();
 }
 

@@ -28,11 +28,16 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <random>
 #include <set>
 #include <string>
-#include <unistd.h>
 #include <vector>
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 using namespace fusec;
 using namespace fusec::runtime;
@@ -56,7 +61,20 @@ const char *const kUsage =
     "  --no-poison        do not fill outputs with NaN (0xFF bytes) first\n"
     "  --help             print this help\n";
 
+/// .npy files being written (temporary name, final name): renamed only
+/// once every one is complete, removed if the runner fails first.
+std::vector<std::pair<fs::path, fs::path>> pendingFiles;
+
+void removePendingFiles() {
+  for (auto &[temporary, target] : pendingFiles) {
+    std::error_code ignored;
+    fs::remove(temporary, ignored);
+  }
+  pendingFiles.clear();
+}
+
 [[noreturn]] void fail(const std::string &message) {
+  removePendingFiles();
   std::fflush(stdout);
   std::fprintf(stderr, "fusec-runner: error: %s\n", message.c_str());
   std::exit(1);
@@ -174,34 +192,19 @@ Options parseOptions(int argc, char **argv) {
 }
 
 //===----------------------------------------------------------------------===//
-// Host tensors
+// Tensors, a piece at a time
 //===----------------------------------------------------------------------===//
 
-/// A tensor on the host: values as double (already rounded to the buffer's
-/// dtype) and the bytes the device sees.
-struct HostTensor {
-  std::vector<int64_t> shape;
-  DType dtype = DType::F32;
-  std::vector<double> values;
-  std::vector<uint8_t> bytes;
-};
+/// Elements converted per piece (32 MiB as doubles): a tensor of any size
+/// costs the host a piece, not its size again as doubles (a 5.6 GB input
+/// used to take 24 GB).
+constexpr uint64_t kPieceElements = uint64_t(1) << 22;
 
 FloatFormat formatOf(DType dtype) {
   return dtype == DType::F32   ? FloatFormat::F32
          : dtype == DType::F16 ? FloatFormat::F16
                                : FloatFormat::BF16;
 }
-
-/// Rounds `values` to `dtype` (to nearest, ties to even) and encodes them.
-void encode(HostTensor &t) { encodeFloats(t.values, formatOf(t.dtype), t.bytes); }
-
-/// Decodes t.bytes into t.values.
-void decode(HostTensor &t) {
-  FloatFormat format = formatOf(t.dtype);
-  decodeFloats(t.bytes.data(), t.bytes.size() / byteWidth(format), format,
-               t.values);
-}
-
 
 /// "tensor<1x56x56x64xf32>", as `fusec run` prints types.
 std::string tensorType(const BufferDesc &desc) {
@@ -211,10 +214,59 @@ std::string tensorType(const BufferDesc &desc) {
   return s + dtypeName(desc.dtype) + ">";
 }
 
-/// Inputs from --input files, or seeded random values drawn as `fusec run`
-/// draws them (one generator, arguments in order, uniform in [-1, 1) or
-/// [0.5, 2) for --positive inputs).
-std::vector<HostTensor> makeInputs(const Options &options, const Plan &plan) {
+/// A regular file mapped read-only (a FIFO or a device such as /dev/zero
+/// is refused: it would be read without bound).
+class MappedFile {
+public:
+  MappedFile() = default;
+  MappedFile(const MappedFile &) = delete;
+  MappedFile &operator=(const MappedFile &) = delete;
+  ~MappedFile() {
+    if (data_)
+      ::munmap(data_, size_);
+  }
+
+  void open(const std::string &path) {
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0)
+      fail("cannot open '" + path + "': " + std::strerror(errno));
+    struct stat st;
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+      ::close(fd);
+      fail("cannot read '" + path + "': not a regular file");
+    }
+    size_ = static_cast<size_t>(st.st_size);
+    if (size_) {
+      void *p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
+      if (p == MAP_FAILED) {
+        std::string reason = std::strerror(errno);
+        ::close(fd);
+        fail("cannot read '" + path + "': " + reason);
+      }
+      data_ = static_cast<char *>(p);
+      ::madvise(data_, size_, MADV_SEQUENTIAL);
+    }
+    ::close(fd);
+  }
+  const char *data() const { return data_ ? data_ : ""; }
+  size_t size() const { return size_; }
+
+private:
+  char *data_ = nullptr;
+  size_t size_ = 0;
+};
+
+/// Where an input's values come from: a .npy file, or the seeded generator.
+struct InputSource {
+  std::string path;
+  std::unique_ptr<MappedFile> file;
+  NpyHeader header;
+  bool positive = false;
+};
+
+/// Checks the --input files against the plan (before the GPU is touched).
+std::vector<InputSource> inputSources(const Options &options,
+                                      const Plan &plan) {
   size_t numInputs = plan.inputs.size();
   if (!options.inputs.empty() && options.inputs.size() != numInputs)
     fail(options.artifact + ": graph '" + plan.graph + "' takes " +
@@ -226,87 +278,144 @@ std::vector<HostTensor> makeInputs(const Options &options, const Plan &plan) {
       fail("--positive=" + std::to_string(i) + ": graph '" + plan.graph +
            "' has " + std::to_string(numInputs) + " inputs (0.." +
            std::to_string(static_cast<int64_t>(numInputs) - 1) + ")");
-
-  std::mt19937_64 rng(options.seed);
-  std::vector<HostTensor> inputs;
+  std::vector<InputSource> sources(numInputs);
   for (size_t i = 0; i < numInputs; ++i) {
+    InputSource &source = sources[i];
+    source.positive = options.positive.count(i) != 0;
+    if (options.inputs.empty())
+      continue;
+    source.path = options.inputs[i];
+    source.file = std::make_unique<MappedFile>();
+    source.file->open(source.path);
+    std::string error;
+    if (!parseNpyHeader(source.file->data(), source.file->size(), source.header,
+                        error))
+      fail(source.path + ": " + error);
     const BufferDesc &desc = plan.input(i);
-    HostTensor t;
-    t.shape = desc.shape;
-    t.dtype = desc.dtype;
-    if (options.inputs.empty()) {
-      bool positive = options.positive.count(i) != 0;
-      std::uniform_real_distribution<double> dist(positive ? 0.5 : -1.0,
-                                                  positive ? 2.0 : 1.0);
-      t.values.resize(static_cast<size_t>(desc.numel()));
-      for (double &v : t.values)
-        v = dist(rng);
-    } else {
-      const std::string &path = options.inputs[i];
-      std::string contents;
-      failIf(readFile(path, contents));
-      NpyArray array;
-      std::string error;
-      if (!parseNpy(contents, array, error))
-        fail(path + ": " + error);
-      if (array.shape != desc.shape)
-        fail(path + ": shape " + formatShape(array.shape) +
-             " does not match input " + std::to_string(i) + " of graph '" +
-             plan.graph + "', which is " + formatShape(desc.shape));
-      t.values = std::move(array.data);
-    }
-    encode(t);
-    inputs.push_back(std::move(t));
+    if (source.header.shape != desc.shape)
+      fail(source.path + ": shape " + formatShape(source.header.shape) +
+           " does not match input " + std::to_string(i) + " of graph '" +
+           plan.graph + "', which is " + formatShape(desc.shape));
   }
-  return inputs;
+  return sources;
 }
 
-/// Prints "result0  tensor<...>  mean ..." as `fusec run` does; returns the
-/// number of non-finite values.
-int64_t printSummary(const std::string &name, const BufferDesc &desc,
-                     const HostTensor &t) {
-  TensorSummary summary = summarize(t.values);
-  std::printf("%s\n", formatSummary(name, tensorType(desc), summary).c_str());
-  return summary.nonFinite;
-}
-
-/// Writes every (name, tensor) to `dir`, all or nothing: each goes to a
-/// temporary name first, and only once all are written are they renamed.
-void writeTensors(const std::string &dir,
-                  const std::vector<std::pair<std::string, const HostTensor *>>
-                      &files) {
-  std::vector<std::pair<fs::path, fs::path>> written;
-  auto removeTemporaries = [&] {
-    for (auto &[temporary, target] : written) {
-      std::error_code ignored;
-      fs::remove(temporary, ignored);
-    }
-  };
-  for (auto &[name, tensor] : files) {
-    fs::path target = fs::path(dir) / name;
-    fs::path temporary = fs::path(dir) / ("." + name + ".tmp" +
-                                          std::to_string(::getpid()));
-    NpyArray array{tensor->shape, tensor->values};
-    std::string image =
-        writeNpy(array, tensor->dtype == DType::F16 ? NpyDType::F16
-                                                    : NpyDType::F32);
-    std::ofstream out(temporary, std::ios::binary);
-    if (out)
-      written.emplace_back(temporary, target);
-    if (!out || !out.write(image.data(), image.size()) || !out.flush()) {
-      std::string reason = std::strerror(errno);
-      removeTemporaries();
-      fail("cannot write '" + target.string() + "': " + reason);
-    }
+/// A .npy file written a piece at a time under a temporary name, renamed by
+/// commitPendingFiles(): float16 for f16 tensors, else float32 (every bf16
+/// value is exact in float32).
+class NpyFileWriter {
+public:
+  NpyFileWriter(const std::string &dir, const std::string &name,
+                const BufferDesc &desc)
+      : dtype(desc.dtype == DType::F16 ? NpyDType::F16 : NpyDType::F32) {
+    target = fs::path(dir) / name;
+    fs::path temporary =
+        fs::path(dir) / ("." + name + ".tmp" + std::to_string(::getpid()));
+    out.open(temporary, std::ios::binary);
+    if (!out)
+      fail("cannot write '" + target.string() + "': " + std::strerror(errno));
+    pendingFiles.emplace_back(temporary, target);
+    write(npyHeader(desc.shape, dtype));
   }
-  for (auto &[temporary, target] : written) {
+
+  /// Appends values already rounded to the tensor's dtype.
+  void append(const std::vector<double> &values) {
+    piece.clear();
+    for (double v : values) {
+      if (dtype == NpyDType::F16) {
+        uint16_t bits = doubleToHalfBits(v);
+        piece.append(reinterpret_cast<const char *>(&bits), 2);
+      } else {
+        float f = static_cast<float>(v);
+        piece.append(reinterpret_cast<const char *>(&f), 4);
+      }
+    }
+    write(piece);
+  }
+
+  void close() {
+    if (!out.flush())
+      fail("cannot write '" + target.string() + "': " + std::strerror(errno));
+    out.close();
+  }
+
+private:
+  void write(const std::string &bytes) {
+    if (!out.write(bytes.data(), bytes.size()))
+      fail("cannot write '" + target.string() + "': " + std::strerror(errno));
+  }
+
+  NpyDType dtype;
+  fs::path target;
+  std::ofstream out;
+  std::string piece;
+};
+
+/// Renames every finished .npy file to its name.
+void commitPendingFiles() {
+  for (auto &[temporary, target] : pendingFiles) {
     std::error_code ec;
     fs::rename(temporary, target, ec);
-    if (ec) {
-      removeTemporaries();
+    if (ec)
       fail("cannot write '" + target.string() + "': " + ec.message());
-    }
   }
+  pendingFiles.clear();
+}
+
+/// Fills input `i`'s device buffer a piece at a time: values from its file,
+/// or drawn as `fusec run` draws them (one generator, arguments in order,
+/// uniform in [-1, 1) or [0.5, 2) for --positive inputs), rounded to the
+/// buffer's dtype; also written to `writer` when there is one.
+void uploadInput(Device &device, const BufferDesc &desc,
+                 const InputSource &source, std::mt19937_64 &rng, DevicePtr ptr,
+                 NpyFileWriter *writer) {
+  FloatFormat format = formatOf(desc.dtype);
+  std::uniform_real_distribution<double> dist(source.positive ? 0.5 : -1.0,
+                                              source.positive ? 2.0 : 1.0);
+  std::vector<double> values;
+  std::vector<uint8_t> bytes;
+  const uint64_t count = static_cast<uint64_t>(desc.numel());
+  for (uint64_t first = 0; first < count; first += kPieceElements) {
+    uint64_t n = std::min(kPieceElements, count - first);
+    values.resize(n);
+    if (source.file)
+      readNpyValues(source.file->data(), source.header, first, n,
+                    values.data());
+    else
+      for (double &v : values)
+        v = dist(rng);
+    encodeFloats(values, format, bytes);
+    failIf(device.copyToDevice(ptr + first * byteWidth(format), bytes.data(),
+                               bytes.size()));
+    if (writer)
+      writer->append(values);
+  }
+}
+
+/// Reads output `desc` back a piece at a time: prints "result0
+/// tensor<...> mean ..." as `fusec run` does, writes it to `writer` when
+/// there is one; returns the number of non-finite values.
+int64_t downloadOutput(Device &device, const std::string &name,
+                       const BufferDesc &desc, DevicePtr ptr,
+                       NpyFileWriter *writer) {
+  FloatFormat format = formatOf(desc.dtype);
+  size_t width = byteWidth(format);
+  SummaryAccumulator summary;
+  std::vector<uint8_t> bytes;
+  std::vector<double> values;
+  const uint64_t count = static_cast<uint64_t>(desc.numel());
+  for (uint64_t first = 0; first < count; first += kPieceElements) {
+    uint64_t n = std::min(kPieceElements, count - first);
+    bytes.resize(n * width);
+    failIf(device.copyToHost(bytes.data(), ptr + first * width, bytes.size()));
+    decodeFloats(bytes.data(), n, format, values);
+    summary.add(values.data(), values.size());
+    if (writer)
+      writer->append(values);
+  }
+  TensorSummary result = summary.result();
+  std::printf("%s\n", formatSummary(name, tensorType(desc), result).c_str());
+  return result.nonFinite;
 }
 
 //===----------------------------------------------------------------------===//
@@ -363,8 +472,9 @@ int main(int argc, char **argv) {
   }
   Plan plan;
   failIf(parseArtifact(text, plan, options.artifact));
-  std::vector<HostTensor> hostInputs = makeInputs(options, plan);
-  if (!options.outputDir.empty()) {
+  std::vector<InputSource> sources = inputSources(options, plan);
+  const bool save = !options.outputDir.empty();
+  if (save) {
     std::error_code ec;
     fs::create_directories(options.outputDir, ec);
     if (ec)
@@ -380,11 +490,20 @@ int main(int argc, char **argv) {
 
   std::vector<DeviceBuffer> buffers;
   std::vector<BufferRef> inputRefs, outputRefs;
+  std::mt19937_64 rng(options.seed);
   for (size_t i = 0; i < plan.inputs.size(); ++i) {
     DeviceBuffer buffer;
     failIf(DeviceBuffer::allocate(device, plan.input(i).bytes, buffer));
-    failIf(device->copyToDevice(buffer.ptr(), hostInputs[i].bytes.data(),
-                                hostInputs[i].bytes.size()));
+    std::unique_ptr<NpyFileWriter> writer;
+    if (save)
+      writer = std::make_unique<NpyFileWriter>(
+          options.outputDir, "input" + std::to_string(i) + ".npy",
+          plan.input(i));
+    uploadInput(*device, plan.input(i), sources[i], rng, buffer.ptr(),
+                writer.get());
+    if (writer)
+      writer->close();
+    sources[i].file.reset(); // unmapped once on the device
     inputRefs.push_back(buffer.ref());
     buffers.push_back(std::move(buffer));
   }
@@ -402,41 +521,35 @@ int main(int argc, char **argv) {
   failIf(module->run(nullptr, inputRefs, outputRefs));
   failIf(device->synchronize().withContext("running " + options.artifact));
 
-  std::printf("@%s on %s, %s\n", plan.graph.c_str(),
-              device->describe().c_str(),
-              options.inputs.empty()
-                  ? ("random inputs, seed " + std::to_string(options.seed))
-                        .c_str()
-                  : "inputs from .npy files");
-  std::vector<HostTensor> results;
+  std::printf(
+      "@%s on %s, %s\n", plan.graph.c_str(), device->describe().c_str(),
+      options.inputs.empty()
+          ? ("random inputs, seed " + std::to_string(options.seed)).c_str()
+          : "inputs from .npy files");
   for (size_t i = 0; i < plan.outputs.size(); ++i) {
     const BufferDesc &desc = plan.output(i);
-    HostTensor t;
-    t.shape = desc.shape;
-    t.dtype = desc.dtype;
-    t.bytes.resize(desc.bytes);
-    failIf(device->copyToHost(t.bytes.data(), outputRefs[i].ptr, desc.bytes));
-    decode(t);
     std::string name = "result" + std::to_string(i);
-    int64_t nonFinite = printSummary(name, desc, t);
+    std::unique_ptr<NpyFileWriter> writer;
+    if (save)
+      writer = std::make_unique<NpyFileWriter>(options.outputDir, name + ".npy",
+                                               desc);
+    int64_t nonFinite =
+        downloadOutput(*device, name, desc, outputRefs[i].ptr, writer.get());
+    if (writer)
+      writer->close();
     if (nonFinite)
-      warn(name + " has " + std::to_string(nonFinite) + " non-finite values (of " +
-           std::to_string(t.values.size()) + ")" +
+      warn(name + " has " + std::to_string(nonFinite) +
+           " non-finite values (of " + std::to_string(desc.numel()) + ")" +
            (options.poison ? "; outputs are filled with NaN before the run, "
                              "so these may be elements no kernel wrote"
                            : ""));
-    results.push_back(std::move(t));
   }
   std::fflush(stdout);
 
-  if (!options.outputDir.empty()) {
-    std::vector<std::pair<std::string, const HostTensor *>> files;
-    for (size_t i = 0; i < hostInputs.size(); ++i)
-      files.emplace_back("input" + std::to_string(i) + ".npy", &hostInputs[i]);
-    for (size_t i = 0; i < results.size(); ++i)
-      files.emplace_back("result" + std::to_string(i) + ".npy", &results[i]);
-    writeTensors(options.outputDir, files);
-    std::printf("wrote %zu .npy files to %s\n", files.size(),
+  if (save) {
+    size_t files = pendingFiles.size();
+    commitPendingFiles();
+    std::printf("wrote %zu .npy files to %s\n", files,
                 options.outputDir.c_str());
   }
 

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "fusec/Support/Npy.h"
+#include "fusec/Support/Summary.h"
 
 #include <gtest/gtest.h>
 
@@ -596,4 +597,60 @@ TEST(NpyParseError, HugeShapeFailsInsteadOfAllocating) {
             sixFloats()),
       {"truncat", "short", "size", "expected", "bytes", "data", "end",
        "large", "overflow", "shape"}));
+}
+
+//===----------------------------------------------------------------------===//
+// Streaming: the header alone, the data a piece at a time
+//===----------------------------------------------------------------------===//
+
+TEST(NpyStream, HeaderThenPiecesReadWhatParseReads) {
+  NpyArray array{{3, 5}, {}};
+  for (int i = 0; i < 15; ++i)
+    array.data.push_back(0.25 * i - 1);
+  for (NpyDType dtype : {NpyDType::F16, NpyDType::F32, NpyDType::F64}) {
+    std::string image = writeNpy(array, dtype);
+    fusec::NpyHeader header;
+    std::string error;
+    ASSERT_TRUE(
+        fusec::parseNpyHeader(image.data(), image.size(), header, error))
+        << error;
+    EXPECT_EQ(header.shape, array.shape);
+    EXPECT_EQ(header.dtype, dtype);
+    EXPECT_EQ(header.count, 15u);
+    EXPECT_EQ(header.dataOffset % 64, 0u);
+    // Pieces of 4 read the same values as the whole parse.
+    std::vector<double> pieces(15);
+    for (uint64_t first = 0; first < 15; first += 4)
+      fusec::readNpyValues(image.data(), header, first,
+                           std::min<uint64_t>(4, 15 - first),
+                           pieces.data() + first);
+    NpyArray parsed;
+    ASSERT_TRUE(parseNpy(image, parsed, error)) << error;
+    EXPECT_EQ(pieces, parsed.data);
+    // The writer's header is npyHeader's.
+    EXPECT_EQ(image.substr(0, header.dataOffset),
+              fusec::npyHeader(array.shape, dtype));
+  }
+  // The header checks the size of the whole image, as parseNpy does.
+  std::string image = writeNpy(array, NpyDType::F32);
+  fusec::NpyHeader header;
+  std::string error;
+  EXPECT_FALSE(
+      fusec::parseNpyHeader(image.data(), image.size() - 1, header, error));
+  EXPECT_EQ(error, "truncated data: expected 60 bytes, found 59");
+}
+
+TEST(SummaryAccumulator, PiecesGiveTheWholeSummary) {
+  std::vector<double> values = {1.5, -2, kNaN, 4, kInf, 0.125, -7};
+  fusec::TensorSummary whole = fusec::summarize(values);
+  fusec::SummaryAccumulator pieces;
+  pieces.add(values.data(), 3);
+  pieces.add(values.data() + 3, 0);
+  pieces.add(values.data() + 3, 4);
+  fusec::TensorSummary sum = pieces.result();
+  EXPECT_EQ(sum.mean, whole.mean);
+  EXPECT_EQ(sum.min, -7);
+  EXPECT_EQ(sum.max, 4);
+  EXPECT_EQ(sum.rms, whole.rms);
+  EXPECT_EQ(sum.nonFinite, 2);
 }

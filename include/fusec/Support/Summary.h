@@ -7,7 +7,9 @@
 #ifndef FUSEC_SUPPORT_SUMMARY_H
 #define FUSEC_SUPPORT_SUMMARY_H
 
+#include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -20,6 +22,20 @@ struct TensorSummary {
 };
 
 TensorSummary summarize(const std::vector<double> &values);
+
+/// summarize() a piece at a time, for tensors too large to hold as doubles:
+/// add() every value once, in order, then result() (the same numbers).
+class SummaryAccumulator {
+public:
+  void add(const double *values, size_t count);
+  TensorSummary result() const;
+
+private:
+  double sum = 0, sumSq = 0;
+  double lo = std::numeric_limits<double>::infinity();
+  double hi = -std::numeric_limits<double>::infinity();
+  int64_t count = 0, nonFinite = 0;
+};
 
 /// "result0  tensor<2x3xf32>  mean 1.0e+00  min ...  max ...  rms ..."
 /// followed by "  non-finite N" when there are any.
