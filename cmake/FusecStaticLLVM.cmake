@@ -45,10 +45,9 @@ endforeach()
 
 # LLVMSupport: "rt;dl;m;.../libz3.so;ZLIB::ZLIB;zstd::libzstd_shared;
 # LLVMDemangle". Z3 backs only the (unused) SMT solver API: drop it. zlib and
-# zstd back llvm::compression; link zlib's static archive when present
-# (zlib1g-dev ships libz.a) and zstd's shared library (below), else
-# whichever there is, else nothing (the linker then reports what is
-# missing).
+# zstd back llvm::compression; link their static archives when present
+# (zlib1g-dev and libzstd-dev ship libz.a and libzstd.a), else the shared
+# libraries, else nothing (the linker then reports what is missing).
 find_library(FUSEC_ZLIB_STATIC NAMES libz.a)
 find_library(FUSEC_ZSTD_STATIC NAMES libzstd.a)
 find_library(FUSEC_ZSTD_SHARED NAMES zstd libzstd.so.1)
@@ -60,12 +59,14 @@ foreach(_l IN LISTS _libs)
   elseif(_l STREQUAL "ZLIB::ZLIB" AND FUSEC_ZLIB_STATIC)
     set(_l "${FUSEC_ZLIB_STATIC}")
   elseif(_l MATCHES "^zstd::")
-    # Debian's libzstd.a is not position-independent, so libfusec_jit.so
-    # takes the shared library (on every distribution: systemd needs it).
-    if(FUSEC_ZSTD_SHARED)
-      set(_l "${FUSEC_ZSTD_SHARED}")
-    elseif(FUSEC_ZSTD_STATIC)
+    # Debian's libzstd.a is built as position-independent executable code:
+    # it links into libfusec_jit.so because --exclude-libs hides its
+    # symbols there. Static, the wheel needs no libzstd.so.1 (manylinux
+    # systems need not have it).
+    if(FUSEC_ZSTD_STATIC)
       set(_l "${FUSEC_ZSTD_STATIC}")
+    elseif(FUSEC_ZSTD_SHARED)
+      set(_l "${FUSEC_ZSTD_SHARED}")
     else()
       continue()
     endif()

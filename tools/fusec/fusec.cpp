@@ -918,7 +918,10 @@ static LogicalResult tuneGraph(ModuleOp module) {
   return success();
 }
 
-int main(int argc, char **argv) {
+// The driver's entry. The fusec executable's main (main.cpp) calls it, and
+// libfusec_jit.so exports it for the `fusec` command the Python wheel
+// installs (python/fusec/__main__.py).
+extern "C" int fusec_main(int argc, char **argv) {
   llvm::InitLLVM y(argc, argv);
   registerAsmPrinterCLOptions();
   registerMLIRContextCLOptions();
