@@ -7,6 +7,7 @@ them), or those in $FUSEC_LIBRARY_DIR.
 
 import ctypes
 import os
+import re
 
 from ctypes import (POINTER, Structure, c_char_p, c_double, c_int,
                     c_longlong, c_size_t, c_uint64, c_void_p)
@@ -56,10 +57,56 @@ def _load(name):
     try:
         return ctypes.CDLL(path)
     except OSError as e:
-        raise ImportError(
-            "fusec: cannot load %s (%s); reinstall the package, or set "
-            "FUSEC_LIBRARY_DIR to the directory that holds libfusec_jit.so "
-            "and libfusec_runtime.so" % (path, e)) from None
+        raise ImportError(_cannot_load(path, str(e))) from None
+
+
+_REINSTALL = ("reinstall the package, or set FUSEC_LIBRARY_DIR to the "
+              "directory that holds libfusec_jit.so and libfusec_runtime.so")
+
+
+def _cannot_load(path, error):
+    """The ImportError's message when a library fails to load: what the
+    loader found missing, what the wheel's libraries need of the system
+    (its _platform.py, written by python/fusec_build.py) and what this
+    system has, and what to do."""
+    if not os.path.exists(path):
+        return "fusec: %s is missing; %s." % (path, _REINSTALL)
+    wheel = None
+    if not os.environ.get("FUSEC_LIBRARY_DIR"):
+        try:
+            from . import _platform as wheel
+        except ImportError:  # not a wheel: a source tree
+            pass
+    needs = ""
+    if wheel is not None:
+        needs = " This wheel (%s) needs glibc %s or newer%s, and %s." % (
+            wheel.TAG, wheel.GLIBC, ", libstdc++ with GLIBCXX_%s" %
+            wheel.GLIBCXX if wheel.GLIBCXX else "",
+            ", ".join(wheel.LIBRARIES))
+    build_here = ("or build the wheel on this system (pip install . from "
+                  "the repository: docs/Python.md)")
+    m = re.search(r"version `GLIBC_([0-9.]+)' not found", error)
+    if m:
+        have = (os.confstr("CS_GNU_LIBC_VERSION") if "CS_GNU_LIBC_VERSION"
+                in os.confstr_names else None) or "another C library"
+        return ("fusec: cannot load %s: it needs glibc %s or newer, and this "
+                "system has %s.%s Install fusec on a newer system, %s. "
+                "(%s)" % (path, m.group(1), have, needs, build_here, error))
+    m = re.search(r"version `((GLIBCXX|CXXABI|GCC)_[0-9.]+)' not found",
+                  error)
+    if m:
+        library = "libgcc_s.so.1" if m.group(2) == "GCC" else "libstdc++.so.6"
+        return ("fusec: cannot load %s: it needs %s of %s, and this "
+                "system's %s is older.%s Update the system's GCC runtime "
+                "libraries, %s. (%s)" % (path, m.group(1), library, library,
+                                         needs, build_here, error))
+    m = re.match(r"(\S+): cannot open shared object file", error)
+    if m and m.group(1) != path:
+        return ("fusec: cannot load %s: it needs %s, which this system "
+                "lacks.%s Install the package that provides %s, %s. (%s)" % (
+                    path, m.group(1), needs, m.group(1), build_here, error))
+    return "fusec: cannot load %s (%s);%s %s." % (path, error, needs,
+                                                   _REINSTALL)
 
 
 def _declare(lib, table):
