@@ -16,7 +16,7 @@ PACKAGES=(
   libgtest-dev                                            # unit tests
   nlohmann-json3-dev                                      # runtime: launch plan JSON
   libzstd-dev zlib1g-dev                                  # static fusec (FUSEC_LINK_MLIR_DYLIB=OFF)
-  python3 python3-numpy python3-pip                       # lit, its NumPy checks, the Python module
+  python3 python3-numpy python3-pip python3-venv         # lit, its NumPy checks, the Python module (pip install . in a venv)
 )
 
 missing=()
