@@ -34,12 +34,14 @@ def main(argv=None):
         sys.argv[0]) == "fusec" else "fusec"
     argv_c = [os.fsencode(a) for a in [program] + args]
     array = (ctypes.c_char_p * (len(argv_c) + 1))(*argv_c, None)
-    # As for the executable: Ctrl-C and a closed pipe end the process
-    # (Python would otherwise note SIGINT and wait for the call to return,
-    # and ignore SIGPIPE).
-    for name in ("SIGINT", "SIGPIPE"):
-        if hasattr(signal, name):
-            signal.signal(getattr(signal, name), signal.SIG_DFL)
+    # As for the executable: Ctrl-C and a closed pipe end the process.
+    # Python would note SIGINT and wait for the call to return, and it
+    # ignores SIGPIPE; a SIGINT ignored by the parent (a background job)
+    # stays ignored, as it would for the executable.
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+    if hasattr(signal, "SIGPIPE"):
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     sys.stdout.flush()
     sys.stderr.flush()
     return entry(len(argv_c), array)
