@@ -2,7 +2,7 @@
 requirements: it builds the two libraries the module loads (or takes them
 from an existing build) and writes the wheel itself.
 
-Config settings (pip --config-settings key=value, or -C key=value):
+Config settings (pip --config-settings key=value; -C key=value from pip 23.1):
   build-dir   ($FUSEC_BUILD_DIR) a configured fusec build to take libfusec_jit.so and
               libfusec_runtime.so from (default: build-python, configured
               with LLVM/MLIR linked statically, so that the wheel runs on
