@@ -741,7 +741,14 @@ def reference(graph, *inputs, entry=None):
     rounded to the graph's dtypes; returns a list of arrays, one per graph
     result: float32 for f32 and bf16 results, float16 for f16 ones (each
     value is exact)."""
-    import numpy as np
+    try:
+        import numpy as np
+    except ImportError:
+        raise ImportError("fusec.reference needs NumPy, a dependency of the "
+                          "fusec package that is not installed here: pip "
+                          "install numpy (or, in a Debian venv, create it "
+                          "with --system-site-packages and apt install "
+                          "python3-numpy)") from None
     text = graph.mlir() if isinstance(graph, Graph) else graph
     arrays = [np.ascontiguousarray(np.asarray(x, dtype=np.float64))
               for x in inputs]

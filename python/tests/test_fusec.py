@@ -223,6 +223,23 @@ class CPUTest(unittest.TestCase):
             fusec.reference(RELU, np.zeros((5, 3)))
         self.assertIn("shape", str(e.exception))
 
+    def test_reference_without_numpy_says_what_to_install(self):
+        import subprocess
+        import sys
+        code = textwrap.dedent('''
+            import sys
+            sys.modules["numpy"] = None  # as if it were not installed
+            import fusec
+            try:
+                fusec.reference("", 1.0)
+            except ImportError as e:
+                print(e)
+            ''')
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True,
+                             text=True, env=os.environ)
+        self.assertIn("fusec.reference needs NumPy", out.stdout, out.stderr)
+        self.assertIn("pip install numpy", out.stdout)
+
     def test_tolerance(self):
         self.assertEqual(fusec.tolerance("bf16"), 3e-2)
         self.assertEqual(fusec.tolerance("f32", "tf32"), 5e-3)
