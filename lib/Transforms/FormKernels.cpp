@@ -45,6 +45,10 @@ namespace {
 struct Group {
   std::string name;
   llvm::SetVector<Operation *> ops;
+  /// Operands the anchor's family reads by address rather than element by
+  /// element (a concat's parts, under an attention's operand views): only
+  /// views that keep such an address may join through them.
+  llvm::SmallPtrSet<OpOperand *, 8> byAddress;
 };
 
 class KernelFormer {
@@ -212,6 +216,8 @@ void KernelFormer::growOperandViews(Group &group) {
       return;
     group.ops.insert(concat);
     groupOf[concat] = &group;
+    for (OpOperand &part : concat->getOpOperands())
+      group.byAddress.insert(&part);
     remarkAt(concat) << "fused fuse.concat into kernel " << group.name
                      << ", which reads the parts in place";
   };
@@ -237,6 +243,7 @@ void KernelFormer::growOperandViews(Group &group) {
            producer->getResult(0).hasOneUse()) {
       group.ops.insert(producer);
       groupOf[producer] = &group;
+      group.byAddress.insert(&producer->getOpOperand(0));
       remarkAt(producer) << "fused " << producer->getName() << " into kernel "
                          << group.name
                          << (isa<RopeOp>(producer)
@@ -259,13 +266,18 @@ void KernelFormer::pullInProducers(Group &group) {
     for (Operation *op : llvm::to_vector(group.ops)) {
       if (op == anchor)
         continue;
-      for (Value operand : op->getOperands()) {
-        Operation *producer = operand.getDefiningOp();
-        // Views cost nothing to read through, in any kernel.
+      for (OpOperand &use : op->getOpOperands()) {
+        Operation *producer = use.get().getDefiningOp();
+        // Views cost nothing to read through, in any kernel; but where the
+        // family reads an operand by address, only an attention's operand
+        // views keep one (an add or a misaligned slice there has no
+        // address to copy from).
+        bool addressed = group.byAddress.contains(&use);
         if (!producer || groupOf.count(producer) ||
-            !(isView(producer) ||
-              (isElementwise(producer) &&
-               (!anchor || isParameterOnly(producer)))))
+            (addressed && !(isa_and_nonnull<AttentionOp>(anchor) &&
+                            isAnchorView(producer))) ||
+            !(isView(producer) || (isElementwise(producer) &&
+                                   (!anchor || isParameterOnly(producer)))))
           continue;
         bool onlyHere = llvm::all_of(producer->getUsers(), [&](Operation *u) {
           return groupOf.lookup(u) == &group && u != anchor;
@@ -274,6 +286,8 @@ void KernelFormer::pullInProducers(Group &group) {
           continue;
         group.ops.insert(producer);
         groupOf[producer] = &group;
+        if (addressed)
+          group.byAddress.insert(&producer->getOpOperand(0));
         if (isView(producer))
           remarkAt(producer)
               << "fused " << producer->getName() << " into kernel "

@@ -278,3 +278,78 @@ func.func @views_in_kernels(%x: tensor<1x4x4x3xf32>, %s: tensor<1x4x4x5xf32>, %w
   %e = fuse.concat %s, %x {axis = 3} : tensor<1x4x4x5xf32>, tensor<1x4x4x3xf32>
   return %o, %r, %e : tensor<1x4x4x6xf32>, tensor<1x4x4x3xf32>, tensor<1x4x4x8xf32>
 }
+
+// -----
+
+// Rope tables sliced for a position offset (the idiom FuseOps.td gives):
+// the slices, shared by the ropes on Q and K, join the attention's kernel,
+// which reads the tables through them (they once crashed its tiling).
+// CHECK-LABEL: func.func @rope_offset
+// CHECK: fuse.kernel "k0_attention"(%arg2, %arg3, %arg0, %arg1)
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: %[[C:.+]] = fuse.slice %arg4 {offsets = array<i64: 3, 0>
+// CHECK-NEXT: %[[S:.+]] = fuse.slice %arg5 {offsets = array<i64: 3, 0>
+// CHECK-NEXT: fuse.rope %arg6, %[[C]], %[[S]]
+// CHECK-NEXT: fuse.rope %arg7, %[[C]], %[[S]]
+// CHECK-NEXT: fuse.attention
+// CHECK-NOT: fuse.kernel
+func.func @rope_offset(%q: tensor<1x2x6x8xf16>, %k: tensor<1x1x6x8xf16>, %c: tensor<16x4xf16>, %s: tensor<16x4xf16>) -> tensor<1x2x6x8xf16> {
+  // expected-remark @below {{fused fuse.slice into kernel k0_attention, which reads through it}}
+  %c1 = fuse.slice %c {offsets = array<i64: 3, 0>, sizes = array<i64: 6, 4>} : tensor<16x4xf16>
+  // expected-remark @below {{fused fuse.slice into kernel k0_attention, which reads through it}}
+  %s1 = fuse.slice %s {offsets = array<i64: 3, 0>, sizes = array<i64: 6, 4>} : tensor<16x4xf16>
+  // expected-remark @below {{fused fuse.rope into kernel k0_attention, which rotates the tiles it loads}}
+  %q1 = fuse.rope %q, %c1, %s1 : tensor<1x2x6x8xf16>, tensor<6x4xf16>
+  // expected-remark @below {{fused fuse.rope into kernel k0_attention, which rotates the tiles it loads}}
+  %k1 = fuse.rope %k, %c1, %s1 : tensor<1x1x6x8xf16>, tensor<6x4xf16>
+  // expected-remark @below {{kernel k0_attention is anchored on fuse.attention}}
+  %a = fuse.attention %q1, %k1, %k {causal} : tensor<1x2x6x8xf16>, tensor<1x1x6x8xf16>, tensor<1x1x6x8xf16>
+  return %a : tensor<1x2x6x8xf16>
+}
+
+// -----
+
+// What an attention copies by address (under its rope) must be a kernel
+// argument under views that keep 16-byte rows: an add, or a slice off a
+// 16-byte boundary, stays out of its kernel and is written first (both
+// once crashed the tiling or misaligned cp.async).
+// CHECK-LABEL: func.func @rope_input_no_address
+// CHECK: fuse.kernel "k2_add"
+// CHECK: fuse.kernel "k1_slice"
+// CHECK: fuse.kernel "k0_attention"
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: fuse.rope
+// CHECK-NEXT: fuse.rope
+// CHECK-NEXT: fuse.attention
+func.func @rope_input_no_address(%x: tensor<1x2x6x8xf16>, %y: tensor<1x2x6x8xf16>, %z: tensor<1x2x6x11xf16>, %c: tensor<6x4xf16>, %s: tensor<6x4xf16>) -> tensor<1x2x6x8xf16> {
+  %q = fuse.add %x, %y : tensor<1x2x6x8xf16>, tensor<1x2x6x8xf16>
+  // expected-remark @below {{fused fuse.rope into kernel k0_attention, which rotates the tiles it loads}}
+  %q1 = fuse.rope %q, %c, %s : tensor<1x2x6x8xf16>, tensor<6x4xf16>
+  // expected-remark @below {{kernel k1_slice materialises fuse.slice: a user reads it from memory or returns it}}
+  %k = fuse.slice %z {offsets = array<i64: 0, 0, 0, 3>, sizes = array<i64: 1, 2, 6, 8>} : tensor<1x2x6x11xf16>
+  // expected-remark @below {{fused fuse.rope into kernel k0_attention, which rotates the tiles it loads}}
+  %k1 = fuse.rope %k, %c, %s : tensor<1x2x6x8xf16>, tensor<6x4xf16>
+  // expected-remark @below {{kernel k0_attention is anchored on fuse.attention}}
+  %a = fuse.attention %q1, %k1, %x : tensor<1x2x6x8xf16>, tensor<1x2x6x8xf16>, tensor<1x2x6x8xf16>
+  return %a : tensor<1x2x6x8xf16>
+}
+
+// -----
+
+// A GEMM reads the parts of a concat by address: a slice among them is
+// materialised (it once crashed the tiling).
+// CHECK-LABEL: func.func @concat_part_view
+// CHECK: fuse.kernel "k1_slice"
+// CHECK: fuse.kernel "k0_linear"
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: fuse.concat
+// CHECK-NEXT: fuse.linear
+func.func @concat_part_view(%x: tensor<9x40xf16>, %w: tensor<48x40xf16>, %w2: tensor<16x40xf16>) -> tensor<9x40xf16> {
+  // expected-remark @below {{kernel k1_slice materialises fuse.slice: a user reads it from memory or returns it}}
+  %wa = fuse.slice %w {offsets = array<i64: 8, 0>, sizes = array<i64: 24, 40>} : tensor<48x40xf16>
+  // expected-remark @below {{fused fuse.concat into kernel k0_linear, which reads the parts in place}}
+  %wc = fuse.concat %wa, %w2 {axis = 0} : tensor<24x40xf16>, tensor<16x40xf16>
+  // expected-remark @below {{kernel k0_linear is anchored on fuse.linear}}
+  %a = fuse.linear %x, %wc : tensor<9x40xf16>, tensor<40x40xf16>
+  return %a : tensor<9x40xf16>
+}
