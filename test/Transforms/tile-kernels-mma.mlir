@@ -185,3 +185,56 @@ func.func @attention(%q: tensor<1x6x2x64xf16>, %k: tensor<1x2x9x64xf16>, %c: ten
   }
   return %0 : tensor<1x6x2x64xf16>
 }
+
+// -----
+
+// Rope tables sliced for a position offset inside the kernel: the rotation
+// reads the tables in place, 16-byte vectors at row pos + offset (this once
+// crashed: the tables were looked up as kernel arguments).
+// CHECK-LABEL: func.func @attention_rope_offset(
+// CHECK: gpu.func @k0_attention(
+// CHECK-SAME: %[[C:[a-z0-9]+]]: memref<40x32xf16>, %[[S:[a-z0-9]+]]: memref<40x32xf16>
+// CHECK-SAME: fusec.family = "attention_mma_sync"
+// CHECK-DAG: %[[QOFF:.+]] = arith.constant 31 : index
+// CHECK-DAG: %[[KOFF:.+]] = arith.constant 28 : index
+// CHECK: %[[ROW:.+]] = arith.addi %{{.+}}, %[[QOFF]] : index
+// CHECK-NEXT: vector.load %[[C]][%[[ROW]], %{{.+}}] {alignment = 16 : i64} : memref<40x32xf16>, vector<8xf16>
+// CHECK: vector.load %[[S]][%[[ROW]], %{{.+}}] {alignment = 16 : i64} : memref<40x32xf16>, vector<8xf16>
+// CHECK: scf.for
+// CHECK: %[[KROW:.+]] = arith.addi %{{.+}}, %[[KOFF]] : index
+// CHECK-NEXT: vector.load %[[C]][%[[KROW]], %{{.+}}] {alignment = 16 : i64} : memref<40x32xf16>, vector<8xf16>
+func.func @attention_rope_offset(%q: tensor<1x2x6x64xf16>, %k: tensor<1x2x9x64xf16>, %c: tensor<40x32xf16>, %s: tensor<40x32xf16>) -> tensor<1x2x6x64xf16> {
+  %0 = fuse.kernel "k0_attention"(%q, %k, %c, %s) : (tensor<1x2x6x64xf16>, tensor<1x2x9x64xf16>, tensor<40x32xf16>, tensor<40x32xf16>) -> tensor<1x2x6x64xf16> {
+  ^bb0(%a: tensor<1x2x6x64xf16>, %b: tensor<1x2x9x64xf16>, %cc: tensor<40x32xf16>, %ss: tensor<40x32xf16>):
+    %c6 = fuse.slice %cc {offsets = array<i64: 31, 0>, sizes = array<i64: 6, 32>} : tensor<40x32xf16>
+    %s6 = fuse.slice %ss {offsets = array<i64: 31, 0>, sizes = array<i64: 6, 32>} : tensor<40x32xf16>
+    %c9 = fuse.slice %cc {offsets = array<i64: 28, 0>, sizes = array<i64: 9, 32>} : tensor<40x32xf16>
+    %s9 = fuse.slice %ss {offsets = array<i64: 28, 0>, sizes = array<i64: 9, 32>} : tensor<40x32xf16>
+    %1 = fuse.rope %a, %c6, %s6 : tensor<1x2x6x64xf16>, tensor<6x32xf16>
+    %2 = fuse.rope %b, %c9, %s9 : tensor<1x2x9x64xf16>, tensor<9x32xf16>
+    %3 = fuse.attention %1, %2, %b {causal} : tensor<1x2x6x64xf16>, tensor<1x2x9x64xf16>, tensor<1x2x9x64xf16>
+    fuse.yield %3 : tensor<1x2x6x64xf16>
+  }
+  return %0 : tensor<1x2x6x64xf16>
+}
+
+// -----
+
+// Tables computed in the kernel from parameters (a cast): read element by
+// element and rounded to bf16 as the cast says.
+// CHECK-LABEL: func.func @attention_rope_cast(
+// CHECK: gpu.func @k0_attention(
+// CHECK-SAME: %[[C:[a-z0-9]+]]: memref<6x32xf32>, %[[S:[a-z0-9]+]]: memref<6x32xf32>
+// CHECK: %[[X:.+]] = memref.load %[[C]][{{.+}}] : memref<6x32xf32>
+// CHECK-NEXT: arith.truncf %[[X]] : f32 to bf16
+func.func @attention_rope_cast(%q: tensor<1x2x6x64xbf16>, %k: tensor<1x2x9x64xbf16>, %c: tensor<6x32xf32>, %s: tensor<6x32xf32>) -> tensor<1x2x6x64xbf16> {
+  %0 = fuse.kernel "k0_attention"(%q, %k, %c, %s) : (tensor<1x2x6x64xbf16>, tensor<1x2x9x64xbf16>, tensor<6x32xf32>, tensor<6x32xf32>) -> tensor<1x2x6x64xbf16> {
+  ^bb0(%a: tensor<1x2x6x64xbf16>, %b: tensor<1x2x9x64xbf16>, %cc: tensor<6x32xf32>, %ss: tensor<6x32xf32>):
+    %c6 = fuse.cast %cc : tensor<6x32xf32> to tensor<6x32xbf16>
+    %s6 = fuse.cast %ss : tensor<6x32xf32> to tensor<6x32xbf16>
+    %1 = fuse.rope %a, %c6, %s6 {interleaved} : tensor<1x2x6x64xbf16>, tensor<6x32xbf16>
+    %3 = fuse.attention %1, %b, %b : tensor<1x2x6x64xbf16>, tensor<1x2x9x64xbf16>, tensor<1x2x9x64xbf16>
+    fuse.yield %3 : tensor<1x2x6x64xbf16>
+  }
+  return %0 : tensor<1x2x6x64xbf16>
+}

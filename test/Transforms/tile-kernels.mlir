@@ -237,3 +237,27 @@ func.func @gather(%x: tensor<2x3x7x32xbf16>, %c: tensor<7x16xbf16>, %s: tensor<7
   return %0, %1 : tensor<2x3x7x32xbf16>, tensor<3x45x37xf16>
 }
 
+
+// -----
+
+// f32 attention (one thread per output) reads rope tables sliced for a
+// position offset in place, at row pos + offset (this once crashed).
+// CHECK-LABEL: func.func @direct_rope_offset(
+// CHECK: gpu.func @k0_attention(
+// CHECK-SAME: %[[C:[a-z0-9]+]]: memref<40x8xf32>, %[[S:[a-z0-9]+]]: memref<40x8xf32>
+// CHECK-SAME: fusec.family = "attention_direct"
+// CHECK: %[[OFF:.+]] = arith.constant 31 : index
+// CHECK: %[[ROW:.+]] = arith.addi %{{.+}}, %[[OFF]] : index
+// CHECK-NEXT: memref.load %[[C]][%[[ROW]], %{{.+}}] : memref<40x8xf32>
+// CHECK-NEXT: memref.load %[[S]][%[[ROW]], %{{.+}}] : memref<40x8xf32>
+func.func @direct_rope_offset(%q: tensor<1x2x6x16xf32>, %c: tensor<40x8xf32>, %s: tensor<40x8xf32>) -> tensor<1x2x6x16xf32> {
+  %0 = fuse.kernel "k0_attention"(%q, %c, %s) : (tensor<1x2x6x16xf32>, tensor<40x8xf32>, tensor<40x8xf32>) -> tensor<1x2x6x16xf32> {
+  ^bb0(%a: tensor<1x2x6x16xf32>, %cc: tensor<40x8xf32>, %ss: tensor<40x8xf32>):
+    %c6 = fuse.slice %cc {offsets = array<i64: 31, 0>, sizes = array<i64: 6, 8>} : tensor<40x8xf32>
+    %s6 = fuse.slice %ss {offsets = array<i64: 31, 0>, sizes = array<i64: 6, 8>} : tensor<40x8xf32>
+    %1 = fuse.rope %a, %c6, %s6 : tensor<1x2x6x16xf32>, tensor<6x8xf32>
+    %3 = fuse.attention %1, %1, %a : tensor<1x2x6x16xf32>, tensor<1x2x6x16xf32>, tensor<1x2x6x16xf32>
+    fuse.yield %3 : tensor<1x2x6x16xf32>
+  }
+  return %0 : tensor<1x2x6x16xf32>
+}

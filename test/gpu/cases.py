@@ -250,6 +250,59 @@ def fused_qkv_case(dt, b, n, hq, hkv, d):
     return g.text([(a, t([b, hq, n, d], dt))])
 
 
+def rope_offset_case(dt, b, hq, hkv, nq, nk, d, base, causal, interleaved=False, split_heads=False):
+    """Rotary embeddings on Q and K whose cos/sin tables are slices of
+    longer ones, as a decoder with a cache has them: K at positions base..,
+    Q at the last nq of those (`base` None: tables of their own). The
+    attention kernel reads the tables through the slices; with
+    `split_heads`, Q comes through a transpose that splits heads."""
+    g = Graph("g")
+    qs, ks = [b, hq, nq, d], [b, hkv, nk, d]
+    q = g.arg([b, nq, hq, d] if split_heads else qs, dt)
+    k, v = g.arg(ks, dt), g.arg(ks, dt)
+    if split_heads:
+        q = g.op(f"fuse.transpose {q} {{permutation = array<i64: 0, 2, 1, 3>}} : {t([b, nq, hq, d], dt)}")
+    if base is None:
+        ck, sk = g.arg([nk, d // 2], dt), g.arg([nk, d // 2], dt)
+        cq, sq = (ck, sk) if nq == nk else (g.arg([nq, d // 2], dt), g.arg([nq, d // 2], dt))
+    else:
+        rows = base + nk + 3
+        cos, sin = g.arg([rows, d // 2], dt), g.arg([rows, d // 2], dt)
+
+        def tables(offset, n):
+            return tuple(g.op(f"fuse.slice {x} {{offsets = array<i64: {offset}, 0>, sizes = array<i64: {n}, "
+                              f"{d // 2}>}} : {t([rows, d // 2], dt)}") for x in (cos, sin))
+        cq, sq = tables(base + nk - nq, nq)
+        ck, sk = tables(base, nk)
+    attr = " {interleaved}" if interleaved else ""
+    qr = g.op(f"fuse.rope {q}, {cq}, {sq}{attr} : {t(qs, dt)}, {t([nq, d // 2], dt)}")
+    kr = g.op(f"fuse.rope {k}, {ck}, {sk}{attr} : {t(ks, dt)}, {t([nk, d // 2], dt)}")
+    o = g.op(f"fuse.attention {qr}, {kr}, {v}{' {causal}' if causal else ''} : {t(qs, dt)}, {t(ks, dt)}, {t(ks, dt)}")
+    return g.text([(o, t([b, hq, nq, d], dt))])
+
+
+def operand_copies_case(dt):
+    """What an attention or a GEMM reads by address but cannot read in
+    place, materialised first: Q as an add under a rope, K as a slice off a
+    16-byte boundary under a rope, a slice among a linear layer's
+    concatenated weights."""
+    g = Graph("g")
+    s = [1, 3, 45, 64]
+    x, y, z = g.arg(s, dt), g.arg(s, dt), g.arg([1, 3, 45, 67], dt)
+    cos, sin = g.arg([45, 32], dt), g.arg([45, 32], dt)
+    q = g.op(f"fuse.add {x}, {y} : {t(s, dt)}, {t(s, dt)}")
+    qr = g.op(f"fuse.rope {q}, {cos}, {sin} : {t(s, dt)}, {t([45, 32], dt)}")
+    k = g.op(f"fuse.slice {z} {{offsets = array<i64: 0, 0, 0, 3>, sizes = array<i64: 1, 3, 45, 64>}} : "
+             f"{t([1, 3, 45, 67], dt)}")
+    kr = g.op(f"fuse.rope {k}, {cos}, {sin} : {t(s, dt)}, {t([45, 32], dt)}")
+    o = g.op(f"fuse.attention {qr}, {kr}, {x} {{causal}} : {t(s, dt)}, {t(s, dt)}, {t(s, dt)}")
+    a, w, w2 = g.arg([9, 40], dt), g.arg([48, 40], dt), g.arg([16, 40], dt)
+    wa = g.op(f"fuse.slice {w} {{offsets = array<i64: 8, 0>, sizes = array<i64: 24, 40>}} : {t([48, 40], dt)}")
+    wc = g.op(f"fuse.concat {wa}, {w2} {{axis = 0}} : {t([24, 40], dt)}, {t([16, 40], dt)}")
+    lin = g.op(f"fuse.linear {a}, {wc} : {t([9, 40], dt)}, {t([40, 40], dt)}")
+    return g.text([(o, t(s, dt)), (lin, t([9, 40], dt))])
+
+
 def channel_elementwise_case(dt):
     """Elementwise kernels with per-channel operands on the innermost axis:
     batch norm + ReLU in NHWC (70 rows, not a multiple of the 4 rows a thread
@@ -397,8 +450,23 @@ def attention_cases():
         add("fused_qkv_split", fused_qkv_case(dt, 2, 45, 4, 2, 64))
         add("split_heads_causal", split_heads_case(dt, 2, 37, 4, 2, 32, True))
         add("split_heads_d64", split_heads_case(dt, 1, 70, 2, 1, 64, False))
+        # Rope tables sliced for a position offset, read in place by the
+        # attention kernel (this once crashed its tiling), and the same
+        # graphs with the tables as given.
+        for base, tag in ((None, "no_offset"), (5, "offset5"), (37, "offset37")):
+            add(f"rope_{tag}_d64_q77_k131_causal_gqa", rope_offset_case(dt, 1, 4, 2, 77, 131, 64, base, True))
+            add(f"rope_{tag}_d128_q33_k33_interleaved", rope_offset_case(dt, 2, 2, 2, 33, 33, 128, base, False,
+                                                                         interleaved=True))
+        add("rope_offset11_d32_q1_k257_split_heads", rope_offset_case(dt, 2, 3, 1, 1, 257, 32, 11, False,
+                                                                      split_heads=True))
+        add("rope_offset3_d64_q45_k45_causal_interleaved", rope_offset_case(dt, 1, 2, 1, 45, 45, 64, 3, True,
+                                                                            interleaved=True))
+        add("rope_operand_copies", operand_copies_case(dt))
     # f32 attention stays direct, reading through the same views.
     out.append(("direct_split_heads_f32", split_heads_case("f32", 2, 19, 4, 2, 16, True), "f32", []))
+    out.append(("direct_rope_offset7_f32", rope_offset_case("f32", 2, 4, 2, 13, 19, 16, 7, True), "f32", []))
+    out.append(("direct_rope_offset3_interleaved_f32",
+                rope_offset_case("f32", 1, 2, 1, 9, 9, 24, 3, False, interleaved=True), "f32", []))
     return out
 
 

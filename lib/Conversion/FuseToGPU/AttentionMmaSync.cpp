@@ -199,8 +199,6 @@ void AttentionMmaSyncKernel::rotateRows(Value buffer, Value stage,
     return;
   int64_t dim = shapeOf(src).back(), half = dim / 2;
   int64_t cols = cast<MemRefType>(buffer.getType()).getShape()[2];
-  Value cosTable = argOf.lookup(rope.getCos()),
-        sinTable = argOf.lookup(rope.getSin());
   // Half-split pairs in runs of one 16-byte chunk: x0, x1, cos and sin each
   // move as one vector (swizzling keeps chunks whole). Scalar rotation
   // measured 5x slower than no rope at all (a LLaMA-7B block's attention,
@@ -223,14 +221,14 @@ void AttentionMmaSyncKernel::rotateRows(Value buffer, Value stage,
         Value c1 = addi(p0, idx(half));
         Value x0 = loadVector(buffer, at(p0), v);
         Value x1 = loadVector(buffer, at(c1), v);
-        Value c = loadVector(cosTable, {pos, p0}, v);
-        Value sn = loadVector(sinTable, {pos, p0}, v);
+        SmallVector<Value> c = loadRopeAngles(rope.getCos(), pos, p0, v);
+        SmallVector<Value> sn = loadRopeAngles(rope.getSin(), pos, p0, v);
         SmallVector<Value> y0, y1;
         for (int64_t l = 0; l < v; ++l) {
           auto lane = [&](Value vec) {
             return toF32(vector::ExtractOp::create(b, vec, l));
           };
-          Value a = lane(x0), bb = lane(x1), cl = lane(c), sl = lane(sn);
+          Value a = lane(x0), bb = lane(x1), cl = c[l], sl = sn[l];
           y0.push_back(arith::TruncFOp::create(
               b, elementType, fma(a, cl, arith::NegFOp::create(b, mulf(bb, sl)))));
           y1.push_back(arith::TruncFOp::create(b, elementType,
@@ -263,7 +261,8 @@ void AttentionMmaSyncKernel::rotateRows(Value buffer, Value stage,
       };
       Value x0 = toF32(memref::LoadOp::create(b, buffer, at(c0)));
       Value x1 = toF32(memref::LoadOp::create(b, buffer, at(c1)));
-      Value c = load(cosTable, {pos, pair}), s = load(sinTable, {pos, pair});
+      Value c = loadRopeAngles(rope.getCos(), pos, pair, 1)[0];
+      Value s = loadRopeAngles(rope.getSin(), pos, pair, 1)[0];
       store(fma(x0, c, arith::NegFOp::create(b, mulf(x1, s))), buffer,
             at(c0));
       store(fma(x1, c, mulf(x0, s)), buffer, at(c1));

@@ -640,8 +640,8 @@ Value KernelBuilder::loadThroughViews(Value v, ArrayRef<Value> coords) {
   other.back() = partner;
   Value x = loadThroughViews(rope.getInput(), coords);
   Value y = loadThroughViews(rope.getInput(), other);
-  Value c = load(argOf.lookup(rope.getCos()), {pos, pair});
-  Value s = load(argOf.lookup(rope.getSin()), {pos, pair});
+  Value c = loadRopeAngles(rope.getCos(), pos, pair, 1)[0];
+  Value s = loadRopeAngles(rope.getSin(), pos, pair, 1)[0];
   // first: x c - y s; second: x c + y s.
   Value ys = mulf(y, s);
   return fma(x, c, select(first, arith::NegFOp::create(b, ys), ys));
@@ -685,14 +685,12 @@ KernelBuilder::loadVectorThroughViews(Value v, ArrayRef<Value> coords,
   // are one run of the tables, those of an interleaved run half of one.
   int64_t half = shapeOf(v).back() / 2;
   Value d = coords.back(), pos = coords[coords.size() - 2];
-  Value cosTable = argOf.lookup(rope.getCos());
-  Value sinTable = argOf.lookup(rope.getSin());
   SmallVector<Value> x = loadVectorThroughViews(rope.getInput(), coords, width);
   SmallVector<Value> out;
   if (rope.getInterleaved()) {
     Value pair = divi(d, 2);
-    SmallVector<Value> c = lanesOf(loadVector(cosTable, {pos, pair}, width / 2));
-    SmallVector<Value> s = lanesOf(loadVector(sinTable, {pos, pair}, width / 2));
+    SmallVector<Value> c = loadRopeAngles(rope.getCos(), pos, pair, width / 2);
+    SmallVector<Value> s = loadRopeAngles(rope.getSin(), pos, pair, width / 2);
     for (int64_t j = 0; j < width / 2; ++j) {
       Value x0 = x[2 * j], x1 = x[2 * j + 1];
       out.push_back(fma(x0, c[j], arith::NegFOp::create(b, mulf(x1, s[j]))));
@@ -705,12 +703,26 @@ KernelBuilder::loadVectorThroughViews(Value v, ArrayRef<Value> coords,
   other.back() = select(first, addi(d, idx(half)), subi(d, idx(half)));
   SmallVector<Value> y = loadVectorThroughViews(rope.getInput(), other, width);
   Value pair = remi(d, half);
-  SmallVector<Value> c = lanesOf(loadVector(cosTable, {pos, pair}, width));
-  SmallVector<Value> s = lanesOf(loadVector(sinTable, {pos, pair}, width));
+  SmallVector<Value> c = loadRopeAngles(rope.getCos(), pos, pair, width);
+  SmallVector<Value> s = loadRopeAngles(rope.getSin(), pos, pair, width);
   // first: x c - y s; second: x c + y s.
   for (int64_t i = 0; i < width; ++i) {
     Value ys = mulf(y[i], s[i]);
     out.push_back(fma(x[i], c[i], select(first, arith::NegFOp::create(b, ys), ys)));
   }
   return out;
+}
+
+SmallVector<Value> KernelBuilder::loadRopeAngles(Value table, Value pos,
+                                                 Value pair, int64_t width) {
+  // Fusion puts the views and parameter computations that only ropes use
+  // into the kernel (a slice of the tables for a position offset), so the
+  // table need not be a kernel argument.
+  if (width > 1 && canLoadVectorThroughViews(table, width))
+    return loadVectorThroughViews(table, {pos, pair}, width);
+  SmallVector<Value> lanes;
+  for (int64_t i = 0; i < width; ++i)
+    lanes.push_back(
+        readThroughViews(table, {pos, i ? addi(pair, idx(i)) : pair}));
+  return lanes;
 }

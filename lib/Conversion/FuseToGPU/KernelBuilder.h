@@ -306,6 +306,13 @@ protected:
   /// (f32), read as aligned vectors.
   SmallVector<Value> loadVectorThroughViews(Value v, ArrayRef<Value> coords,
                                             int64_t width);
+  /// The `width` angles of a rope's cos or sin `table` ([N, D/2]) at row
+  /// `pos` from column `pair` on (f32). The table is a kernel argument or
+  /// was fused into the kernel (a slice that applies a position offset, a
+  /// cast): read as one aligned vector where its views allow, else element
+  /// by element through them.
+  SmallVector<Value> loadRopeAngles(Value table, Value pos, Value pair,
+                                    int64_t width);
 
   YieldOp yield() {
     return cast<YieldOp>(kernel.getBody().front().getTerminator());
