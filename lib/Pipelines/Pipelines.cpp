@@ -81,20 +81,28 @@ void fusec::registerPipelines() {
 func::FuncOp fusec::selectEntry(ModuleOp module, llvm::StringRef entry,
                                 llvm::StringRef choose, std::string &problem) {
   if (!entry.empty()) {
-    if (auto f = module.lookupSymbol<func::FuncOp>(entry))
+    auto f = module.lookupSymbol<func::FuncOp>(entry);
+    if (f && !f.isDeclaration())
       return f;
-    problem = ("no function @" + entry).str();
+    problem = f ? ("@" + entry + " is a declaration, not a graph").str()
+                : ("no function @" + entry).str();
     return nullptr;
   }
-  SmallVector<func::FuncOp> funcs(module.getOps<func::FuncOp>());
-  if (funcs.size() == 1)
-    return funcs.front();
-  if (auto f = module.lookupSymbol<func::FuncOp>("main"))
+  // A declaration is no graph: a graph calls nothing (verifyGraph), so a
+  // private helper declared beside it is left alone.
+  SmallVector<func::FuncOp> graphs;
+  for (auto f : module.getOps<func::FuncOp>())
+    if (!f.isDeclaration())
+      graphs.push_back(f);
+  if (graphs.size() == 1)
+    return graphs.front();
+  if (auto f = module.lookupSymbol<func::FuncOp>("main");
+      f && !f.isDeclaration())
     return f;
-  if (funcs.empty())
+  if (graphs.empty())
     problem = "no function: a graph is a func.func of fuse ops";
   else
-    problem = std::to_string(funcs.size()) + " functions and none is @main; " +
+    problem = std::to_string(graphs.size()) + " functions and none is @main; " +
               choose.str();
   return nullptr;
 }

@@ -393,6 +393,10 @@ void KernelFormer::run() {
 
 namespace {
 struct FormKernelsPass : fusec::impl::FormKernelsBase<FormKernelsPass> {
-  void runOnOperation() override { KernelFormer(getOperation()).run(); }
+  void runOnOperation() override {
+    // A declaration beside the graph has nothing to partition.
+    if (!getOperation().isDeclaration())
+      KernelFormer(getOperation()).run();
+  }
 };
 } // namespace

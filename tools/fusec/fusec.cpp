@@ -73,11 +73,13 @@ static cl::opt<std::string> inputFilename(cl::Positional,
                                           cl::sub(cl::SubCommand::getTopLevel()),
                                           cl::sub(runCmd), cl::sub(tuneCmd));
 
-static cl::opt<std::string> entryName(
-    "entry", cl::desc("Graph function to use (default: the only function, "
-                      "or @main)"),
-    cl::value_desc("name"), cl::cat(fusecCat),
-    cl::sub(cl::SubCommand::getTopLevel()), cl::sub(runCmd), cl::sub(tuneCmd));
+static cl::opt<std::string>
+    entryName("entry",
+              cl::desc("Graph function to use (default: the only function "
+                       "with a body, or @main)"),
+              cl::value_desc("name"), cl::cat(fusecCat),
+              cl::sub(cl::SubCommand::getTopLevel()), cl::sub(runCmd),
+              cl::sub(tuneCmd));
 
 enum class EmitKind { MLIR, Kernels, Tiled, GPU, PTX, CUDA };
 static cl::opt<EmitKind> emitKind(

@@ -95,10 +95,12 @@ void buildPipeline(mlir::OpPassManager &pm, Stage stage,
 void registerPipelines();
 
 /// The graph function of `module` to compile or run: the one named `entry`,
-/// else the only function, else @main. Null when there is none, with
-/// `problem` saying why ("no function @x", "no function: a graph is a
-/// func.func of fuse ops", "3 functions and none is @main; " + `choose`,
-/// the caller's words for its own option).
+/// else the only function with a body, else @main; declarations are never
+/// graphs. Every front end (fusec, the JIT and its C and Python APIs)
+/// selects with it. Null when there is none, with `problem` saying why
+/// ("no function @x", "@x is a declaration, not a graph", "no function: a
+/// graph is a func.func of fuse ops", "3 functions and none is @main; " +
+/// `choose`, the caller's words for its own option).
 mlir::func::FuncOp selectEntry(mlir::ModuleOp module, llvm::StringRef entry,
                                llvm::StringRef choose, std::string &problem);
 

@@ -22,7 +22,8 @@ std::optional<DType> getDType(mlir::Type elementType);
 
 /// Checks that `func` is a graph: a body of fuse ops ending in a return,
 /// arguments and results statically shaped tensors of f32, f16 or bf16.
-/// Emits a located error otherwise.
+/// Emits a located error otherwise. A declaration passes: it is no graph,
+/// and fusec::selectEntry never takes one.
 mlir::LogicalResult verifyGraph(mlir::func::FuncOp func);
 
 /// Checks that the interpreter can hold `func`'s tensors (float64, every

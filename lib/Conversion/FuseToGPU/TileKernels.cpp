@@ -280,6 +280,8 @@ struct TileKernelsPass : fusec::impl::TileKernelsBase<TileKernelsPass> {
     module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
                     b.getUnitAttr());
     for (auto func : llvm::to_vector(module.getOps<func::FuncOp>())) {
+      if (func.isDeclaration())
+        continue;
       b.setInsertionPointToEnd(module.getBody());
       auto gpuModule = gpu::GPUModuleOp::create(
           b, func.getLoc(), (func.getSymName() + "_kernels").str());
