@@ -231,6 +231,10 @@ static LogicalResult completeAdaptor(MLIRContext *ctx,
 }
 
 std::string fuse::shapeProblem(RankedTensorType type) {
+  if (type.getRank() > kMaxRank)
+    return "has rank " + std::to_string(type.getRank()) +
+           "; fusec tensors have at most " + std::to_string(kMaxRank) +
+           " dimensions";
   if (llvm::is_contained(type.getShape(), 0))
     return "has a zero-size dimension; fusec tensors are not empty";
   int64_t bytes = type.getElementTypeBitWidth() / 8;

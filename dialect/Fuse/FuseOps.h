@@ -62,9 +62,17 @@ std::array<int64_t, 4> expandPadding(llvm::ArrayRef<int64_t> padding);
 /// last axis for NHWC.
 int64_t channelAxis(Layout layout, int64_t rank);
 
-/// What makes a static tensor one fusec cannot compute on: "has a zero-size
-/// dimension", or "has 2^63 bytes or more" (its size overflows int64); ""
-/// when there is nothing wrong.
+/// The most dimensions a fusec tensor has: NumPy's limit (NPY_MAXDIMS), and
+/// the buffer protocol's and DLPack producers' in practice. Compile time
+/// grows with the square of the rank (MLIR's memref-to-LLVM lowering builds
+/// a strided-layout expression of `rank` terms per access), so a rank of
+/// 23000 took 30 s where 64 takes milliseconds.
+constexpr int64_t kMaxRank = 64;
+
+/// What makes a static tensor one fusec cannot compute on: "has rank N;
+/// ..." (more than kMaxRank dimensions), "has a zero-size dimension", or
+/// "has 2^63 bytes or more" (its size overflows int64); "" when there is
+/// nothing wrong.
 std::string shapeProblem(RankedTensorType type);
 
 } // namespace mlir::fuse

@@ -8,14 +8,14 @@ include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 include "mlir/IR/CommonAttrConstraints.td"
 
-/// A tensor fusec computes on: static, f32/f16/bf16, no zero-size
-/// dimension, a size that fits int64 (fuse::shapeProblem).
+/// A tensor fusec computes on: static, f32/f16/bf16, rank 64 at most, no
+/// zero-size dimension, a size that fits int64 (fuse::shapeProblem).
 def Fuse_Tensor : Type<
     And<[StaticShapeTensorOf<[F32, F16, BF16]>.predicate,
          CPred<"::mlir::fuse::shapeProblem("
                "::llvm::cast<::mlir::RankedTensorType>($_self)).empty()">]>,
-    "statically shaped tensor of f32, f16 or bf16 values, not empty and "
-    "under 2^63 bytes", "::mlir::RankedTensorType">;
+    "statically shaped tensor of f32, f16 or bf16 values, of rank 64 at "
+    "most, not empty and under 2^63 bytes", "::mlir::RankedTensorType">;
 
 /// Scalars the math takes: a NaN epsilon or slope would make every output
 /// NaN without a word.
