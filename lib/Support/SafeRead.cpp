@@ -1,0 +1,117 @@
+//===- SafeRead.cpp - Reading untrusted files and JSON --------------------===//
+
+#include "fusec/Support/SafeRead.h"
+
+#include "llvm/ADT/ScopeExit.h"
+#include "llvm/Support/Errno.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+using namespace fusec;
+
+static const char *describe(llvm::sys::fs::file_type type) {
+  using llvm::sys::fs::file_type;
+  switch (type) {
+  case file_type::directory_file:
+    return "a directory";
+  case file_type::fifo_file:
+    return "a FIFO";
+  case file_type::character_file:
+    return "a character device";
+  case file_type::block_file:
+    return "a block device";
+  case file_type::socket_file:
+    return "a socket";
+  default:
+    return "not a regular file";
+  }
+}
+
+llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>>
+fusec::readRegularFile(const llvm::Twine &path, uint64_t maxBytes) {
+  llvm::SmallString<256> storage;
+  llvm::StringRef name = path.toNullTerminatedStringRef(storage);
+  // O_NONBLOCK: opening a FIFO for reading blocks until a writer comes, before
+  // there is a descriptor to check (llvm::sys::fs::openFileForRead has no
+  // such flag). It changes nothing for the regular files read below.
+  int fd = llvm::sys::RetryAfterSignal(-1, ::open, name.data(),
+                                       O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) {
+    std::error_code ec(errno, std::generic_category());
+    return llvm::createStringError(ec, ec.message());
+  }
+  llvm::scope_exit closeFd([fd] { ::close(fd); });
+  llvm::sys::fs::file_status status;
+  if (std::error_code ec = llvm::sys::fs::status(fd, status))
+    return llvm::createStringError(ec, ec.message());
+  if (status.type() != llvm::sys::fs::file_type::regular_file)
+    return llvm::createStringError(
+        std::make_error_code(std::errc::invalid_argument),
+        llvm::Twine("it is ") + describe(status.type()) +
+            ", not a regular file");
+  if (status.getSize() > maxBytes)
+    return llvm::createStringError(
+        std::make_error_code(std::errc::file_too_large),
+        llvm::formatv("it holds {0} bytes, over the limit of {1}",
+                      status.getSize(), maxBytes));
+  // Exactly the size checked, read rather than mapped (IsVolatile): a file
+  // that grows is not read further, and one truncated meanwhile cannot fault
+  // a mapping.
+  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =
+      llvm::MemoryBuffer::getOpenFile(fd, name, status.getSize(),
+                                      /*RequiresNullTerminator=*/true,
+                                      /*IsVolatile=*/true);
+  if (!buffer)
+    return llvm::createStringError(buffer.getError(),
+                                   buffer.getError().message());
+  return std::move(*buffer);
+}
+
+std::string fusec::jsonPosition(llvm::StringRef text, size_t offset) {
+  llvm::StringRef before = text.take_front(offset);
+  size_t lineStart = before.rfind('\n') + 1; // npos + 1 == 0
+  return llvm::formatv("[{0}:{1}, byte={2}]", before.count('\n') + 1,
+                       offset - lineStart, offset)
+      .str();
+}
+
+llvm::Error fusec::checkJSONDepth(llvm::StringRef text) {
+  // The depth llvm::json::parse would reach, found without recursing: it
+  // agrees with the parser's up to the first syntax error, where the parser
+  // stops anyway.
+  unsigned depth = 0;
+  bool inString = false;
+  for (size_t i = 0, e = text.size(); i < e; ++i) {
+    char c = text[i];
+    if (inString) {
+      if (c == '\\')
+        ++i;
+      else if (c == '"')
+        inString = false;
+      continue;
+    }
+    if (c == '"') {
+      inString = true;
+    } else if (c == ']' || c == '}') {
+      if (depth)
+        --depth;
+    } else if ((c == '[' || c == '{') && ++depth > kMaxJSONDepth) {
+      return llvm::createStringError(
+          std::make_error_code(std::errc::invalid_argument),
+          jsonPosition(text, i) +
+              llvm::formatv(": arrays and objects nested deeper than {0} "
+                            "levels",
+                            kMaxJSONDepth));
+    }
+  }
+  return llvm::Error::success();
+}
+
+llvm::Expected<llvm::json::Value> fusec::parseJSON(llvm::StringRef text) {
+  if (llvm::Error error = checkJSONDepth(text))
+    return std::move(error);
+  return llvm::json::parse(text);
+}
