@@ -2,6 +2,7 @@
 
 #include "fusec/Tuning/TuningDB.h"
 
+#include "fusec/Support/SafeRead.h"
 #include "fusec/Version.inc"
 
 #include "Fuse/FuseOps.h"
@@ -131,85 +132,266 @@ static std::optional<Entry> parseEntry(const json::Value &value,
   return entry;
 }
 
+namespace {
+/// A database's text, split to be parsed in parts: llvm::json's tree takes
+/// some 80 bytes per byte of text (4.3 GB for a database of 54 MB), so the
+/// root object is parsed with its "entries" arrays emptied, and each entry
+/// alone as it is read. The split only finds where things are; json::parse
+/// checks every part, and the separators between entries are checked by
+/// parsing the text between them.
+struct SplitText {
+  /// The text with the body of every "entries" array of the root object
+  /// cut out ("entries": [] is left).
+  std::string root;
+  /// Where each piece of `root` starts, in `root` and in the text.
+  std::vector<std::pair<size_t, size_t>> pieces{{0, 0}};
+  /// The elements of the root's last "entries" array (the one
+  /// llvm::json::parse keeps: a later key replaces an earlier one), with
+  /// their offsets in the text.
+  std::vector<std::pair<llvm::StringRef, size_t>> entries;
+  /// Where a '}' closes an "entries" array of entries, if one does: the
+  /// emptied array reads "[}", which json::parse words differently.
+  size_t misclosed = llvm::StringRef::npos;
+
+  /// The offset in the text of `offset` in `root`.
+  size_t textOffset(size_t offset) const {
+    auto piece = llvm::upper_bound(
+        pieces, offset, [](size_t o, auto p) { return o < p.first; });
+    return std::prev(piece)->second + (offset - std::prev(piece)->first);
+  }
+};
+} // namespace
+
+static SplitText split(llvm::StringRef text) {
+  SplitText s;
+  size_t copied = 0; // the text before this is in s.root
+  unsigned depth = 0;
+  bool expectKey = false, rootIsObject = false;
+  llvm::StringRef key;
+  // Inside an "entries" array: where its body and the current element start.
+  size_t body = llvm::StringRef::npos, element = 0;
+  std::vector<std::pair<llvm::StringRef, size_t>> elements;
+  auto endArray = [&](size_t end) {
+    llvm::StringRef last = text.slice(element, end);
+    if (!elements.empty() || !last.trim().empty())
+      elements.push_back({last, element});
+    s.root += text.slice(copied, body);
+    s.pieces.push_back({s.root.size(), end});
+    copied = end;
+    s.entries = std::move(elements);
+    elements.clear();
+    body = llvm::StringRef::npos;
+  };
+  for (size_t i = 0, e = text.size(); i < e; ++i) {
+    char c = text[i];
+    if (c == '"') {
+      size_t end = i + 1;
+      while (end < e && text[end] != '"')
+        end += text[end] == '\\' ? 2 : 1;
+      if (depth == 1 && expectKey) {
+        key = text.slice(i + 1, end);
+        expectKey = false;
+      }
+      i = end;
+    } else if (c == '{' || c == '[') {
+      if (++depth == 1) {
+        rootIsObject = c == '{';
+        expectKey = rootIsObject;
+      } else if (depth == 2 && c == '[' && rootIsObject && key == "entries") {
+        body = element = i + 1;
+      }
+    } else if (c == '}' || c == ']') {
+      if (depth == 2 && body != llvm::StringRef::npos) {
+        if (c == '}' && !text.slice(body, i).trim().empty())
+          s.misclosed = i;
+        endArray(i);
+      }
+      if (depth)
+        --depth;
+    } else if (c == ',' && depth == 1) {
+      expectKey = true;
+    } else if (c == ',' && depth == 2 && body != llvm::StringRef::npos) {
+      elements.push_back({text.slice(element, i), element});
+      element = i + 1;
+    }
+  }
+  if (body != llvm::StringRef::npos) // never closed: the root will not parse
+    endArray(text.size());
+  s.root += text.substr(copied);
+  return s;
+}
+
+/// A llvm::json::ParseError of a part of `text`, with the position in
+/// `text` that `at` maps the part's offsets to.
+static std::pair<size_t, std::string>
+relocate(llvm::Error error, llvm::StringRef text,
+         llvm::function_ref<size_t(size_t)> at) {
+  std::string message = llvm::toString(std::move(error));
+  // "[LINE:COLUMN, byte=OFFSET]: WHAT"
+  auto [position, what] = llvm::StringRef(message).split("]: ");
+  size_t byte = position.rfind("byte="), offset;
+  if (!position.starts_with("[") || byte == llvm::StringRef::npos ||
+      position.drop_front(byte + 5).getAsInteger(10, offset) || what.empty())
+    return {0, message};
+  offset = at(offset);
+  return {offset, fusec::jsonPosition(text, offset) + ": " + what.str()};
+}
+
 Database Database::load(llvm::StringRef path,
                         std::vector<std::string> &warnings) {
   Database db;
-  if (path.empty() || path == "none" || !llvm::sys::fs::exists(path))
+  if (path.empty() || path == "none")
     return db;
-  auto warn = [&](const llvm::Twine &what) {
-    warnings.push_back(("tuning database '" + path + "': " + what).str());
+  auto warning = [&](const llvm::Twine &what) {
+    return ("tuning database '" + path + "': " + what).str();
   };
-  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> file =
-      llvm::MemoryBuffer::getFile(path);
+  auto notJson = [&](const std::string &why) {
+    warnings.push_back(warning("not valid JSON (" + why + "); ignoring it"));
+    return Database();
+  };
+  llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> file =
+      readRegularFile(path, kMaxDatabaseBytes);
   if (!file) {
-    warn("cannot read it (" + file.getError().message() + "); ignoring it");
+    std::string why;
+    bool missing = false;
+    llvm::handleAllErrors(file.takeError(), [&](const llvm::ErrorInfoBase &e) {
+      missing = e.convertToErrorCode() == std::errc::no_such_file_or_directory;
+      why = e.message();
+    });
+    if (!missing)
+      warnings.push_back(warning("cannot read it (" + why + "); ignoring it"));
     return db;
   }
-  llvm::Expected<json::Value> root = json::parse((*file)->getBuffer());
-  if (!root) {
-    warn("not valid JSON (" + llvm::toString(root.takeError()) +
-         "); ignoring it");
-    return db;
-  }
-  const json::Object *object = root->getAsObject();
-  const json::Array *entries = object ? object->getArray("entries") : nullptr;
-  if (!object || object->getString("format") != kFormat ||
-      object->getInteger("version") != kFormatVersion || !entries) {
-    warn("not a fusec tuning database of version " +
-         llvm::Twine(kFormatVersion) + "; ignoring it");
-    return db;
-  }
+  llvm::StringRef text = (*file)->getBuffer();
+  if (llvm::Error error = checkJSONDepth(text))
+    return notJson(llvm::toString(std::move(error)));
+  auto notDatabase = [&] {
+    warnings.push_back(warning("not a fusec tuning database of version " +
+                               llvm::Twine(kFormatVersion) + "; ignoring it"));
+    return Database();
+  };
+  // A database is an object: an array is not parsed (a large one would
+  // make a large tree).
+  if (text.ltrim().starts_with("["))
+    return notDatabase();
+
+  SplitText parts = split(text);
+  std::optional<std::pair<size_t, std::string>> rootError;
+  llvm::Expected<json::Value> root = json::parse(parts.root);
+  if (!root)
+    rootError = relocate(root.takeError(), text, [&](size_t offset) {
+      return parts.textOffset(offset);
+    });
+  // json::ParseError positions are past the character at fault.
+  if (rootError && parts.misclosed != llvm::StringRef::npos &&
+      rootError->first == parts.misclosed + 1)
+    rootError->second = fusec::jsonPosition(text, rootError->first) +
+                        ": Expected , or ] after array element";
+  // Errors are reported in the order of the text: the root's first when it
+  // comes before the entries.
+  if (rootError &&
+      (parts.entries.empty() || rootError->first <= parts.entries[0].second))
+    return notJson(rootError->second);
+  json::Object *object = root ? root->getAsObject() : nullptr;
+  json::Array *inTree = object ? object->getArray("entries") : nullptr;
+  if (root && (!object || object->getString("format") != kFormat ||
+               object->getInteger("version") != kFormatVersion || !inTree))
+    return notDatabase();
+
   std::string current = version();
-  int64_t stale = 0;
-  for (auto [i, value] : llvm::enumerate(*entries)) {
+  int64_t stale = 0, malformed = 0;
+  std::vector<std::string> entryWarnings;
+  auto take = [&](size_t i, const json::Value &value) {
     std::string why;
     std::optional<Entry> entry = parseEntry(value, why);
     if (!entry) {
-      warn("entries[" + llvm::Twine(i) + "] ignored: " + why);
-      continue;
-    }
-    if (entry->fusec != current) {
+      // A few say what is wrong; the rest are counted, so that a database
+      // of many bad entries does not bury the output.
+      if (++malformed <= kMaxEntryWarnings)
+        entryWarnings.push_back(
+            warning("entries[" + llvm::Twine(i) + "] ignored: " + why));
+    } else if (entry->fusec != current) {
       ++stale;
       std::string text;
       llvm::raw_string_ostream(text) << value;
       db.foreign.push_back(std::move(text));
-      continue;
+    } else {
+      db.record(std::move(*entry));
     }
-    db.record(std::move(*entry));
+  };
+  // Entries under a key written with escapes ("entr\u0069es") stay in the
+  // tree; when that key comes last, it is the one json::parse keeps.
+  bool keptInTree = inTree && !inTree->empty();
+  if (keptInTree)
+    for (auto [i, value] : llvm::enumerate(*inTree))
+      take(i, value);
+  for (auto [i, part] : llvm::enumerate(parts.entries)) {
+    // Parsed in brackets, as in the file, so that what is wrong around the
+    // entry (two without a comma, a comma with none) reads as it would.
+    auto [element, offset] = part;
+    std::string wrapped = ("[" + element + "]").str();
+    llvm::Expected<json::Value> list = json::parse(wrapped);
+    if (!list)
+      return notJson(relocate(list.takeError(), text, [&](size_t o) {
+                       return offset + o - 1;
+                     }).second);
+    const json::Array &one = *list->getAsArray();
+    if (one.empty())
+      return notJson(fusec::jsonPosition(text, offset + element.size() + 1) +
+                     ": Invalid JSON value");
+    if (!keptInTree)
+      take(i, one[0]);
   }
+  if (rootError)
+    return notJson(rootError->second);
+
+  llvm::append_range(warnings, entryWarnings);
+  if (malformed > kMaxEntryWarnings)
+    warnings.push_back(warning("... and " +
+                               llvm::Twine(malformed - kMaxEntryWarnings) +
+                               " more malformed entries ignored (" +
+                               llvm::Twine(malformed) + " in all)"));
   if (stale)
-    warn(llvm::Twine(stale) + " entries were tuned by another fusec build " +
-         "and are ignored (this is " + current + "); run `fusec tune` again");
+    warnings.push_back(warning(llvm::Twine(stale) +
+                               " entries were tuned by another fusec " +
+                               "build and are ignored (this is " + current +
+                               "); run `fusec tune` again"));
   return db;
+}
+
+/// The key of the index: what one entry is recorded for.
+static std::string indexKey(llvm::StringRef kernel, llvm::StringRef chip,
+                            llvm::StringRef gpu) {
+  return (kernel + llvm::Twine('\0') + chip + llvm::Twine('\0') + gpu).str();
 }
 
 const Entry *Database::lookup(llvm::StringRef kernel, llvm::StringRef chip,
                               llvm::StringRef gpu) const {
-  for (const Entry &entry : entries)
-    if (entry.kernel == kernel && entry.chip == chip &&
-        (gpu.empty() || entry.gpu == gpu))
-      return &entry;
-  return nullptr;
+  const llvm::StringMap<size_t> &map = gpu.empty() ? anyGpu : index;
+  auto it = map.find(indexKey(kernel, chip, gpu));
+  return it == map.end() ? nullptr : &recorded[it->second];
 }
 
 void Database::record(Entry entry) {
-  for (Entry &old : entries)
-    if (old.kernel == entry.kernel && old.chip == entry.chip &&
-        old.gpu == entry.gpu) {
-      old = std::move(entry);
-      return;
-    }
-  entries.push_back(std::move(entry));
+  auto [it, inserted] = index.try_emplace(
+      indexKey(entry.kernel, entry.chip, entry.gpu), recorded.size());
+  if (!inserted) {
+    recorded[it->second] = std::move(entry);
+    return;
+  }
+  // The first entry of a kernel and chip answers lookups for any GPU.
+  anyGpu.try_emplace(indexKey(entry.kernel, entry.chip, ""), recorded.size());
+  recorded.push_back(std::move(entry));
 }
 
 bool Database::save(llvm::StringRef path, std::string &error) const {
   json::Array list;
   for (const std::string &text : foreign)
-    if (llvm::Expected<json::Value> value = json::parse(text))
+    if (llvm::Expected<json::Value> value = parseJSON(text))
       list.push_back(std::move(*value));
     else
       llvm::consumeError(value.takeError());
-  for (const Entry &entry : entries) {
+  for (const Entry &entry : recorded) {
     json::Object tile;
     for (const auto &[key, value] : entry.tile)
       tile[key] = value;

@@ -17,6 +17,7 @@
 #include "fusec/Tuning/TuningDB.h"
 #include "fusec/Conversion/FuseToGPU.h"
 #include "fusec/Support/Npy.h"
+#include "fusec/Support/SafeRead.h"
 #include "fusec/Support/Summary.h"
 #include "fusec/runtime/Runtime.h"
 
@@ -646,7 +647,7 @@ configOf(llvm::StringRef artifact, llvm::StringRef name) {
     return {};
   llvm::StringRef line = artifact.drop_front(at + prefix.size());
   line = line.take_until([](char c) { return c == '\n'; });
-  llvm::Expected<llvm::json::Value> value = llvm::json::parse(line);
+  llvm::Expected<llvm::json::Value> value = parseJSON(line);
   if (!value) {
     llvm::consumeError(value.takeError());
     return {};

@@ -13,8 +13,10 @@
 #ifndef FUSEC_TUNING_TUNINGDB_H
 #define FUSEC_TUNING_TUNINGDB_H
 
+#include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringRef.h"
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -24,6 +26,14 @@ class KernelOp;
 } // namespace mlir::fuse
 
 namespace fusec::tuning {
+
+/// The largest database read (docs/Tuning.md): 64 MiB, some 120,000
+/// entries as `fusec tune` writes them. A larger file is ignored with a
+/// warning.
+constexpr uint64_t kMaxDatabaseBytes = 64 << 20;
+/// Malformed entries warned about one by one; the rest are counted in one
+/// more warning.
+constexpr int64_t kMaxEntryWarnings = 10;
 
 /// "0.1.0+<commit>[-dirty]": the build entries are keyed by.
 std::string version();
@@ -59,8 +69,11 @@ struct Entry {
 class Database {
 public:
   /// Reads `path`; a missing file is an empty database. What cannot be
-  /// trusted (a file that is not the format, malformed entries, entries of
-  /// another fusec build) is left out, with a line in `warnings` each.
+  /// trusted (a file that is not a regular file of at most
+  /// kMaxDatabaseBytes, not the format, malformed entries, entries of
+  /// another fusec build) is left out with a line in `warnings`: one per
+  /// malformed entry up to kMaxEntryWarnings, then one for the rest. Time
+  /// and memory are linear in the file's size.
   static Database load(llvm::StringRef path,
                        std::vector<std::string> &warnings);
 
@@ -74,9 +87,17 @@ public:
   /// over it), creating its directory; false with `error` on failure.
   bool save(llvm::StringRef path, std::string &error) const;
 
-  std::vector<Entry> entries;
+  /// The entries of this build, in the order they were first recorded.
+  const std::vector<Entry> &entries() const { return recorded; }
+
   /// Entries of other fusec builds, kept as they were when saving.
   std::vector<std::string> foreign;
+
+private:
+  std::vector<Entry> recorded;
+  /// "kernel\0chip\0gpu" -> its entry in `recorded`; with the GPU left
+  /// empty, the first entry of the kernel and chip.
+  llvm::StringMap<size_t> index, anyGpu;
 };
 
 } // namespace fusec::tuning
