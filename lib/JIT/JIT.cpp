@@ -13,6 +13,7 @@
 #include "fusec/InitAll.h"
 #include "fusec/Pipelines/Pipelines.h"
 #include "fusec/Reference/Interpreter.h"
+#include "fusec/Support/SafeRead.h"
 #include "fusec/Target/PTX.h"
 #include "fusec/Tuning/TuningDB.h"
 
@@ -45,6 +46,8 @@ namespace {
 /// Changes whenever the key's recipe or the entry format changes.
 constexpr llvm::StringLiteral kCacheFormat = "fusec-kernel-cache v1";
 constexpr llvm::StringLiteral kEntryHeader = "// fusec-cache-entry: ";
+/// The largest disk entry read (docs/JIT.md): artifacts are megabytes.
+constexpr uint64_t kMaxEntryBytes = uint64_t(1) << 30;
 
 std::string sha256Hex(llvm::StringRef text) {
   return llvm::toHex(llvm::SHA256::hash(llvm::arrayRefFromStringRef(text)),
@@ -81,9 +84,11 @@ std::string cacheKey(const std::string &mlir, const Options &options) {
   std::string db = tuningPath(options);
   if (db == "none") {
     os << "none";
-  } else if (auto file = llvm::MemoryBuffer::getFile(db)) {
+  } else if (auto file = readRegularFile(db, tuning::kMaxDatabaseBytes)) {
     os << sha256Hex((*file)->getBuffer());
   } else {
+    // The compilation ignores a database it refuses, as a missing one.
+    llvm::consumeError(file.takeError());
     os << "absent";
   }
   os << "\n" << mlir;
@@ -99,9 +104,22 @@ std::string entryPath(const Options &options, const std::string &key) {
 /// The artifact of a disk entry, or "" (with `warning` set when the entry
 /// exists but is damaged: it is removed).
 std::string readEntry(const std::string &path, std::string &warning) {
-  auto file = llvm::MemoryBuffer::getFile(path);
-  if (!file)
+  auto file = readRegularFile(path, kMaxEntryBytes);
+  if (!file) {
+    std::string why;
+    bool missing = false;
+    llvm::handleAllErrors(file.takeError(), [&](const llvm::ErrorInfoBase &e) {
+      missing = e.convertToErrorCode() == std::errc::no_such_file_or_directory;
+      why = e.message();
+    });
+    if (missing)
+      return "";
+    // A link to /dev/zero, a FIFO, a huge file: never read, and replaced.
+    warning += "fusec: the kernel cache entry '" + path + "' cannot be read (" +
+               why + "); it was compiled again and replaced\n";
+    llvm::sys::fs::remove(path);
     return "";
+  }
   llvm::StringRef text = (*file)->getBuffer();
   auto [header, artifact] = text.split('\n');
   if (header.consume_front(kEntryHeader) && header == sha256Hex(artifact) &&

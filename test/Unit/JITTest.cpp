@@ -17,7 +17,10 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <thread>
+#include <unistd.h>
 #include <vector>
 
 using namespace fusec;
@@ -157,6 +160,51 @@ TEST_F(JIT, RebuildsADamagedEntry) {
     EXPECT_EQ(jit::compile(reluGraph(3), options).source,
               jit::Source::DiskCache);
   }
+}
+
+TEST_F(JIT, NeverReadsACacheEntryThatIsNotARegularFile) {
+  // A link to /dev/zero was read until the process was killed, and a FIFO
+  // blocked: end the test rather than hang.
+  ::alarm(60);
+  jit::Result cold = jit::compile(reluGraph(4), options);
+  ASSERT_TRUE(cold.ok()) << cold.error;
+  ASSERT_EQ(entries().size(), 1u);
+  fs::path entry = entries()[0];
+  for (auto [kind, why] :
+       {std::pair{"link", "it is a character device, not a regular file"},
+        {"fifo", "it is a FIFO, not a regular file"}}) {
+    fs::remove(entry);
+    if (std::string(kind) == "link")
+      fs::create_symlink("/dev/zero", entry);
+    else
+      ASSERT_EQ(::mkfifo(entry.c_str(), 0600), 0);
+    jit::clearMemoryCache();
+    jit::Result again = jit::compile(reluGraph(4), options);
+    ASSERT_TRUE(again.ok()) << again.error;
+    EXPECT_EQ(again.source, jit::Source::Compiled) << kind;
+    EXPECT_EQ(again.artifact, cold.artifact);
+    EXPECT_EQ(again.warnings, "fusec: the kernel cache entry '" +
+                                  entry.string() + "' cannot be read (" + why +
+                                  "); it was compiled again and replaced\n");
+    // Replaced by a good entry.
+    EXPECT_TRUE(fs::is_regular_file(fs::symlink_status(entry))) << kind;
+    jit::clearMemoryCache();
+    EXPECT_EQ(jit::compile(reluGraph(4), options).source,
+              jit::Source::DiskCache);
+  }
+  ::alarm(0);
+}
+
+TEST_F(JIT, RefusesATuningDatabaseThatIsNotARegularFile) {
+  // The cache key hashes the database: that read must not block either.
+  ::alarm(60);
+  fs::create_directories(dir);
+  fs::path fifo = dir / "tuning.json";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  options.tuningDb = fifo.string();
+  jit::Result r = jit::compile(reluGraph(4), options);
+  ::alarm(0);
+  EXPECT_TRUE(r.ok()) << r.error;
 }
 
 TEST_F(JIT, ManyThreadsCompileTheSameAndDifferentGraphs) {
