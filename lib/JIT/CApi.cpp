@@ -4,6 +4,8 @@
 #include "fusec/JIT.h"
 #include "fusec/Target/TargetDescription.h"
 
+#include "Evaluate.h"
+
 #include "llvm/ADT/STLExtras.h"
 
 #include <map>
@@ -168,23 +170,23 @@ fusec_jit_evaluation *fusec_jit_evaluate(const char *mlir, const char *name,
                           "are null";
     return e;
   }
-  std::vector<jit::HostTensor> tensors;
-  for (size_t i = 0; i < num_inputs; ++i) {
-    jit::HostTensor t;
-    t.shape = toVector(inputs[i].shape, inputs[i].rank);
-    int64_t count = 1;
-    for (int64_t d : t.shape)
-      count = d < 0 ? -1 : count * d;
-    if (count < 0 || (count && !inputs[i].data)) {
-      e->evaluation.error = "fusec_jit_evaluate: input " + std::to_string(i) +
-                            " has a negative extent or no data";
-      return e;
-    }
-    t.data.assign(inputs[i].data, inputs[i].data + count);
-    tensors.push_back(std::move(t));
+  // The caller's arrays are viewed, not copied: their number and shapes
+  // are compared with the graph's before anything is allocated.
+  static_assert(sizeof(long long) == sizeof(int64_t));
+  try {
+    e->evaluation = jit::detail::evaluate(
+        mlir, num_inputs,
+        [&](size_t i) {
+          return jit::detail::InputView{
+              reinterpret_cast<const int64_t *>(inputs[i].shape),
+              inputs[i].rank, inputs[i].data, std::nullopt};
+        },
+        entry ? entry : "", name ? name : "<graph>");
+  } catch (const std::bad_alloc &) {
+    // Nothing may throw through a C interface.
+    e->evaluation = jit::Evaluation();
+    e->evaluation.error = "fusec_jit_evaluate: out of host memory";
   }
-  e->evaluation = jit::evaluate(mlir, tensors, entry ? entry : "",
-                                name ? name : "<graph>");
   return e;
 }
 

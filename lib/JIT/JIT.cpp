@@ -10,6 +10,8 @@
 
 #include "fusec/JIT.h"
 
+#include "Evaluate.h"
+
 #include "fusec/InitAll.h"
 #include "fusec/Pipelines/Pipelines.h"
 #include "fusec/Reference/Interpreter.h"
@@ -334,10 +336,11 @@ Result fusec::jit::compileFile(const std::string &path,
   return compile((*file)->getBuffer().str(), options, path);
 }
 
-Evaluation fusec::jit::evaluate(const std::string &mlir,
-                                const std::vector<HostTensor> &inputs,
-                                const std::string &entry,
-                                const std::string &name) {
+Evaluation
+fusec::jit::detail::evaluate(const std::string &mlir, size_t numInputs,
+                             llvm::function_ref<InputView(size_t)> input,
+                             const std::string &entry,
+                             const std::string &name) {
   Evaluation result;
   ParsedGraph graph;
   result.error = graph.parse(mlir, name, entry);
@@ -349,43 +352,92 @@ Evaluation fusec::jit::evaluate(const std::string &mlir,
                    message + "\n";
     return result;
   };
-  if (inputs.size() != func.getNumArguments())
+  if (numInputs != func.getNumArguments())
     return fail("the graph takes " + std::to_string(func.getNumArguments()) +
-                " inputs, " + std::to_string(inputs.size()) + " were given");
-  std::vector<ref::Tensor> tensors;
-  for (auto [i, input] : llvm::enumerate(inputs)) {
+                " inputs, " + std::to_string(numInputs) + " were given");
+  // Everything about the inputs is checked before anything is allocated:
+  // a shape is not multiplied out (it may overflow), only compared.
+  for (size_t i = 0; i < numInputs; ++i) {
     auto type = cast<RankedTensorType>(func.getArgumentTypes()[i]);
-    if (llvm::ArrayRef<int64_t>(input.shape) != type.getShape()) {
-      std::string shape;
-      for (int64_t d : input.shape)
-        shape += (shape.empty() ? "" : "x") + std::to_string(d);
-      return fail("input " + std::to_string(i) + " has shape [" + shape +
-                  "], the graph takes " + llvm::formatv("{0}", type).str());
+    std::string takes = llvm::formatv("{0}", type).str();
+    InputView in = input(i);
+    if (in.rank != static_cast<size_t>(type.getRank()))
+      return fail("input " + std::to_string(i) + " has rank " +
+                  std::to_string(in.rank) + ", the graph takes " + takes);
+    if (in.rank && !in.shape)
+      return fail("input " + std::to_string(i) + " has no shape");
+    llvm::ArrayRef<int64_t> shape(in.shape, in.rank);
+    if (shape != type.getShape()) {
+      std::string text;
+      for (int64_t d : shape)
+        text += (text.empty() ? "" : "x") + std::to_string(d);
+      return fail("input " + std::to_string(i) + " has shape [" + text +
+                  "], the graph takes " + takes);
     }
-    if (input.data.size() != static_cast<size_t>(type.getNumElements()))
+    // The argument's shape is verified to fit in int64.
+    auto count = static_cast<size_t>(type.getNumElements());
+    if (in.size && *in.size != count)
       return fail("input " + std::to_string(i) + " holds " +
-                  std::to_string(input.data.size()) + " values, its shape " +
-                  std::to_string(type.getNumElements()));
-    ref::DType dtype = *ref::getDType(type.getElementType());
-    ref::Tensor t(input.shape, input.data);
-    for (double &v : t.data)
-      v = ref::roundTo(dtype, v);
-    tensors.push_back(std::move(t));
+                  std::to_string(*in.size) + " values, its shape " +
+                  std::to_string(count));
+    if (!in.data)
+      return fail("input " + std::to_string(i) + " has no data");
   }
-  FailureOr<std::vector<ref::Tensor>> outputs = ref::evaluate(func, tensors);
-  if (failed(outputs)) {
-    // The interpreter emits a located error.
-    result.error = graph.failure(name + ": error: the reference interpreter "
-                                        "failed\n");
+  if (failed(ref::checkHostMemory(func))) {
+    result.error = graph.failure(name + ": error: not enough host memory\n");
     return result;
   }
-  for (auto [t, type] : llvm::zip_equal(*outputs, func.getResultTypes()))
-    result.outputs.push_back(
-        {t.shape,
-         static_cast<DType>(
-             *ref::getDType(cast<RankedTensorType>(type).getElementType())),
-         std::move(t.data)});
+  try {
+    std::vector<ref::Tensor> tensors;
+    tensors.reserve(numInputs);
+    for (size_t i = 0; i < numInputs; ++i) {
+      auto type = cast<RankedTensorType>(func.getArgumentTypes()[i]);
+      ref::DType dtype = *ref::getDType(type.getElementType());
+      InputView in = input(i);
+      ref::Tensor t;
+      t.shape.assign(type.getShape().begin(), type.getShape().end());
+      t.data.resize(type.getNumElements());
+      for (auto [v, x] : llvm::zip_equal(
+               t.data, llvm::ArrayRef<double>(in.data, t.data.size())))
+        v = ref::roundTo(dtype, x);
+      tensors.push_back(std::move(t));
+    }
+    FailureOr<std::vector<ref::Tensor>> outputs = ref::evaluate(func, tensors);
+    if (failed(outputs)) {
+      // The interpreter emits a located error.
+      result.error = graph.failure(name + ": error: the reference "
+                                          "interpreter failed\n");
+      return result;
+    }
+    for (auto [t, type] : llvm::zip_equal(*outputs, func.getResultTypes()))
+      result.outputs.push_back(
+          {t.shape,
+           static_cast<DType>(
+               *ref::getDType(cast<RankedTensorType>(type).getElementType())),
+           std::move(t.data)});
+  } catch (const std::bad_alloc &) {
+    // checkHostMemory goes by the machine's memory; a process limit (ulimit,
+    // a cgroup) may be lower.
+    result.outputs.clear();
+    return fail("out of host memory: the float64 reference interpreter "
+                "could not allocate its tensors (a process memory limit may "
+                "be lower than the machine's memory)");
+  }
   return result;
+}
+
+Evaluation fusec::jit::evaluate(const std::string &mlir,
+                                const std::vector<HostTensor> &inputs,
+                                const std::string &entry,
+                                const std::string &name) {
+  return detail::evaluate(
+      mlir, inputs.size(),
+      [&](size_t i) {
+        const HostTensor &t = inputs[i];
+        return detail::InputView{t.shape.data(), t.shape.size(), t.data.data(),
+                                 t.data.size()};
+      },
+      entry, name);
 }
 
 double fusec::jit::relativeError(const std::vector<double> &result,

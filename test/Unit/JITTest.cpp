@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -607,6 +608,109 @@ TEST_F(JIT, EvaluatesOnTheReferenceInterpreter) {
             std::string::npos);
   EXPECT_EQ(jit::tolerance(jit::DType::BF16), 3e-2);
   EXPECT_EQ(jit::tolerance(jit::DType::F32, "tf32"), 5e-3);
+}
+
+TEST_F(JIT, EvaluateChecksShapesBeforeAllocating) {
+  std::string g = "func.func @g(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {\n"
+                  "  %0 = fuse.relu %x : tensor<4x8xf32>\n"
+                  "  return %0 : tensor<4x8xf32>\n}\n";
+  std::vector<double> small(32, 1.0);
+  auto evaluate = [&](std::vector<long long> shape, const std::string &graph) {
+    fusec_jit_host_tensor in{small.data(), shape.data(), shape.size()};
+    fusec_jit_evaluation *e =
+        fusec_jit_evaluate(graph.c_str(), "g.mlir", nullptr, &in, 1);
+    std::string error = fusec_jit_evaluation_error(e);
+    fusec_jit_evaluation_free(e);
+    return error;
+  };
+  // [2^40, 8] for a 4x8 argument: allocated 2^43 values (bad_alloc, an
+  // abort) before the shapes were compared.
+  EXPECT_EQ(evaluate({1LL << 40, 8}, g),
+            "g.mlir: error: @g: input 0 has shape [1099511627776x8], the "
+            "graph takes tensor<4x8xf32>\n");
+  // Extents whose product overflows int64, or negative: compared, not
+  // multiplied.
+  EXPECT_NE(evaluate({1LL << 62, 1LL << 62}, g).find("has shape ["),
+            std::string::npos);
+  EXPECT_NE(evaluate({-4, -8}, g).find("input 0 has shape [-4x-8]"),
+            std::string::npos);
+  EXPECT_EQ(evaluate({4, 8, 1}, g), "g.mlir: error: @g: input 0 has rank 3, "
+                                    "the graph takes tensor<4x8xf32>\n");
+  EXPECT_EQ(evaluate({4, 8}, g), "");
+  // A huge shape that matches the graph: refused for the host memory it
+  // would take, before anything is allocated.
+  std::string huge = g;
+  for (size_t at; (at = huge.find("4x8")) != std::string::npos;)
+    huge.replace(at, 3, "1099511627776x8");
+  EXPECT_NE(evaluate({1LL << 40, 8}, huge)
+                .find("bytes of host memory for the float64 reference "
+                      "interpreter"),
+            std::string::npos);
+  // A rank with no shape, a tensor with no data, and a count of inputs far
+  // past the array (nothing is read or allocated for them).
+  fusec_jit_host_tensor noShape{small.data(), nullptr, 2};
+  fusec_jit_evaluation *e =
+      fusec_jit_evaluate(g.c_str(), "g.mlir", nullptr, &noShape, 1);
+  EXPECT_STREQ(fusec_jit_evaluation_error(e),
+               "g.mlir: error: @g: input 0 has no shape\n");
+  fusec_jit_evaluation_free(e);
+  e = fusec_jit_evaluate(g.c_str(), "g.mlir", nullptr, &noShape,
+                         size_t(1) << 40);
+  EXPECT_STREQ(fusec_jit_evaluation_error(e),
+               "g.mlir: error: @g: the graph takes 1 inputs, 1099511627776 "
+               "were given\n");
+  fusec_jit_evaluation_free(e);
+  long long shape[] = {4, 8};
+  fusec_jit_host_tensor noData{nullptr, shape, 2};
+  e = fusec_jit_evaluate(g.c_str(), "g.mlir", nullptr, &noData, 1);
+  EXPECT_STREQ(fusec_jit_evaluation_error(e),
+               "g.mlir: error: @g: input 0 has no data\n");
+  fusec_jit_evaluation_free(e);
+
+  // The C++ API: a HostTensor of the right shape but too few values.
+  jit::HostTensor x{{4, 8}, jit::DType::F32, std::vector<double>(31)};
+  EXPECT_EQ(jit::evaluate(g, {x}, "", "g.mlir").error,
+            "g.mlir: error: @g: input 0 holds 31 values, its shape 32\n");
+}
+
+/// Evaluates `graph` (one 8192x16384 f32 input) under an address-space
+/// limit 512 MiB above what the process maps now, prints the error, exits.
+[[noreturn]] void evaluateUnderALimit(const std::string &graph) {
+  long pages = 0;
+  if (FILE *statm = std::fopen("/proc/self/statm", "r")) {
+    if (std::fscanf(statm, "%ld", &pages) != 1)
+      pages = 0;
+    std::fclose(statm);
+  }
+  rlimit limit;
+  limit.rlim_cur = limit.rlim_max =
+      rlim_t(pages) * ::sysconf(_SC_PAGESIZE) + (rlim_t(1) << 29);
+  if (pages == 0 || ::setrlimit(RLIMIT_AS, &limit) != 0)
+    std::_Exit(2);
+  // The shape matches; the data is never read, as the copy is what cannot
+  // be allocated.
+  long long shape[] = {8192, 16384};
+  double one = 1;
+  fusec_jit_host_tensor in{&one, shape, 2};
+  fusec_jit_evaluation *e =
+      fusec_jit_evaluate(graph.c_str(), "g.mlir", nullptr, &in, 1);
+  std::fputs(fusec_jit_evaluation_error(e), stderr);
+  std::_Exit(0);
+}
+
+TEST(JITDeathTest, EvaluateOutOfHostMemoryIsAnError) {
+#if defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "an address-space limit breaks AddressSanitizer";
+#endif
+  // 1 GiB of values: within the machine's memory, which evaluate checks
+  // first, but not within the process's limit. A bad_alloc is an error.
+  std::string t = "tensor<8192x16384xf32>";
+  std::string g = "func.func @g(%x: " + t + ") -> " + t +
+                  " {\n  %0 = fuse.relu %x : " + t + "\n  return %0 : " + t +
+                  "\n}\n";
+  EXPECT_EXIT(evaluateUnderALimit(g), ::testing::ExitedWithCode(0),
+              "g.mlir: error: @g: out of host memory: the float64 reference "
+              "interpreter could not allocate its tensors");
 }
 
 TEST_F(JIT, CApiEvaluatesAndBuilds) {

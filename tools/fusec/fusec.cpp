@@ -276,21 +276,24 @@ static FailureOr<std::vector<ref::Tensor>> makeInputs(func::FuncOp func) {
     auto type = cast<RankedTensorType>(func.getArgument(i).getType());
     ref::DType dtype = *ref::getDType(type.getElementType());
     std::vector<int64_t> shape(type.getShape().begin(), type.getShape().end());
-    ref::Tensor t(shape);
     const std::string &path = inputFiles[i];
     std::string error;
     auto buffer = openInputFile(path, &error);
     if (!buffer)
       return fail(error);
-    NpyArray array;
-    if (!parseNpy(buffer->getBuffer().str(), array, error))
+    // The shape is checked before anything is allocated for the data.
+    NpyHeader header;
+    if (!parseNpyHeader(buffer->getBufferStart(), buffer->getBufferSize(),
+                        header, error))
       return fail(path + ": " + error);
-    if (array.shape != shape)
+    if (header.shape != shape)
       return fail(llvm::formatv("{0}: shape {1} does not match argument "
                                 "#{2} of @{3}, which is {4}",
-                                path, formatShape(array.shape), i,
+                                path, formatShape(header.shape), i,
                                 func.getSymName(), formatShape(shape)));
-    t.data = std::move(array.data);
+    ref::Tensor t(shape);
+    readNpyValues(buffer->getBufferStart(), header, 0, header.count,
+                  t.data.data());
     inputs.push_back(ref::castTo(t, dtype));
   }
   return inputs;
