@@ -384,30 +384,42 @@ void Database::record(Entry entry) {
   recorded.push_back(std::move(entry));
 }
 
+/// Writes the database as llvm::json would print its whole tree with an
+/// indent of 2 (keys sorted), an entry at a time: the tree of a large
+/// database takes some 80 bytes of memory per byte of text.
+static void writeDatabase(llvm::raw_ostream &os,
+                          llvm::ArrayRef<std::string> foreign,
+                          llvm::ArrayRef<Entry> entries) {
+  json::OStream out(os, /*IndentSize=*/2);
+  out.object([&] {
+    out.attributeArray("entries", [&] {
+      for (const std::string &text : foreign)
+        if (llvm::Expected<json::Value> value = fusec::parseJSON(text))
+          out.value(*value);
+        else
+          llvm::consumeError(value.takeError());
+      for (const Entry &entry : entries)
+        out.object([&] {
+          out.attribute("chip", entry.chip);
+          out.attribute("description", entry.description);
+          out.attribute("family", entry.family);
+          out.attribute("fusec", entry.fusec);
+          out.attribute("gpu", entry.gpu);
+          out.attribute("heuristic_ms", entry.heuristicMs);
+          out.attribute("kernel", entry.kernel);
+          out.attribute("ms", entry.ms);
+          out.attributeObject("tile", [&] {
+            for (const auto &[key, value] : entry.tile) // std::map: sorted
+              out.attribute(key, value);
+          });
+        });
+    });
+    out.attribute("format", kFormat);
+    out.attribute("version", kFormatVersion);
+  });
+}
+
 bool Database::save(llvm::StringRef path, std::string &error) const {
-  json::Array list;
-  for (const std::string &text : foreign)
-    if (llvm::Expected<json::Value> value = parseJSON(text))
-      list.push_back(std::move(*value));
-    else
-      llvm::consumeError(value.takeError());
-  for (const Entry &entry : recorded) {
-    json::Object tile;
-    for (const auto &[key, value] : entry.tile)
-      tile[key] = value;
-    list.push_back(json::Object{{"kernel", entry.kernel},
-                                {"description", entry.description},
-                                {"chip", entry.chip},
-                                {"gpu", entry.gpu},
-                                {"fusec", entry.fusec},
-                                {"family", entry.family},
-                                {"tile", std::move(tile)},
-                                {"ms", entry.ms},
-                                {"heuristic_ms", entry.heuristicMs}});
-  }
-  json::Object root{{"format", kFormat},
-                    {"version", kFormatVersion},
-                    {"entries", std::move(list)}};
   llvm::StringRef dir = llvm::sys::path::parent_path(path);
   if (!dir.empty())
     if (std::error_code ec = llvm::sys::fs::create_directories(dir)) {
@@ -425,7 +437,8 @@ bool Database::save(llvm::StringRef path, std::string &error) const {
   }
   {
     llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
-    os << llvm::formatv("{0:2}", json::Value(std::move(root))) << "\n";
+    writeDatabase(os, foreign, recorded);
+    os << "\n";
     os.close();
     if (os.has_error()) {
       error = "cannot write '" + temp.str().str() + "': " +

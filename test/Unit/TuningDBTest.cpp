@@ -71,6 +71,17 @@ protected:
     return text + "]}";
   }
 
+  /// `file` is laid out as llvm::json prints a tree with an indent of 2
+  /// (save writes an entry at a time, without building the tree).
+  static void expectJsonLayout(const std::string &file) {
+    auto buffer = llvm::MemoryBuffer::getFile(file);
+    ASSERT_TRUE(!!buffer);
+    llvm::StringRef text = (*buffer)->getBuffer();
+    llvm::Expected<llvm::json::Value> value = llvm::json::parse(text);
+    ASSERT_TRUE(!!value) << llvm::toString(value.takeError());
+    EXPECT_EQ(text.str(), llvm::formatv("{0:2}", *value).str() + "\n");
+  }
+
   llvm::SmallString<128> dir;
 };
 
@@ -294,6 +305,7 @@ TEST_F(TuningDBTest, StaleEntriesAreNotTrustedButKept) {
   // and forth loses nothing.
   std::string error;
   ASSERT_TRUE(db.save(file, error)) << error;
+  expectJsonLayout(file);
   warnings.clear();
   Database again = Database::load(file, warnings);
   EXPECT_EQ(again.foreign.size(), 1u);
@@ -346,6 +358,7 @@ TEST_F(TuningDBTest, SaveRoundTripsAtomicallyIntoNewDirectories) {
   std::string file = path("a/b/tuning.json");
   std::string error;
   ASSERT_TRUE(db.save(file, error)) << error;
+  expectJsonLayout(file);
 
   std::vector<std::string> warnings;
   Database back = Database::load(file, warnings);
