@@ -327,10 +327,10 @@ Result fusec::jit::compile(const std::string &mlir, const Options &options,
 
 Result fusec::jit::compileFile(const std::string &path,
                                const Options &options) {
-  auto file = llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
+  auto file = readBoundedText(path, kMaxGraphTextBytes);
   if (!file) {
     Result result;
-    result.error = "cannot open '" + path + "': " + file.getError().message();
+    result.error = "cannot open '" + path + "': " + toString(file.takeError());
     return result;
   }
   return compile((*file)->getBuffer().str(), options, path);

@@ -7,6 +7,8 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 
+#include <cerrno>
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -68,6 +70,95 @@ fusec::readRegularFile(const llvm::Twine &path, uint64_t maxBytes) {
     return llvm::createStringError(buffer.getError(),
                                    buffer.getError().message());
   return std::move(*buffer);
+}
+
+llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>>
+fusec::mapRegularFile(const llvm::Twine &path) {
+  llvm::SmallString<256> storage;
+  llvm::StringRef name = path.toNullTerminatedStringRef(storage);
+  int fd = llvm::sys::RetryAfterSignal(-1, ::open, name.data(),
+                                       O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) {
+    std::error_code ec(errno, std::generic_category());
+    return llvm::createStringError(ec, ec.message());
+  }
+  llvm::scope_exit closeFd([fd] { ::close(fd); });
+  llvm::sys::fs::file_status status;
+  if (std::error_code ec = llvm::sys::fs::status(fd, status))
+    return llvm::createStringError(ec, ec.message());
+  if (status.type() != llvm::sys::fs::file_type::regular_file)
+    return llvm::createStringError(
+        std::make_error_code(std::errc::invalid_argument),
+        llvm::Twine("it is ") + describe(status.type()) +
+            ", not a regular file");
+  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =
+      llvm::MemoryBuffer::getOpenFile(fd, name, status.getSize(),
+                                      /*RequiresNullTerminator=*/false);
+  if (!buffer)
+    return llvm::createStringError(buffer.getError(),
+                                   buffer.getError().message());
+  return std::move(*buffer);
+}
+
+llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>>
+fusec::readBoundedText(const llvm::Twine &path, uint64_t maxBytes) {
+  llvm::SmallString<256> storage;
+  llvm::StringRef name = path.toNullTerminatedStringRef(storage);
+  bool stdIn = name == "-";
+  // Blocking: a FIFO named on the command line is meant to be read.
+  int fd = stdIn ? 0
+                 : llvm::sys::RetryAfterSignal(-1, ::open, name.data(),
+                                               O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    std::error_code ec(errno, std::generic_category());
+    return llvm::createStringError(ec, ec.message());
+  }
+  llvm::scope_exit closeFd([fd, stdIn] {
+    if (!stdIn)
+      ::close(fd);
+  });
+  llvm::sys::fs::file_status status;
+  if (std::error_code ec = llvm::sys::fs::status(fd, status))
+    return llvm::createStringError(ec, ec.message());
+  auto tooLarge = [&] {
+    return llvm::createStringError(
+        std::make_error_code(std::errc::file_too_large),
+        llvm::formatv("it holds more than {0} bytes, the most fusec reads of "
+                      "graph text",
+                      maxBytes));
+  };
+  if (status.type() == llvm::sys::fs::file_type::directory_file)
+    return llvm::createStringError(
+        std::make_error_code(std::errc::is_a_directory), "it is a directory");
+  if (status.type() == llvm::sys::fs::file_type::regular_file) {
+    if (status.getSize() > maxBytes)
+      return tooLarge();
+    llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =
+        llvm::MemoryBuffer::getOpenFile(fd, stdIn ? "<stdin>" : name,
+                                        status.getSize());
+    if (!buffer)
+      return llvm::createStringError(buffer.getError(),
+                                     buffer.getError().message());
+    return std::move(*buffer);
+  }
+  // A stream: read to its end, one byte past the bound at most.
+  std::string text;
+  char chunk[1 << 16];
+  while (true) {
+    ssize_t n = ::read(fd, chunk, sizeof(chunk));
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0) {
+      std::error_code ec(errno, std::generic_category());
+      return llvm::createStringError(ec, ec.message());
+    }
+    if (n == 0)
+      break;
+    if (text.size() + n > maxBytes)
+      return tooLarge();
+    text.append(chunk, n);
+  }
+  return llvm::MemoryBuffer::getMemBufferCopy(text, stdIn ? "<stdin>" : name);
 }
 
 std::string fusec::jsonPosition(llvm::StringRef text, size_t offset) {

@@ -96,6 +96,23 @@ TEST_F(JIT, ErrorsAreLocatedInTheGraph) {
   EXPECT_TRUE(entries().empty());
   r = jit::compileFile((dir / "missing.mlir").string(), options);
   EXPECT_EQ(r.error.rfind("cannot open '", 0), 0u) << r.error;
+  // Graph text is read under a bound: /dev/zero is not read to its end.
+  r = jit::compileFile("/dev/zero", options);
+  EXPECT_EQ(r.error, "cannot open '/dev/zero': it holds more than 268435456 "
+                     "bytes, the most fusec reads of graph text");
+}
+
+TEST_F(JIT, PassesOverPrivateDeclarations) {
+  // A declaration beside the graph is harmless (a graph calls nothing);
+  // asked for by name, it is refused.
+  std::string text =
+      "func.func private @h(tensor<4xf32>) -> tensor<4xf32>\n" + reluGraph(4);
+  jit::Result r = jit::compile(text, options, "decl.mlir");
+  EXPECT_TRUE(r.ok()) << r.error;
+  options.entry = "h";
+  r = jit::compile(text, options, "decl.mlir");
+  EXPECT_NE(r.error.find("is a declaration, not a graph"), std::string::npos)
+      << r.error;
 }
 
 TEST_F(JIT, CachesInMemoryThenOnDisk) {

@@ -202,14 +202,15 @@ static LogicalResult fail(const llvm::Twine &message) {
 /// Parses and verifies the graph file, returning the module.
 static OwningOpRef<ModuleOp> loadGraph(MLIRContext &context,
                                        llvm::SourceMgr &sourceMgr) {
-  std::string error;
-  std::unique_ptr<llvm::MemoryBuffer> file =
-      openInputFile(inputFilename, &error);
+  // Bounded: a graph given as /dev/zero must not be read until memory
+  // runs out (a pipe or "-" is read to its end, under the bound).
+  auto file = readBoundedText(inputFilename, kMaxGraphTextBytes);
   if (!file) {
-    (void)fail(error);
+    (void)fail("cannot open input file '" + inputFilename +
+               "': " + llvm::toString(file.takeError()));
     return nullptr;
   }
-  sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
+  sourceMgr.AddNewSourceBuffer(std::move(*file), llvm::SMLoc());
   return parseSourceFile<ModuleOp>(sourceMgr, &context);
 }
 
@@ -278,9 +279,12 @@ static FailureOr<std::vector<ref::Tensor>> makeInputs(func::FuncOp func) {
     std::vector<int64_t> shape(type.getShape().begin(), type.getShape().end());
     const std::string &path = inputFiles[i];
     std::string error;
-    auto buffer = openInputFile(path, &error);
-    if (!buffer)
-      return fail(error);
+    // A file, mapped: a FIFO or /dev/zero would be read without bound.
+    auto mapped = mapRegularFile(path);
+    if (!mapped)
+      return fail("cannot open input file '" + path +
+                  "': " + llvm::toString(mapped.takeError()));
+    std::unique_ptr<llvm::MemoryBuffer> buffer = std::move(*mapped);
     // The shape is checked before anything is allocated for the data.
     NpyHeader header;
     if (!parseNpyHeader(buffer->getBufferStart(), buffer->getBufferSize(),

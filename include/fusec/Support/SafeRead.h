@@ -31,6 +31,22 @@ namespace fusec {
 llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>>
 readRegularFile(const llvm::Twine &path, uint64_t maxBytes);
 
+/// readRegularFile without a size bound, mapped where large: for data files
+/// (.npy inputs) that may be big but must be files.
+llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>>
+mapRegularFile(const llvm::Twine &path);
+
+/// The most bytes of graph text fusec reads (graphs are text: a fused chain
+/// of 8000 ops is about 1 MB).
+constexpr uint64_t kMaxGraphTextBytes = uint64_t(256) << 20;
+
+/// Reads text that may come through a pipe: "-" is standard input, and a
+/// FIFO or a character device is read until its end, but refused once it
+/// passes `maxBytes` (/dev/zero has none); a regular file is refused at once
+/// when it is larger.
+llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>>
+readBoundedText(const llvm::Twine &path, uint64_t maxBytes);
+
 /// The deepest nesting of arrays and objects parseJSON accepts. fusec's own
 /// JSON nests 4 levels; llvm::json::parse recurses once per level, so an
 /// unbounded depth (100,000 '[') overflows the stack.
