@@ -313,7 +313,7 @@ static FailureOr<std::vector<Tensor>> evaluateBlock(Evaluator &ev,
   return block.getParentOp()->emitOpError("has no terminator");
 }
 
-LogicalResult fusec::ref::checkHostMemory(func::FuncOp func) {
+double fusec::ref::hostMemoryBytes(func::FuncOp func) {
   // Sizes in doubles, saturating: shapes are verified below 2^63 bytes each,
   // but their sum may not be.
   double bytes = 0;
@@ -327,6 +327,11 @@ LogicalResult fusec::ref::checkHostMemory(func::FuncOp func) {
     if (!isa<KernelOp>(op))
       llvm::for_each(op->getResultTypes(), add);
   });
+  return bytes;
+}
+
+LogicalResult fusec::ref::checkHostMemory(func::FuncOp func) {
+  double bytes = hostMemoryBytes(func);
   long pages = sysconf(_SC_PHYS_PAGES), pageSize = sysconf(_SC_PAGE_SIZE);
   double physical = pages > 0 && pageSize > 0 ? double(pages) * pageSize : 0;
   if (physical == 0 || bytes <= physical)

@@ -517,18 +517,42 @@ static LogicalResult runGraph(ModuleOp module) {
       gpu.reset();
     }
   }
+  // Large graphs take minutes in the float64 interpreter: say what is
+  // happening, on stderr, so that a long run is not a silent one.
+  double referenceBytes = ref::hostMemoryBytes(func);
+  bool large = referenceBytes >= double(uint64_t(1) << 30);
+  auto progress = [&](const llvm::Twine &message) {
+    if (large)
+      llvm::errs() << "fusec: " << message << "\n";
+  };
+  auto start = std::chrono::steady_clock::now();
+  auto seconds = [&] {
+    std::chrono::duration<double> elapsed =
+        std::chrono::steady_clock::now() - start;
+    return llvm::formatv("{0:f1} s", elapsed.count()).str();
+  };
+  progress(llvm::formatv("@{0} is large: its float64 reference takes {1:e2} "
+                         "bytes of host memory; drawing the inputs",
+                         func.getSymName(), referenceBytes));
   FailureOr<std::vector<ref::Tensor>> inputs = makeInputs(func);
   if (failed(inputs))
     return failure();
+  progress("evaluating the float64 reference on the CPU (fusec-runner runs "
+           "the artifact without it)");
   FailureOr<std::vector<ref::Tensor>> reference = ref::evaluate(func, *inputs);
   if (failed(reference))
     return failure();
   FailureOr<std::vector<ref::Tensor>> results = reference;
   if (gpu) {
+    progress("the reference is done (" + seconds() +
+             " so far); compiling "
+             "and running on " +
+             gpu->describe());
     results = runOnGPU(func, *inputs, gpu);
     if (failed(results))
       return failure();
   }
+  progress("done in " + seconds() + "; comparing");
 
   llvm::outs() << "@" << func.getSymName() << " on "
                << (gpu ? gpu->describe() : std::string("cpu (reference)"))

@@ -32,6 +32,10 @@ mlir::LogicalResult verifyGraph(mlir::func::FuncOp func);
 /// evaluate() checks it; callers that make inputs first check it before.
 mlir::LogicalResult checkHostMemory(mlir::func::FuncOp func);
 
+/// The host memory checkHostMemory counts: 8 bytes per element of every
+/// argument and op result (saturating in a double).
+double hostMemoryBytes(mlir::func::FuncOp func);
+
 /// Evaluates `func` on `inputs`, one per argument with the argument's shape
 /// (the caller has already rounded them to the argument dtypes). Results are
 /// rounded to their element types. Emits an error at the offending op and
