@@ -128,6 +128,10 @@ run)
       echo "== $pass" >>"$out/jit-example.log"
       LD_LIBRARY_PATH=/tmp/fusec-site/fusec "$STAGE/jit-example" >>"$out/jit-example.log" 2>&1 || jit=1
     done
+    # The wheel's fusec command (the driver inside libfusec_jit.so).
+    for e in resnet_block llama_block; do
+      /tmp/fusec-site/bin/fusec run "examples/$e.mlir" --device=gpu >>"$out/wheel-fusec.log" 2>&1 || jit=1
+    done
   fi
   if [ "$what" != suite ] && [ "$what" != jit ]; then
     python3 bench/bench.py run --runtime "$STAGE/libfusec_runtime.so" --dir "$STAGE/bench" \
@@ -139,6 +143,7 @@ run)
     tail -n 1 "$out/jit-suite.log"
     grep -E "^(OK|FAILED)|^Ran " "$out/python-tests.log"
     grep -E "^ran on|relative error" "$out/jit-example.log" || cat "$out/jit-example.log"
+    grep -E "^@|vs reference" "$out/wheel-fusec.log" || cat "$out/wheel-fusec.log"
     [ "$jit" -eq 0 ] || echo "the Python/JIT part failed (pip.log, python-tests.log, jit-suite.log)"
   fi
   if [ "$what" != bench ] && [ "$what" != jit ]; then
@@ -196,6 +201,18 @@ wide)
   mkdir -p "$out"
   PYTHONUNBUFFERED=1 python3 test/gpu/wide_index.py run --runtime "$STAGE/libfusec_runtime.so" \
     --dir "$STAGE/wide" --json "$out/wide-index.json" "${@:2}" 2>&1 | tee "$out/wide-index.log"
+  # fusec-runner's host memory on two inputs and an output of 2^31 + 229,379
+  # f16 elements each (12.9 GB of tensors): it streams them in pieces.
+  python3 - "$STAGE/fusec-runner" "$STAGE/wide/add_relu_f16/kernel-sm_90a.ptx" <<'PY' 2>&1 |
+import resource, subprocess, sys, time
+start = time.time()
+r = subprocess.run(sys.argv[1:], capture_output=True, text=True)
+print(r.stdout + r.stderr, end="")
+rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 2**20
+print("fusec-runner add_relu_f16: exit %d, %.1f s, max RSS %.2f GiB"
+      % (r.returncode, time.time() - start, rss))
+PY
+    tee "$out/runner-memory.log"
   ;;
 sanitize)
   tools=${2:?name the compute-sanitizer tools: memcheck,racecheck,synccheck}
