@@ -93,7 +93,7 @@ class ConcurrencyGPUTest(unittest.TestCase):
         torch.cuda.synchronize()
         return y
 
-    def enqueue_on_two_streams(self, a, b, **kwargs):
+    def enqueue_on_two_streams(self, kernel, a, b, **kwargs):
         """ROUNDS calls with inputs `a` on one stream and `b` on another,
         interleaved, nothing waited for in between."""
         import torch
@@ -103,24 +103,27 @@ class ConcurrencyGPUTest(unittest.TestCase):
         torch.cuda.synchronize()
         for r in range(ROUNDS):
             with torch.cuda.stream(s1):
-                self.kernel(*a, out=ya[r], **kwargs)
+                kernel(*a, out=ya[r], **kwargs)
             with torch.cuda.stream(s2):
-                self.kernel(*b, out=yb[r], **kwargs)
+                kernel(*b, out=yb[r], **kwargs)
         torch.cuda.synchronize()
         return ya, yb
 
     def test_two_streams_match_one(self):
         import torch
+        # A Kernel of its own (from the memory cache), so that its workspaces
+        # are only this test's.
+        kernel = fusec.compile(self.text, name="gpt_block")
         a, b = self.inputs(1), self.inputs(2)
-        ra, rb = self.alone(self.kernel, a), self.alone(self.kernel, b)
+        ra, rb = self.alone(kernel, a), self.alone(kernel, b)
         self.assertFalse(torch.equal(ra, rb))
-        ya, yb = self.enqueue_on_two_streams(a, b)
+        ya, yb = self.enqueue_on_two_streams(kernel, a, b)
         for r in range(ROUNDS):
             self.assertTrue(torch.equal(ya[r], ra), "stream 1, round %d" % r)
             self.assertTrue(torch.equal(yb[r], rb), "stream 2, round %d" % r)
-        memory = self.kernel.memory()
+        memory = kernel.memory()
         self.assertGreater(memory["workspace_bytes"], 60 << 20)
-        # The default stream's, and at most one per stream at once.
+        # The default stream's, and at most one more per stream at once.
         self.assertLessEqual(memory["workspaces"], 3)
 
     def test_one_shared_workspace_races(self):
@@ -132,7 +135,8 @@ class ConcurrencyGPUTest(unittest.TestCase):
         ra, rb = self.alone(self.kernel, a), self.alone(self.kernel, b)
         workspace = torch.empty(self.kernel.memory()["workspace_bytes"],
                                 dtype=torch.uint8, device="cuda")
-        ya, yb = self.enqueue_on_two_streams(a, b, workspace=workspace)
+        ya, yb = self.enqueue_on_two_streams(self.kernel, a, b,
+                                             workspace=workspace)
         wrong = sum(not torch.equal(y, r) for y, r in
                     [(y, ra) for y in ya] + [(y, rb) for y in yb])
         self.assertGreater(wrong, 0, "runs sharing one workspace on two "
