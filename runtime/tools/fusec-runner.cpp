@@ -22,6 +22,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -366,9 +367,35 @@ void commitPendingFiles() {
 /// or drawn as `fusec run` draws them (one generator, arguments in order,
 /// uniform in [-1, 1) or [0.5, 2) for --positive inputs), rounded to the
 /// buffer's dtype; also written to `writer` when there is one.
+/// Says on stderr how long a tensor of 1 GiB or more took (minutes for the
+/// largest: drawing and rounding cost about 20 ns an element), so that a
+/// long run is not a silent one.
+class LargeTensorClock {
+public:
+  LargeTensorClock(const std::string &what, const BufferDesc &desc)
+      : what(what + " (" + desc.typeString() + ", " +
+             std::to_string(desc.bytes) + " bytes)"),
+        large(desc.bytes >= (uint64_t(1) << 30)),
+        start(std::chrono::steady_clock::now()) {}
+  void done(const char *verb) {
+    if (!large)
+      return;
+    std::chrono::duration<double> s = std::chrono::steady_clock::now() - start;
+    std::fflush(stdout);
+    std::fprintf(stderr, "fusec-runner: %s %s in %.1f s\n", what.c_str(), verb,
+                 s.count());
+  }
+
+private:
+  std::string what;
+  bool large;
+  std::chrono::steady_clock::time_point start;
+};
+
 void uploadInput(Device &device, const BufferDesc &desc,
                  const InputSource &source, std::mt19937_64 &rng, DevicePtr ptr,
                  NpyFileWriter *writer) {
+  LargeTensorClock clock("input " + std::to_string(desc.index), desc);
   FloatFormat format = formatOf(desc.dtype);
   std::uniform_real_distribution<double> dist(source.positive ? 0.5 : -1.0,
                                               source.positive ? 2.0 : 1.0);
@@ -390,6 +417,8 @@ void uploadInput(Device &device, const BufferDesc &desc,
     if (writer)
       writer->append(values);
   }
+  clock.done(source.file ? "read and copied to the device"
+                         : "drawn and copied to the device");
 }
 
 /// Reads output `desc` back a piece at a time: prints "result0
@@ -398,6 +427,7 @@ void uploadInput(Device &device, const BufferDesc &desc,
 int64_t downloadOutput(Device &device, const std::string &name,
                        const BufferDesc &desc, DevicePtr ptr,
                        NpyFileWriter *writer) {
+  LargeTensorClock clock(name, desc);
   FloatFormat format = formatOf(desc.dtype);
   size_t width = byteWidth(format);
   SummaryAccumulator summary;
@@ -413,6 +443,7 @@ int64_t downloadOutput(Device &device, const std::string &name,
     if (writer)
       writer->append(values);
   }
+  clock.done("copied back and summarised");
   TensorSummary result = summary.result();
   std::printf("%s\n", formatSummary(name, tensorType(desc), result).c_str());
   return result.nonFinite;
