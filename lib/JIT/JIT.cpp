@@ -109,12 +109,7 @@ std::string readEntry(const std::string &path, std::string &warning) {
   auto file = readRegularFile(path, kMaxEntryBytes);
   if (!file) {
     std::string why;
-    bool missing = false;
-    llvm::handleAllErrors(file.takeError(), [&](const llvm::ErrorInfoBase &e) {
-      missing = e.convertToErrorCode() == std::errc::no_such_file_or_directory;
-      why = e.message();
-    });
-    if (missing)
+    if (isMissingFile(file.takeError(), why))
       return "";
     // A link to /dev/zero, a FIFO, a huge file: never read, and replaced.
     warning += "fusec: the kernel cache entry '" + path + "' cannot be read (" +

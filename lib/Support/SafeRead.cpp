@@ -32,28 +32,39 @@ static const char *describe(llvm::sys::fs::file_type type) {
   }
 }
 
-llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>>
-fusec::readRegularFile(const llvm::Twine &path, uint64_t maxBytes) {
-  llvm::SmallString<256> storage;
-  llvm::StringRef name = path.toNullTerminatedStringRef(storage);
-  // O_NONBLOCK: opening a FIFO for reading blocks until a writer comes, before
-  // there is a descriptor to check (llvm::sys::fs::openFileForRead has no
-  // such flag). It changes nothing for the regular files read below.
+/// Opens `name` without blocking and checks, on the descriptor, that it is
+/// a regular file: O_NONBLOCK because opening a FIFO for reading blocks until
+/// a writer comes, before there is a descriptor to check
+/// (llvm::sys::fs::openFileForRead has no such flag); it changes nothing for
+/// the regular files then read.
+static llvm::Expected<int> openRegularFile(llvm::StringRef name,
+                                           llvm::sys::fs::file_status &status) {
   int fd = llvm::sys::RetryAfterSignal(-1, ::open, name.data(),
                                        O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     std::error_code ec(errno, std::generic_category());
     return llvm::createStringError(ec, ec.message());
   }
-  llvm::scope_exit closeFd([fd] { ::close(fd); });
-  llvm::sys::fs::file_status status;
-  if (std::error_code ec = llvm::sys::fs::status(fd, status))
+  std::error_code ec = llvm::sys::fs::status(fd, status);
+  if (!ec && status.type() == llvm::sys::fs::file_type::regular_file)
+    return fd;
+  ::close(fd);
+  if (ec)
     return llvm::createStringError(ec, ec.message());
-  if (status.type() != llvm::sys::fs::file_type::regular_file)
-    return llvm::createStringError(
-        std::make_error_code(std::errc::invalid_argument),
-        llvm::Twine("it is ") + describe(status.type()) +
-            ", not a regular file");
+  return llvm::createStringError(
+      std::make_error_code(std::errc::invalid_argument),
+      llvm::Twine("it is ") + describe(status.type()) + ", not a regular file");
+}
+
+llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>>
+fusec::readRegularFile(const llvm::Twine &path, uint64_t maxBytes) {
+  llvm::SmallString<256> storage;
+  llvm::StringRef name = path.toNullTerminatedStringRef(storage);
+  llvm::sys::fs::file_status status;
+  llvm::Expected<int> fd = openRegularFile(name, status);
+  if (!fd)
+    return fd.takeError();
+  llvm::scope_exit closeFd([&] { ::close(*fd); });
   if (status.getSize() > maxBytes)
     return llvm::createStringError(
         std::make_error_code(std::errc::file_too_large),
@@ -63,7 +74,7 @@ fusec::readRegularFile(const llvm::Twine &path, uint64_t maxBytes) {
   // that grows is not read further, and one truncated meanwhile cannot fault
   // a mapping.
   llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =
-      llvm::MemoryBuffer::getOpenFile(fd, name, status.getSize(),
+      llvm::MemoryBuffer::getOpenFile(*fd, name, status.getSize(),
                                       /*RequiresNullTerminator=*/true,
                                       /*IsVolatile=*/true);
   if (!buffer)
@@ -76,28 +87,27 @@ llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>>
 fusec::mapRegularFile(const llvm::Twine &path) {
   llvm::SmallString<256> storage;
   llvm::StringRef name = path.toNullTerminatedStringRef(storage);
-  int fd = llvm::sys::RetryAfterSignal(-1, ::open, name.data(),
-                                       O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) {
-    std::error_code ec(errno, std::generic_category());
-    return llvm::createStringError(ec, ec.message());
-  }
-  llvm::scope_exit closeFd([fd] { ::close(fd); });
   llvm::sys::fs::file_status status;
-  if (std::error_code ec = llvm::sys::fs::status(fd, status))
-    return llvm::createStringError(ec, ec.message());
-  if (status.type() != llvm::sys::fs::file_type::regular_file)
-    return llvm::createStringError(
-        std::make_error_code(std::errc::invalid_argument),
-        llvm::Twine("it is ") + describe(status.type()) +
-            ", not a regular file");
+  llvm::Expected<int> fd = openRegularFile(name, status);
+  if (!fd)
+    return fd.takeError();
+  llvm::scope_exit closeFd([&] { ::close(*fd); });
   llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =
-      llvm::MemoryBuffer::getOpenFile(fd, name, status.getSize(),
+      llvm::MemoryBuffer::getOpenFile(*fd, name, status.getSize(),
                                       /*RequiresNullTerminator=*/false);
   if (!buffer)
     return llvm::createStringError(buffer.getError(),
                                    buffer.getError().message());
   return std::move(*buffer);
+}
+
+bool fusec::isMissingFile(llvm::Error error, std::string &why) {
+  bool missing = false;
+  llvm::handleAllErrors(std::move(error), [&](const llvm::ErrorInfoBase &e) {
+    missing = e.convertToErrorCode() == std::errc::no_such_file_or_directory;
+    why = e.message();
+  });
+  return missing;
 }
 
 llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>>

@@ -253,12 +253,7 @@ Database Database::load(llvm::StringRef path,
       readRegularFile(path, kMaxDatabaseBytes);
   if (!file) {
     std::string why;
-    bool missing = false;
-    llvm::handleAllErrors(file.takeError(), [&](const llvm::ErrorInfoBase &e) {
-      missing = e.convertToErrorCode() == std::errc::no_such_file_or_directory;
-      why = e.message();
-    });
-    if (!missing)
+    if (!isMissingFile(file.takeError(), why))
       warnings.push_back(warning("cannot read it (" + why + "); ignoring it"));
     return db;
   }

@@ -31,6 +31,10 @@ namespace fusec {
 llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>>
 readRegularFile(const llvm::Twine &path, uint64_t maxBytes);
 
+/// Takes a readRegularFile or mapRegularFile error: true when the file does
+/// not exist (which callers often take as "none"); `why` gets its message.
+bool isMissingFile(llvm::Error error, std::string &why);
+
 /// readRegularFile without a size bound, mapped where large: for data files
 /// (.npy inputs) that may be big but must be files.
 llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>>
