@@ -73,14 +73,9 @@ fusec::readRegularFile(const llvm::Twine &path, uint64_t maxBytes) {
   // Exactly the size checked, read rather than mapped (IsVolatile): a file
   // that grows is not read further, and one truncated meanwhile cannot fault
   // a mapping.
-  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =
-      llvm::MemoryBuffer::getOpenFile(*fd, name, status.getSize(),
-                                      /*RequiresNullTerminator=*/true,
-                                      /*IsVolatile=*/true);
-  if (!buffer)
-    return llvm::createStringError(buffer.getError(),
-                                   buffer.getError().message());
-  return std::move(*buffer);
+  return llvm::errorOrToExpected(llvm::MemoryBuffer::getOpenFile(
+      *fd, name, status.getSize(), /*RequiresNullTerminator=*/true,
+      /*IsVolatile=*/true));
 }
 
 llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>>
@@ -92,13 +87,8 @@ fusec::mapRegularFile(const llvm::Twine &path) {
   if (!fd)
     return fd.takeError();
   llvm::scope_exit closeFd([&] { ::close(*fd); });
-  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =
-      llvm::MemoryBuffer::getOpenFile(*fd, name, status.getSize(),
-                                      /*RequiresNullTerminator=*/false);
-  if (!buffer)
-    return llvm::createStringError(buffer.getError(),
-                                   buffer.getError().message());
-  return std::move(*buffer);
+  return llvm::errorOrToExpected(llvm::MemoryBuffer::getOpenFile(
+      *fd, name, status.getSize(), /*RequiresNullTerminator=*/false));
 }
 
 bool fusec::isMissingFile(llvm::Error error, std::string &why) {
@@ -143,13 +133,8 @@ fusec::readBoundedText(const llvm::Twine &path, uint64_t maxBytes) {
   if (status.type() == llvm::sys::fs::file_type::regular_file) {
     if (status.getSize() > maxBytes)
       return tooLarge();
-    llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =
-        llvm::MemoryBuffer::getOpenFile(fd, stdIn ? "<stdin>" : name,
-                                        status.getSize());
-    if (!buffer)
-      return llvm::createStringError(buffer.getError(),
-                                     buffer.getError().message());
-    return std::move(*buffer);
+    return llvm::errorOrToExpected(llvm::MemoryBuffer::getOpenFile(
+        fd, stdIn ? "<stdin>" : name, status.getSize()));
   }
   // A stream: read to its end, one byte past the bound at most.
   std::string text;
