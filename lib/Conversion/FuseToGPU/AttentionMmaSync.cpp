@@ -21,10 +21,14 @@
 // rows start first. Masks (additive, causal, keys past the end) are applied
 // only on the tiles that need them. No Nq x Nk tensor exists anywhere.
 //
+// This file holds the mainloop; the schedule, the masks, the softmax, P's
+// packing and the normalise-and-store are AttentionKernel's (Attention.h),
+// shared with AttentionWgmma.cpp.
+//
 //===----------------------------------------------------------------------===//
 
+#include "Attention.h"
 #include "Families.h"
-#include "MmaSync.h"
 
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 
@@ -42,24 +46,14 @@ int64_t paddedWidth(int64_t width) {
   return chunks * 8;
 }
 
-struct AttentionShape {
-  int64_t batch, hq, hkv, nq, nk, d, dv;
-};
-
-AttentionShape shapeOfAttention(AttentionOp op) {
-  ArrayRef<int64_t> q = shapeOf(op.getQuery()), v = shapeOf(op.getValue());
-  return {q[0], q[1], v[1], q[2], v[2], q[3], v[3]};
-}
-
-class AttentionMmaSyncKernel : public KernelBuilder {
+class AttentionMmaSyncKernel : public AttentionKernel {
 public:
   AttentionMmaSyncKernel(KernelOp kernel, gpu::GPUModuleOp module,
-                         const TargetDescription &target, MmaType type,
-                         AttentionTile tile)
-      : KernelBuilder(kernel, module, target), type(type), tile(tile) {}
+                         const TargetDescription &target, AttentionTile tile)
+      : AttentionKernel(kernel, module, target), tile(tile) {}
 
 private:
-  FailureOr<LaunchConfig> emitBody() override;
+  FailureOr<LaunchConfig> emitAttention() override;
 
   /// cp.async of rows row0.. of (batch, head) of operand `src` ([B, H, N,
   /// width], read through its transposes; below its rope, if any) into
@@ -80,30 +74,13 @@ private:
                         {stage, row, swizzleColumn(b, type, cols, row, col)},
                         4, transpose);
   }
-  /// The sum (or max) of `x` over the 4 threads of a quad, which hold one
-  /// row of a fragment between them.
-  Value quadReduce(Value x, bool max);
-  Value exp2(Value x) { return math::Exp2Op::create(b, x); }
 
-  MmaType type;
   AttentionTile tile;
-  Type elementType;
   int64_t threads = 0;
-  Value tid, lane, batchIndex;
+  Value tid, lane;
 };
 
 } // namespace
-
-bool fusec::tiling::isMmaSyncAttention(AttentionOp op) {
-  Type element = getElementTypeOrSelf(op.getQuery().getType());
-  AttentionShape s = shapeOfAttention(op);
-  // 16-byte chunks of the head dims for cp.async; f32 stays on the direct
-  // kernel (exact in IEEE, which TF32 attention would not be).
-  return (element.isF16() || element.isBF16()) &&
-         getElementTypeOrSelf(op.getKey().getType()) == element &&
-         getElementTypeOrSelf(op.getValue().getType()) == element &&
-         s.d % 8 == 0 && s.dv % 8 == 0 && s.d <= 256 && s.dv <= 256;
-}
 
 /// Shared memory of `tile`: Q, and two stages of K and V.
 static int64_t sharedBytesOf(const AttentionShape &s,
@@ -114,7 +91,7 @@ static int64_t sharedBytesOf(const AttentionShape &s,
 
 AttentionTile fusec::tiling::chooseAttentionTile(AttentionOp op,
                                                  const TargetDescription &) {
-  AttentionShape s = shapeOfAttention(op);
+  AttentionShape s = AttentionShape::of(op);
   // Registers hold the warp's 16 x dv output and 16 x bc scores: narrower
   // key tiles for the widest heads. Calibrated with bench/sweep.py on an
   // H100 (bench/results, 2026-11-23): 8 warps (twice the queries per K/V
@@ -143,7 +120,7 @@ fusec::tiling::attentionTileFromAttr(KernelOp kernel, AttentionOp op,
               "rows per block) a multiple of 16 up to 256, warps_m 0 or "
               "bm / 16, bn (keys per tile) a multiple of 16 up to 256, "
               "bk = 16 and nothing else";
-  int64_t shared = sharedBytesOf(shapeOfAttention(op), tile);
+  int64_t shared = sharedBytesOf(AttentionShape::of(op), tile);
   if (shared > target.sharedBytesPerBlockOptIn)
     return kernel.emitOpError("tile ")
            << attr << " needs " << shared
@@ -155,12 +132,7 @@ fusec::tiling::attentionTileFromAttr(KernelOp kernel, AttentionOp op,
 std::unique_ptr<KernelBuilder> fusec::tiling::makeAttentionMmaSyncKernel(
     KernelOp kernel, gpu::GPUModuleOp module, const TargetDescription &target,
     const AttentionTile &tile) {
-  Type element;
-  kernel.walk([&](AttentionOp op) {
-    element = getElementTypeOrSelf(op.getQuery().getType());
-  });
-  return std::make_unique<AttentionMmaSyncKernel>(
-      kernel, module, target, *mmaTypeOf(element, Fp32Math::IEEE), tile);
+  return std::make_unique<AttentionMmaSyncKernel>(kernel, module, target, tile);
 }
 
 void AttentionMmaSyncKernel::copyRows(Value dst, Value stage, int64_t rows,
@@ -271,68 +243,36 @@ void AttentionMmaSyncKernel::rotateRows(Value buffer, Value stage,
   gpu::BarrierOp::create(b);
 }
 
-Value AttentionMmaSyncKernel::quadReduce(Value x, bool max) {
-  for (int32_t offset : {1, 2}) {
-    Value other =
-        gpu::ShuffleOp::create(b, x, offset, 32, gpu::ShuffleMode::XOR)
-            .getShuffleResult();
-    x = max ? maxf(x, other) : addf(x, other);
-  }
-  return x;
-}
-
-FailureOr<LaunchConfig> AttentionMmaSyncKernel::emitBody() {
-  auto op = cast<AttentionOp>(anchor);
-  AttentionShape s = shapeOfAttention(op);
-  elementType = getElementTypeOrSelf(op.getQuery().getType());
+FailureOr<LaunchConfig> AttentionMmaSyncKernel::emitAttention() {
   int64_t br = 16 * tile.warps, bc = tile.bc;
   threads = 32 * tile.warps;
-  int64_t group = s.hq / s.hkv;
-  int64_t qSteps = ceilDiv(s.d, 16), vFrags = ceilDiv(s.dv, 16) * 2;
+  int64_t qSteps = ceilDiv(shape.d, 16), vFrags = ceilDiv(shape.dv, 16) * 2;
   int64_t sFrags = bc / 8, pSteps = bc / 16;
-  int64_t qTiles = ceilDiv(s.nq, br), kvTiles = ceilDiv(s.nk, bc);
-  bool causal = op.getCausal();
-  Value mask = op.getMask() ? argOf.lookup(op.getMask()) : Value();
   // The operands in the kernel body: kernel arguments, possibly under
   // transposes and a rope (isAnchorView).
   Value q = op.getQuery(), k = op.getKey(), v = op.getValue();
-  // exp(x * scale) = exp2(x * scale * log2(e)); the mask is scaled alike.
-  // Without a mask (and with a positive scale, which keeps the max) the
-  // scale folds into the exponent's fma: exp2(s * c - max * c).
-  double log2e = 1.4426950408889634;
-  double scaleLog2 = op.getEffectiveScale() * log2e;
-  bool prescale = mask || scaleLog2 <= 0;
-  Value mult = f32(prescale ? 1.0 : scaleLog2);
-  Value negInf = f32(-INFINITY), zero = f32(0);
 
   tid = threadId();
   lane = remi(tid, 32);
   Value warp = divi(tid, 32), g = divi(lane, 4), t = remi(lane, 4);
-  // The longest causal rows first, so that the short ones fill the tail.
-  Value qTile = blockId(gpu::Dimension::x);
-  if (causal)
-    qTile = subi(idx(qTiles - 1), qTile);
-  Value bh = blockId(gpu::Dimension::y);
-  batchIndex = divi(bh, s.hq);
-  Value head = remi(bh, s.hq), kvHead = divi(head, group);
-  Value q0 = muli(qTile, idx(br));
+  scheduleBlock(br);
   // The query rows of this thread: g and g + 8 of the warp's 16.
   Value row0 = addi(q0, addi(muli(warp, idx(16)), g));
-  Value rows[2] = {row0, addi(row0, idx(8))};
+  AttentionFragments frags{{row0, addi(row0, idx(8))}, t};
 
-  Value qs = allocShared({1, br, paddedWidth(s.d)}, elementType, 1024);
-  Value ks = allocShared({2, bc, paddedWidth(s.d)}, elementType, 1024);
-  Value vs = allocShared({2, bc, paddedWidth(s.dv)}, elementType, 1024);
+  Value qs = allocShared({1, br, paddedWidth(shape.d)}, elementType, 1024);
+  Value ks = allocShared({2, bc, paddedWidth(shape.d)}, elementType, 1024);
+  Value vs = allocShared({2, bc, paddedWidth(shape.dv)}, elementType, 1024);
 
   // Prologue: Q, then the first K and V tiles, in two commit groups.
-  copyRows(qs, idx(0), br, q, head, q0, s.nq, s.d);
+  copyRows(qs, idx(0), br, q, head, q0, shape.nq, shape.d);
   NVVM::CpAsyncCommitGroupOp::create(b);
-  copyRows(ks, idx(0), bc, k, kvHead, idx(0), s.nk, s.d);
-  copyRows(vs, idx(0), bc, v, kvHead, idx(0), s.nk, s.dv);
+  copyRows(ks, idx(0), bc, k, kvHead, idx(0), shape.nk, shape.d);
+  copyRows(vs, idx(0), bc, v, kvHead, idx(0), shape.nk, shape.dv);
   NVVM::CpAsyncCommitGroupOp::create(b);
   NVVM::CpAsyncWaitGroupOp::create(b, 1);
   gpu::BarrierOp::create(b);
-  rotateRows(qs, idx(0), br, q, q0, s.nq);
+  rotateRows(qs, idx(0), br, q, q0, shape.nq);
 
   // Q's A fragments: lanes 0-15 address rows 0-15 at columns 0-7 of the
   // k-step, lanes 16-31 the same rows at columns 8-15.
@@ -347,14 +287,7 @@ FailureOr<LaunchConfig> AttentionMmaSyncKernel::emitBody() {
     for (int64_t step = 0; step < qSteps; ++step)
       qRegs.push_back(qFragments(step));
 
-  // Key tiles: all of them, or (causal) up to the one holding the block's
-  // last row.
-  Value tiles = idx(kvTiles);
-  if (causal) {
-    int64_t lastRow = std::min<int64_t>(s.nq, s.nk) - 1;
-    Value last = mini(addi(q0, idx(br - 1)), idx(lastRow));
-    tiles = addi(divi(last, bc), idx(1));
-  }
+  Value tiles = keyTiles(br, bc);
 
   // Loop state: O's fragments (vFrags n8 tiles x 4), then per row the
   // running max and this thread's part of the running sum.
@@ -372,11 +305,11 @@ FailureOr<LaunchConfig> AttentionMmaSyncKernel::emitBody() {
         NVVM::CpAsyncWaitGroupOp::create(b, 0);
         gpu::BarrierOp::create(b);
         ifThen(hasNext, [&] {
-          copyRows(ks, next, bc, k, kvHead, nextKv0, s.nk, s.d);
-          copyRows(vs, next, bc, v, kvHead, nextKv0, s.nk, s.dv);
+          copyRows(ks, next, bc, k, kvHead, nextKv0, shape.nk, shape.d);
+          copyRows(vs, next, bc, v, kvHead, nextKv0, shape.nk, shape.dv);
         });
         NVVM::CpAsyncCommitGroupOp::create(b);
-        rotateRows(ks, stage, bc, k, kv0, s.nk);
+        rotateRows(ks, stage, bc, k, kv0, shape.nk);
 
         // S = Q K^T: fragment f holds keys 8f.. of the tile.
         SmallVector<Value> sAcc(sFrags * 4, zero);
@@ -400,98 +333,16 @@ FailureOr<LaunchConfig> AttentionMmaSyncKernel::emitBody() {
           }
         }
 
-        // Scaled scores; element e of fragment f is row rows[e / 2], key
-        // kv0 + 8f + 2t + e % 2.
-        if (prescale)
-          for (Value &x : sAcc)
-            x = mulf(x, f32(scaleLog2));
-        auto keyOf = [&](int64_t f, int64_t e) {
-          return addi(kv0, addi(idx(8 * f + e % 2), muli(t, idx(2))));
-        };
-        if (mask) {
-          ArrayRef<int64_t> maskShape = shapeOf(op.getMask());
-          Value log2eV = f32(log2e);
-          for (int64_t f = 0; f < sFrags; ++f)
-            for (int64_t e = 0; e < 4; ++e) {
-              // Clamped: rows and keys past the end are never used.
-              Value i = mini(rows[e / 2], idx(s.nq - 1));
-              Value key = mini(keyOf(f, e), idx(s.nk - 1));
-              Value m = load(mask, broadcastCoords({batchIndex, head, i, key},
-                                                   maskShape));
-              sAcc[f * 4 + e] = fma(m, log2eV, sAcc[f * 4 + e]);
-            }
-        }
-        // Keys past the end and (causal) after the row: only where the tile
-        // reaches past the keys or the block's first row.
-        if (causal || s.nk % bc) {
-          Value edge = cmpi(arith::CmpIPredicate::sgt, addi(kv0, idx(bc)),
-                            idx(s.nk));
-          if (causal)
-            edge = arith::OrIOp::create(
-                b, edge,
-                cmpi(arith::CmpIPredicate::sgt, addi(kv0, idx(bc - 1)), q0));
-          SmallVector<Type> types(sAcc.size(), b.getF32Type());
-          auto ifOp = scf::IfOp::create(b, types, edge, true);
-          {
-            OpBuilder::InsertionGuard guard(b);
-            b.setInsertionPointToStart(ifOp.thenBlock());
-            SmallVector<Value> masked;
-            for (int64_t f = 0; f < sFrags; ++f)
-              for (int64_t e = 0; e < 4; ++e) {
-                Value key = keyOf(f, e);
-                Value ok = ltc(key, s.nk);
-                if (causal)
-                  ok = andi(ok, cmpi(arith::CmpIPredicate::sle, key,
-                                     rows[e / 2]));
-                masked.push_back(select(ok, sAcc[f * 4 + e], negInf));
-              }
-            scf::YieldOp::create(b, masked);
-            b.setInsertionPointToStart(ifOp.elseBlock());
-            scf::YieldOp::create(b, sAcc);
-          }
-          sAcc.assign(ifOp.getResults().begin(), ifOp.getResults().end());
-        }
-
-        // Online softmax, per row r of the thread's two.
+        maskScores(sAcc, frags, kv0, bc);
         SmallVector<Value> o(args.begin(), args.begin() + vFrags * 4);
         Value m[2] = {args[vFrags * 4], args[vFrags * 4 + 1]};
         Value l[2] = {args[vFrags * 4 + 2], args[vFrags * 4 + 3]};
-        for (int64_t r = 0; r < 2; ++r) {
-          Value mx = negInf;
-          for (int64_t f = 0; f < sFrags; ++f)
-            mx = maxf(mx, maxf(sAcc[f * 4 + 2 * r], sAcc[f * 4 + 2 * r + 1]));
-          Value mNew = maxf(m[r], quadReduce(mx, /*max=*/true));
-          // A row with no key seen yet subtracts 0, keeping -inf - -inf out.
-          Value mUse = select(arith::CmpFOp::create(
-                                  b, arith::CmpFPredicate::OEQ, mNew, negInf),
-                              zero, mNew);
-          Value alpha = exp2(mulf(subf(m[r], mUse), mult));
-          Value offset = arith::NegFOp::create(b, mulf(mUse, mult));
-          Value sum = zero;
-          for (int64_t f = 0; f < sFrags; ++f)
-            for (int64_t e = 2 * r; e < 2 * r + 2; ++e) {
-              Value p = exp2(fma(sAcc[f * 4 + e], mult, offset));
-              sAcc[f * 4 + e] = p;
-              sum = addf(sum, p);
-            }
-          l[r] = fma(l[r], alpha, sum);
-          m[r] = mNew;
-          for (int64_t f = 0; f < vFrags; ++f)
-            for (int64_t e = 2 * r; e < 2 * r + 2; ++e)
-              o[f * 4 + e] = mulf(o[f * 4 + e], alpha);
-        }
+        softmaxStep(sAcc, o, m, l);
 
         // O += P V: P's accumulators of keys 16p.. are the A fragment of
         // k-step p; V stored keys x dv is transposed by ldmatrix.
         for (int64_t p = 0; p < pSteps; ++p) {
-          SmallVector<Value> a;
-          for (int64_t half = 0; half < 2; ++half)
-            for (int64_t r = 0; r < 2; ++r) {
-              int64_t f = 2 * p + half;
-              a.push_back(packPair(b, type, elementType, sAcc[f * 4 + 2 * r],
-                                   sAcc[f * 4 + 2 * r + 1]));
-            }
-          // a0: row g keys 0-7, a1: row g+8 keys 0-7, a2/a3: keys 8-15.
+          SmallVector<Value> a = packP(sAcc, p);
           for (int64_t f = 0; f < vFrags; f += 2) {
             Value row = addi(idx(16 * p), remi(lane, 16));
             Value col = addi(idx(8 * f), muli(divi(lane, 16), idx(8)));
@@ -509,22 +360,7 @@ FailureOr<LaunchConfig> AttentionMmaSyncKernel::emitBody() {
       });
   NVVM::CpAsyncWaitGroupOp::create(b, 0);
 
-  // O / l, 0 for a row that saw no key; then the epilogue, two columns at a
-  // time.
-  for (int64_t r = 0; r < 2; ++r) {
-    Value l = quadReduce(state[vFrags * 4 + 2 + r], /*max=*/false);
-    Value inv = select(
-        arith::CmpFOp::create(b, arith::CmpFPredicate::OGT, l, zero),
-        divf(f32(1), l), zero);
-    ifThen(ltc(rows[r], s.nq), [&] {
-      for (int64_t f = 0; f < vFrags && 8 * f < s.dv; ++f) {
-        Value col = addi(idx(8 * f), muli(t, idx(2)));
-        SmallVector<Value> values = {mulf(state[f * 4 + 2 * r], inv),
-                                     mulf(state[f * 4 + 2 * r + 1], inv)};
-        storeVectorResults(storedCoords({batchIndex, head, rows[r], col}), 2,
-                           values);
-      }
-    });
-  }
-  return LaunchConfig{{qTiles, s.batch * s.hq, 1}, {threads, 1, 1}};
+  normaliseAndStore(ArrayRef<Value>(state).take_front(vFrags * 4),
+                    {state[vFrags * 4 + 2], state[vFrags * 4 + 3]}, frags);
+  return LaunchConfig{grid(br), {threads, 1, 1}};
 }

@@ -10,7 +10,8 @@
 //  - two consumer warpgroups, 64 query rows each: S = Q K^T by wgmma from
 //    shared memory (m64 x bc, k over the head dim), the online softmax on
 //    the accumulators in registers (their layout is mma.sync's, so the
-//    softmax, the masks and the epilogue are AttentionMmaSync's), and
+//    masks, the softmax and the epilogue are AttentionKernel's, shared with
+//    AttentionMmaSync.cpp: Attention.h), and
 //    O += P V by wgmma with P, rounded to the input type, taken from
 //    registers and V read MN-major; a consumer releases the stage once its
 //    P V completed;
@@ -23,22 +24,13 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Attention.h"
 #include "Families.h"
-#include "MmaSync.h"
 #include "Wgmma.h"
 
 using namespace fusec::tiling;
 
 namespace {
-
-struct AttentionShape {
-  int64_t batch, hq, hkv, nq, nk, d, dv;
-};
-
-AttentionShape shapeOfAttention(AttentionOp op) {
-  ArrayRef<int64_t> q = shapeOf(op.getQuery()), v = shapeOf(op.getValue());
-  return {q[0], q[1], v[1], q[2], v[2], q[3], v[3]};
-}
 
 /// An attention operand [B, H, N, D] as strides over a kernel argument.
 struct StridedView {
@@ -108,33 +100,22 @@ int64_t sharedBytesOf(const AttentionShape &s, int64_t bc) {
          2 * bc * (panels(s.d) + panels(s.dv)) * 128 + 7 * 8;
 }
 
-class AttentionWgmmaKernel : public KernelBuilder {
+class AttentionWgmmaKernel : public AttentionKernel {
 public:
   AttentionWgmmaKernel(KernelOp kernel, gpu::GPUModuleOp module,
                        const TargetDescription &target,
                        const AttentionTile &tile)
-      : KernelBuilder(kernel, module, target), bc(tile.bc),
+      : AttentionKernel(kernel, module, target), bc(tile.bc),
         pingPong(tile.pingPong) {}
 
 private:
-  FailureOr<LaunchConfig> emitBody() override;
+  FailureOr<LaunchConfig> emitAttention() override;
 
   Value i32(int64_t v) {
     return arith::ConstantIntOp::create(b, b.getI32Type(), v);
   }
   Value toI32(Value index) {
     return arith::IndexCastOp::create(b, b.getI32Type(), index);
-  }
-  Value exp2(Value x) { return math::Exp2Op::create(b, x); }
-  /// The sum (or max) of `x` over the 4 threads of a quad.
-  Value quadReduce(Value x, bool max) {
-    for (int32_t offset : {1, 2}) {
-      Value other =
-          gpu::ShuffleOp::create(b, x, offset, 32, gpu::ShuffleMode::XOR)
-              .getShuffleResult();
-      x = max ? maxf(x, other) : addf(x, other);
-    }
-    return x;
   }
 
   /// Registers per thread of the producer and of the consumers
@@ -162,7 +143,7 @@ int64_t fusec::tiling::chooseWgmmaAttentionKeys(AttentionOp op) {
   // Registers hold a thread's share of the 64 x dv output and 64 x bc
   // scores: narrower key tiles for the widest heads (FlashAttention-3's
   // choice at 256).
-  AttentionShape s = shapeOfAttention(op);
+  AttentionShape s = AttentionShape::of(op);
   return std::max(s.d, s.dv) > 128 ? 64 : 128;
 }
 
@@ -170,7 +151,7 @@ bool fusec::tiling::suitsWgmmaAttention(AttentionOp op, TileAttr attr,
                                         const TargetDescription &target) {
   return attr.getBm() == kRows && (attr.getBn() == 64 || attr.getBn() == 128) &&
          attr.getBk() == 16 && !attr.getWarpsM() && attr.getWarpsN() <= 2 &&
-         sharedBytesOf(shapeOfAttention(op), attr.getBn()) <=
+         sharedBytesOf(AttentionShape::of(op), attr.getBn()) <=
              target.sharedBytesPerBlockOptIn;
 }
 
@@ -186,33 +167,19 @@ fusec::tiling::makeAttentionWgmmaKernel(KernelOp kernel,
 // The kernel
 //===----------------------------------------------------------------------===//
 
-FailureOr<LaunchConfig> AttentionWgmmaKernel::emitBody() {
-  auto op = cast<AttentionOp>(anchor);
-  AttentionShape s = shapeOfAttention(op);
-  Type elementType = getElementTypeOrSelf(op.getQuery().getType());
-  MmaType type = *mmaTypeOf(elementType, Fp32Math::IEEE);
+FailureOr<LaunchConfig> AttentionWgmmaKernel::emitAttention() {
   int64_t br = kRows, threads = 128 * (1 + kConsumers);
-  int64_t group = s.hq / s.hkv;
-  int64_t qSteps = ceilDiv(s.d, 16), sFrags = bc / 8, pSteps = bc / 16;
-  int64_t vFrags = s.dv / 8;
-  int64_t qTiles = ceilDiv(s.nq, br), kvTiles = ceilDiv(s.nk, bc);
-  bool causal = op.getCausal();
-  Value mask = op.getMask() ? argOf.lookup(op.getMask()) : Value();
-  double log2e = 1.4426950408889634;
-  double scaleLog2 = op.getEffectiveScale() * log2e;
-  bool prescale = mask || scaleLog2 <= 0;
-  Value mult = f32(prescale ? 1.0 : scaleLog2);
-  Value negInf = f32(-INFINITY), zero = f32(0);
+  int64_t qSteps = ceilDiv(shape.d, 16), pSteps = bc / 16;
 
   // Tensor maps of Q, K and V: [D, N, H, B] over their arguments, boxes of
   // a 64-element panel of the head dim by the tile's rows.
   int64_t bytes = type.bytes;
   auto mapOf = [&](Value operand, int64_t rows) {
     StridedView view = *tmaView(operand);
-    ArrayRef<int64_t> shape = shapeOf(operand);
+    ArrayRef<int64_t> dims = shapeOf(operand);
     TensorMapParam map;
     map.memref = view.param;
-    map.dims = {shape[3], shape[2], shape[1], shape[0]};
+    map.dims = {dims[3], dims[2], dims[1], dims[0]};
     map.strides = {view.strides[2] * bytes, view.strides[1] * bytes,
                    view.strides[0] * bytes};
     map.offset = view.offset * bytes;
@@ -223,8 +190,9 @@ FailureOr<LaunchConfig> AttentionWgmmaKernel::emitBody() {
   Value kMap = mapOf(op.getKey(), bc);
   Value vMap = mapOf(op.getValue(), bc);
 
-  int64_t qBytes = br * panels(s.d) * 128;
-  int64_t kBytes = bc * panels(s.d) * 128, vBytes = bc * panels(s.dv) * 128;
+  int64_t qBytes = br * panels(shape.d) * 128;
+  int64_t kBytes = bc * panels(shape.d) * 128,
+          vBytes = bc * panels(shape.dv) * 128;
   Value qSmem = allocShared({qBytes}, b.getI8Type(), 1024);
   Value kSmem = allocShared({2 * kBytes}, b.getI8Type(), 1024);
   Value vSmem = allocShared({2 * vBytes}, b.getI8Type(), 1024);
@@ -245,21 +213,8 @@ FailureOr<LaunchConfig> AttentionWgmmaKernel::emitBody() {
   Value qFull = barrier(0);
 
   Value tid = threadId();
-  // The longest causal rows first, so that the short ones fill the tail.
-  Value qTile = blockId(gpu::Dimension::x);
-  if (causal)
-    qTile = subi(idx(qTiles - 1), qTile);
-  Value bh = blockId(gpu::Dimension::y);
-  Value batchIndex = divi(bh, s.hq);
-  Value head = remi(bh, s.hq), kvHead = divi(head, group);
-  Value q0 = muli(qTile, idx(br));
-  // Key tiles: all, or (causal) up to the one holding the block's last row.
-  Value tiles = idx(kvTiles);
-  if (causal) {
-    int64_t lastRow = std::min<int64_t>(s.nq, s.nk) - 1;
-    Value last = mini(addi(q0, idx(br - 1)), idx(lastRow));
-    tiles = addi(divi(last, bc), idx(1));
-  }
+  scheduleBlock(br);
+  Value tiles = keyTiles(br, bc);
 
   ifThen(cmpi(arith::CmpIPredicate::eq, tid, idx(0)), [&] {
     for (int64_t i = 0; i < 5; ++i)
@@ -292,7 +247,7 @@ FailureOr<LaunchConfig> AttentionWgmmaKernel::emitBody() {
                          ValueRange{i32(64 * p), toI32(row0), toI32(h), b32},
                          bar);
       };
-      copyPanels(qMap, qBase, s.d, br, q0, head, qFull);
+      copyPanels(qMap, qBase, shape.d, br, q0, head, qFull);
       loop(idx(0), tiles, idx(1), {}, [&](Value j, ValueRange) {
         Value stage = remi(j, 2);
         // Free once both consumers released its previous round.
@@ -300,9 +255,9 @@ FailureOr<LaunchConfig> AttentionWgmmaKernel::emitBody() {
                                                    idx(1)));
         wgmma::waitBarrier(b, barrierAt(5, stage), parity);
         Value kv0 = muli(j, idx(bc));
-        copyPanels(kMap, wgmma::offset(b, kBase, stage, kBytes), s.d, bc, kv0,
-                   kvHead, barrierAt(1, stage));
-        copyPanels(vMap, wgmma::offset(b, vBase, stage, vBytes), s.dv, bc,
+        copyPanels(kMap, wgmma::offset(b, kBase, stage, kBytes), shape.d, bc,
+                   kv0, kvHead, barrierAt(1, stage));
+        copyPanels(vMap, wgmma::offset(b, vBase, stage, vBytes), shape.dv, bc,
                    kv0, kvHead, barrierAt(3, stage));
         return SmallVector<Value>();
       });
@@ -321,7 +276,7 @@ FailureOr<LaunchConfig> AttentionWgmmaKernel::emitBody() {
   // consumer's 64.
   Value row0 = addi(addi(q0, muli(consumer, idx(64))),
                     addi(muli(warp, idx(16)), g));
-  Value rows[2] = {row0, addi(row0, idx(8))};
+  AttentionFragments frags{{row0, addi(row0, idx(8))}, t};
   // Q's 64 rows of this consumer, in every panel.
   Value qRows = wgmma::offset(b, qBase, consumer, 64 * 128);
   wgmma::waitBarrier(b, qFull, i32(0));
@@ -337,7 +292,7 @@ FailureOr<LaunchConfig> AttentionWgmmaKernel::emitBody() {
     ifThen(cmpi(arith::CmpIPredicate::eq, consumer, idx(0)),
            [&] { arriveAt(myTurn); });
 
-  SmallVector<Value> init{wgmma::zeroAccumulators(b, s.dv), negInf, negInf,
+  SmallVector<Value> init{wgmma::zeroAccumulators(b, shape.dv), negInf, negInf,
                           zero, zero};
   SmallVector<Value> state = loop(
       idx(0), tiles, idx(1), init,
@@ -370,82 +325,11 @@ FailureOr<LaunchConfig> AttentionWgmmaKernel::emitBody() {
         NVVM::WgmmaWaitGroupSyncOp::create(b, 0);
         SmallVector<Value> sAcc = wgmma::accumulatorValues(b, sStruct);
 
-        // Scaled scores; element e of fragment f is row rows[e / 2], key
-        // kv0 + 8f + 2t + e % 2 (mma.sync's layout).
-        if (prescale)
-          for (Value &x : sAcc)
-            x = mulf(x, f32(scaleLog2));
-        auto keyOf = [&](int64_t f, int64_t e) {
-          return addi(kv0, addi(idx(8 * f + e % 2), muli(t, idx(2))));
-        };
-        if (mask) {
-          ArrayRef<int64_t> maskShape = shapeOf(op.getMask());
-          Value log2eV = f32(log2e);
-          for (int64_t f = 0; f < sFrags; ++f)
-            for (int64_t e = 0; e < 4; ++e) {
-              Value i = mini(rows[e / 2], idx(s.nq - 1));
-              Value key = mini(keyOf(f, e), idx(s.nk - 1));
-              Value m = load(mask, broadcastCoords({batchIndex, head, i, key},
-                                                   maskShape));
-              sAcc[f * 4 + e] = fma(m, log2eV, sAcc[f * 4 + e]);
-            }
-        }
-        if (causal || s.nk % bc) {
-          Value edge = cmpi(arith::CmpIPredicate::sgt, addi(kv0, idx(bc)),
-                            idx(s.nk));
-          if (causal)
-            edge = arith::OrIOp::create(
-                b, edge,
-                cmpi(arith::CmpIPredicate::sgt, addi(kv0, idx(bc - 1)), q0));
-          SmallVector<Type> types(sAcc.size(), b.getF32Type());
-          auto edgeIf = scf::IfOp::create(b, types, edge, true);
-          {
-            OpBuilder::InsertionGuard guard(b);
-            b.setInsertionPointToStart(edgeIf.thenBlock());
-            SmallVector<Value> masked;
-            for (int64_t f = 0; f < sFrags; ++f)
-              for (int64_t e = 0; e < 4; ++e) {
-                Value key = keyOf(f, e);
-                Value ok = ltc(key, s.nk);
-                if (causal)
-                  ok = andi(ok, cmpi(arith::CmpIPredicate::sle, key,
-                                     rows[e / 2]));
-                masked.push_back(select(ok, sAcc[f * 4 + e], negInf));
-              }
-            scf::YieldOp::create(b, masked);
-            b.setInsertionPointToStart(edgeIf.elseBlock());
-            scf::YieldOp::create(b, sAcc);
-          }
-          sAcc.assign(edgeIf.getResults().begin(), edgeIf.getResults().end());
-        }
-
-        // Online softmax, per row r of the thread's two.
+        maskScores(sAcc, frags, kv0, bc);
         SmallVector<Value> o = wgmma::accumulatorValues(b, args[0]);
         Value m[2] = {args[1], args[2]};
         Value l[2] = {args[3], args[4]};
-        for (int64_t r = 0; r < 2; ++r) {
-          Value mx = negInf;
-          for (int64_t f = 0; f < sFrags; ++f)
-            mx = maxf(mx, maxf(sAcc[f * 4 + 2 * r], sAcc[f * 4 + 2 * r + 1]));
-          Value mNew = maxf(m[r], quadReduce(mx, /*max=*/true));
-          Value mUse = select(arith::CmpFOp::create(
-                                  b, arith::CmpFPredicate::OEQ, mNew, negInf),
-                              zero, mNew);
-          Value alpha = exp2(mulf(subf(m[r], mUse), mult));
-          Value offset = arith::NegFOp::create(b, mulf(mUse, mult));
-          Value sum = zero;
-          for (int64_t f = 0; f < sFrags; ++f)
-            for (int64_t e = 2 * r; e < 2 * r + 2; ++e) {
-              Value p = exp2(fma(sAcc[f * 4 + e], mult, offset));
-              sAcc[f * 4 + e] = p;
-              sum = addf(sum, p);
-            }
-          l[r] = fma(l[r], alpha, sum);
-          m[r] = mNew;
-          for (int64_t f = 0; f < vFrags; ++f)
-            for (int64_t e = 2 * r; e < 2 * r + 2; ++e)
-              o[f * 4 + e] = mulf(o[f * 4 + e], alpha);
-        }
+        softmaxStep(sAcc, o, m, l);
 
         // O += P V: P's accumulators of keys 16p.. are the A registers of
         // k-step p; V's tile, 16 key rows of 128 bytes per k-step, read
@@ -453,13 +337,7 @@ FailureOr<LaunchConfig> AttentionWgmmaKernel::emitBody() {
         // Every register the wgmma read is written before the fence.
         SmallVector<SmallVector<Value>> aRegs;
         for (int64_t p = 0; p < pSteps; ++p) {
-          SmallVector<Value> &a = aRegs.emplace_back();
-          for (int64_t half = 0; half < 2; ++half)
-            for (int64_t r = 0; r < 2; ++r) {
-              int64_t f = 2 * p + half;
-              a.push_back(packPair(b, type, elementType, sAcc[f * 4 + 2 * r],
-                                   sAcc[f * 4 + 2 * r + 1]));
-            }
+          SmallVector<Value> &a = aRegs.emplace_back(packP(sAcc, p));
           if (type.ptx == NVVM::MMATypes::f16)
             for (Value &reg : a)
               reg = vector::ExtractOp::create(
@@ -474,9 +352,9 @@ FailureOr<LaunchConfig> AttentionWgmmaKernel::emitBody() {
         for (int64_t p = 0; p < pSteps; ++p)
           oStruct = wgmma::mmaRS(
               b, oStruct, aRegs[p],
-              wgmma::descriptor(b, wgmma::offset(b, vTile, p * 16 * 128),
-                                false, bc * 128),
-              s.dv, elementType, /*bKMajor=*/false);
+              wgmma::descriptor(b, wgmma::offset(b, vTile, p * 16 * 128), false,
+                                bc * 128),
+              shape.dv, elementType, /*bKMajor=*/false);
         NVVM::WgmmaGroupSyncAlignedOp::create(b);
         if (pingPong)
           arriveAt(otherTurn);
@@ -489,25 +367,9 @@ FailureOr<LaunchConfig> AttentionWgmmaKernel::emitBody() {
         return {oStruct, m[0], m[1], l[0], l[1]};
       });
 
-  // O / l, 0 for a row that saw no key; then the epilogue, two columns at a
-  // time.
-  SmallVector<Value> o = wgmma::accumulatorValues(b, state[0]);
-  for (int64_t r = 0; r < 2; ++r) {
-    Value l = quadReduce(state[3 + r], /*max=*/false);
-    Value inv = select(
-        arith::CmpFOp::create(b, arith::CmpFPredicate::OGT, l, zero),
-        divf(f32(1), l), zero);
-    ifThen(ltc(rows[r], s.nq), [&] {
-      for (int64_t f = 0; f < vFrags; ++f) {
-        Value col = addi(idx(8 * f), muli(t, idx(2)));
-        SmallVector<Value> values = {mulf(o[f * 4 + 2 * r], inv),
-                                     mulf(o[f * 4 + 2 * r + 1], inv)};
-        storeVectorResults(storedCoords({batchIndex, head, rows[r], col}), 2,
-                           values);
-      }
-    });
-  }
+  normaliseAndStore(wgmma::accumulatorValues(b, state[0]), {state[3], state[4]},
+                    frags);
   // One block per SM holds the registers setmaxnreg moves.
   func->setAttr("nvvm.minctasm", b.getI32IntegerAttr(1));
-  return LaunchConfig{{qTiles, s.batch * s.hq, 1}, {threads, 1, 1}};
+  return LaunchConfig{grid(br), {threads, 1, 1}};
 }
