@@ -17,6 +17,9 @@
 //    P V completed;
 //  - registers move from the producer to the consumers (setmaxnreg).
 //
+// The stages, their mbarriers and the warpgroup split are the TmaPipeline's
+// (Pipeline.h), shared with GemmWgmma.cpp.
+//
 // Q, K and V are read through TMA tensor maps over the kernel arguments
 // under their transposes and slices (strides, an offset), so heads split
 // out of a fused projection need no copy; a rope keeps the mma.sync kernel,
@@ -26,7 +29,7 @@
 
 #include "Attention.h"
 #include "Families.h"
-#include "Wgmma.h"
+#include "Pipeline.h"
 
 using namespace fusec::tiling;
 
@@ -94,10 +97,16 @@ int64_t panels(int64_t width) { return ceilDiv(width, 64); }
 
 constexpr int64_t kRows = 128, kConsumers = 2;
 
+/// The pipeline: two stages, each with a full barrier for K and one for V
+/// (S = Q K^T starts before V has landed), after Q's.
+constexpr TmaPipeline::Config kPipeline = {/*stages=*/2, /*loads=*/2,
+                                           /*once=*/1, kConsumers};
+
 /// Shared memory of the kernel: Q, two stages of K and V, the mbarriers.
 int64_t sharedBytesOf(const AttentionShape &s, int64_t bc) {
   return kRows * panels(s.d) * 128 +
-         2 * bc * (panels(s.d) + panels(s.dv)) * 128 + 7 * 8;
+         2 * bc * (panels(s.d) + panels(s.dv)) * 128 +
+         TmaPipeline::barrierCount(kPipeline) * 8;
 }
 
 class AttentionWgmmaKernel : public AttentionKernel {
@@ -196,80 +205,49 @@ FailureOr<LaunchConfig> AttentionWgmmaKernel::emitAttention() {
   Value qSmem = allocShared({qBytes}, b.getI8Type(), 1024);
   Value kSmem = allocShared({2 * kBytes}, b.getI8Type(), 1024);
   Value vSmem = allocShared({2 * vBytes}, b.getI8Type(), 1024);
-  Value barrierSmem = allocShared({7}, b.getI64Type(), 8);
+  Value barrierSmem =
+      allocShared({TmaPipeline::barrierCount(kPipeline)}, b.getI64Type(), 8);
   Value qBase = wgmma::sharedAddress(b, qSmem);
   Value kBase = wgmma::sharedAddress(b, kSmem);
   Value vBase = wgmma::sharedAddress(b, vSmem);
-  Value barriers = wgmma::sharedAddress(b, barrierSmem);
-  // Barriers: Q, then K and V per stage, then the stages' releases.
-  auto barrier = [&](int64_t i) {
-    return wgmma::sharedPointer(b, wgmma::offset(b, barriers, 8 * i), 3);
-  };
-  auto barrierAt = [&](int64_t first, Value stage) {
-    return wgmma::sharedPointer(
-        b, wgmma::offset(b, wgmma::offset(b, barriers, 8 * first), stage, 8),
-        3);
-  };
-  Value qFull = barrier(0);
+  TmaPipeline pipeline(b, wgmma::sharedAddress(b, barrierSmem), kPipeline);
+  Value qFull = pipeline.onceBarrier(0);
 
   Value tid = threadId();
   scheduleBlock(br);
   Value tiles = keyTiles(br, bc);
 
-  ifThen(cmpi(arith::CmpIPredicate::eq, tid, idx(0)), [&] {
-    for (int64_t i = 0; i < 5; ++i)
-      NVVM::MBarrierInitOp::create(b, barrier(i), i32(1), Value());
-    for (int64_t i = 5; i < 7; ++i)
-      NVVM::MBarrierInitOp::create(b, barrier(i), i32(kConsumers), Value());
-    NVVM::FenceMbarrierInitOp::create(b);
-  });
+  ifThen(cmpi(arith::CmpIPredicate::eq, tid, idx(0)), [&] { pipeline.init(); });
   gpu::BarrierOp::create(b);
 
-  Value warpgroup = divi(tid, 128);
-  auto ifOp = scf::IfOp::create(
-      b, TypeRange(), cmpi(arith::CmpIPredicate::eq, warpgroup, idx(0)),
-      /*withElseRegion=*/true);
-  {
-    // The producer.
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
-    NVVM::SetMaxRegisterOp::create(b, kProducerRegisters,
-                                   NVVM::SetMaxRegisterAction::decrease);
-    ifThen(cmpi(arith::CmpIPredicate::eq, tid, idx(0)), [&] {
-      Value b32 = toI32(batchIndex);
-      auto copyPanels = [&](Value map, Value dst, int64_t width, int64_t rows,
-                            Value row0, Value h, Value bar) {
-        NVVM::MBarrierArriveExpectTxOp::create(
-            b, Type(), bar, i32(panels(width) * rows * 128),
-            NVVM::MemScopeKind::CTA, false, Value());
-        for (int64_t p = 0; p < panels(width); ++p)
-          wgmma::copyBox(b, wgmma::offset(b, dst, p * rows * 128), map,
-                         ValueRange{i32(64 * p), toI32(row0), toI32(h), b32},
-                         bar);
-      };
-      copyPanels(qMap, qBase, shape.d, br, q0, head, qFull);
-      loop(idx(0), tiles, idx(1), {}, [&](Value j, ValueRange) {
-        Value stage = remi(j, 2);
-        // Free once both consumers released its previous round.
-        Value parity = toI32(arith::XOrIOp::create(b, remi(divi(j, 2), 2),
-                                                   idx(1)));
-        wgmma::waitBarrier(b, barrierAt(5, stage), parity);
-        Value kv0 = muli(j, idx(bc));
-        copyPanels(kMap, wgmma::offset(b, kBase, stage, kBytes), shape.d, bc,
-                   kv0, kvHead, barrierAt(1, stage));
-        copyPanels(vMap, wgmma::offset(b, vBase, stage, vBytes), shape.dv, bc,
-                   kv0, kvHead, barrierAt(3, stage));
-        return SmallVector<Value>();
-      });
-    });
-  }
   OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPoint(ifOp.elseBlock()->getTerminator());
-  NVVM::SetMaxRegisterOp::create(b, kConsumerRegisters,
-                                 NVVM::SetMaxRegisterAction::increase);
-  Value ctid = subi(tid, idx(128));
-  Value consumer = divi(ctid, 128);
-  Value leader = cmpi(arith::CmpIPredicate::eq, remi(ctid, 128), idx(0));
+  auto producer = [&] {
+    Value b32 = toI32(batchIndex);
+    auto copyPanels = [&](Value map, Value dst, int64_t width, int64_t rows,
+                          Value row0, Value h, Value bar) {
+      pipeline.expectBytes(bar, panels(width) * rows * 128);
+      for (int64_t p = 0; p < panels(width); ++p)
+        wgmma::copyBox(b, wgmma::offset(b, dst, p * rows * 128), map,
+                       ValueRange{i32(64 * p), toI32(row0), toI32(h), b32},
+                       bar);
+    };
+    copyPanels(qMap, qBase, shape.d, br, q0, head, qFull);
+    loop(idx(0), tiles, idx(1), {}, [&](Value j, ValueRange) {
+      // Free once both consumers released its previous round.
+      PipelineState state = pipeline.producerState(j);
+      pipeline.producerAcquire(state);
+      Value stage = state.stage, kv0 = muli(j, idx(bc));
+      copyPanels(kMap, wgmma::offset(b, kBase, stage, kBytes), shape.d, bc, kv0,
+                 kvHead, pipeline.full(stage, /*load=*/0));
+      copyPanels(vMap, wgmma::offset(b, vBase, stage, vBytes), shape.dv, bc,
+                 kv0, kvHead, pipeline.full(stage, /*load=*/1));
+      return SmallVector<Value>();
+    });
+  };
+  ConsumerThread thread = splitWarpgroups(
+      b, tid, WarpgroupRegisters{kProducerRegisters, kConsumerRegisters},
+      producer);
+  Value ctid = thread.tid, consumer = thread.warpgroup;
   Value lane = remi(ctid, 32), warp = remi(divi(ctid, 32), 4);
   Value g = divi(lane, 4), t = remi(lane, 4);
   // The thread's query rows: g and g + 8 of its warp's 16 of the
@@ -297,15 +275,15 @@ FailureOr<LaunchConfig> AttentionWgmmaKernel::emitAttention() {
   SmallVector<Value> state = loop(
       idx(0), tiles, idx(1), init,
       [&](Value j, ValueRange args) -> SmallVector<Value> {
-        Value stage = remi(j, 2);
-        Value parity = toI32(remi(divi(j, 2), 2));
+        PipelineState state = pipeline.consumerState(j);
+        Value stage = state.stage;
         Value kv0 = muli(j, idx(bc));
         Value kTile = wgmma::offset(b, kBase, stage, kBytes);
         Value vTile = wgmma::offset(b, vBase, stage, vBytes);
 
         // S = Q K^T, k-step i of the head dim in panel i / 4 at byte
         // 32 (i % 4) of its rows.
-        wgmma::waitBarrier(b, barrierAt(1, stage), parity);
+        pipeline.consumerWait(state, /*load=*/0);
         if (pingPong)
           NVVM::BarrierOp::create(b, Type(), myTurn, i32(2 * 128), nullptr,
                                   Value());
@@ -347,7 +325,7 @@ FailureOr<LaunchConfig> AttentionWgmmaKernel::emitAttention() {
                   0);
         }
         Value oStruct = wgmma::accumulatorStruct(b, o);
-        wgmma::waitBarrier(b, barrierAt(3, stage), parity);
+        pipeline.consumerWait(state, /*load=*/1);
         NVVM::WgmmaFenceAlignedOp::create(b);
         for (int64_t p = 0; p < pSteps; ++p)
           oStruct = wgmma::mmaRS(
@@ -360,10 +338,7 @@ FailureOr<LaunchConfig> AttentionWgmmaKernel::emitAttention() {
           arriveAt(otherTurn);
         NVVM::WgmmaWaitGroupSyncOp::create(b, 0);
         // This consumer is done with the stage.
-        ifThen(leader, [&] {
-          NVVM::MBarrierArriveOp::create(b, Type(), barrierAt(5, stage),
-                                         Value());
-        });
+        ifThen(thread.leader, [&] { pipeline.consumerRelease(stage); });
         return {oStruct, m[0], m[1], l[0], l[1]};
       });
 

@@ -13,6 +13,8 @@
 //    (its "empty" mbarrier) once the wgmma reading it completed, keeping one
 //    k-tile's wgmma in flight;
 //  - registers move from the producer to the consumers (setmaxnreg);
+//    the stages, their mbarriers and the split are the TmaPipeline's
+//    (Pipeline.h), shared with AttentionWgmma.cpp;
 //  - the fused epilogue runs on the accumulators, whose layout is
 //    mma.sync's (GemmEpilogue.cpp), on the consumers alone.
 //
@@ -24,7 +26,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Families.h"
-#include "Wgmma.h"
+#include "Pipeline.h"
 
 using namespace fusec::tiling;
 
@@ -213,11 +215,6 @@ private:
   Value toI32(Value index) {
     return arith::IndexCastOp::create(b, b.getI32Type(), index);
   }
-  /// The mbarrier `i` of the barrier array.
-  Value barrier(Value i) {
-    return wgmma::sharedPointer(b, wgmma::offset(b, barriers, i, 8), 3);
-  }
-
   /// Issues the TMA copies of k-tile `kt` of `operand` (tile rows from
   /// `i0`) into the stage at shared address `dst`, completing on `full`.
   void copyTile(const WgmmaOperand &operand, ArrayRef<Value> maps,
@@ -231,8 +228,6 @@ private:
   WgmmaOperands operands;
   /// Bytes per element of the operands.
   int64_t bytes = 2;
-  /// The shared address of the mbarriers.
-  Value barriers;
 };
 
 } // namespace
@@ -483,15 +478,17 @@ GemmWgmmaKernel::emitGemm(const GemmProblem &problem) {
   SmallVector<Value> bMaps = mapsOf(operands.b, t.bn);
 
   // Shared memory: the stages (A tiles, then B tiles), then a full and an
-  // empty mbarrier per stage.
+  // empty mbarrier per stage. One TMA transaction (A and B) completes a
+  // full one; each consumer warpgroup's release, an empty one.
+  TmaPipeline::Config pipe = {t.stages, /*loads=*/1, /*once=*/0, consumers,
+                              /*arrayIndexed=*/true};
   Value aSmem = allocShared({t.stages * aBytes}, b.getI8Type(), 1024);
   Value bSmem = allocShared({t.stages * bBytes}, b.getI8Type(), 1024);
-  Value barrierSmem = allocShared({2 * t.stages}, b.getI64Type(), 8);
+  Value barrierSmem =
+      allocShared({TmaPipeline::barrierCount(pipe)}, b.getI64Type(), 8);
   Value aBase = wgmma::sharedAddress(b, aSmem);
   Value bBase = wgmma::sharedAddress(b, bSmem);
-  barriers = wgmma::sharedAddress(b, barrierSmem);
-  auto full = [&](Value s) { return barrier(s); };
-  auto empty = [&](Value s) { return barrier(addi(s, idx(t.stages))); };
+  TmaPipeline pipeline(b, wgmma::sharedAddress(b, barrierSmem), pipe);
 
   Value tid = threadId();
   // Blocks walk the tiles in groups of rows of tiles (mma.sync's order), so
@@ -523,55 +520,30 @@ GemmWgmmaKernel::emitGemm(const GemmProblem &problem) {
                                        ceilDiv(operands.a.conv->ci, t.bk)
                                  : ceilDiv(shape.k, t.bk);
 
-  // Thread 0 sets up the barriers: one TMA transaction completes a full
-  // one; each consumer warpgroup's release, an empty one.
-  ifThen(cmpi(arith::CmpIPredicate::eq, tid, idx(0)), [&] {
-    for (int64_t s = 0; s < t.stages; ++s) {
-      NVVM::MBarrierInitOp::create(b, full(idx(s)), i32(1), Value());
-      NVVM::MBarrierInitOp::create(b, empty(idx(s)), i32(consumers), Value());
-    }
-    NVVM::FenceMbarrierInitOp::create(b);
-  });
+  ifThen(cmpi(arith::CmpIPredicate::eq, tid, idx(0)), [&] { pipeline.init(); });
   gpu::BarrierOp::create(b);
 
-  Value warpgroup = divi(tid, 128);
-  auto ifOp = scf::IfOp::create(
-      b, TypeRange(), cmpi(arith::CmpIPredicate::eq, warpgroup, idx(0)),
-      /*withElseRegion=*/true);
-  {
-    // The producer: gives up registers, and thread 0 streams the k-tiles.
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
-    if (consumers > 1)
-      NVVM::SetMaxRegisterOp::create(b, kProducerRegisters,
-                                     NVVM::SetMaxRegisterAction::decrease);
-    ifThen(cmpi(arith::CmpIPredicate::eq, tid, idx(0)), [&] {
-      Value aBatch = batchCoord(operands.a), bBatch = batchCoord(operands.b);
-      loop(0, numK, [&](Value kt) {
-        Value s = remi(kt, t.stages);
-        // The stage is free once its previous round's consumers released
-        // it; parity 1 of a fresh barrier counts as complete.
-        Value round = divi(kt, t.stages);
-        Value parity = toI32(arith::XOrIOp::create(b, remi(round, 2), idx(1)));
-        wgmma::waitBarrier(b, empty(s), parity);
-        NVVM::MBarrierArriveExpectTxOp::create(
-            b, Type(), full(s), i32(stage), NVVM::MemScopeKind::CTA, false,
-            Value());
-        copyTile(operands.a, aMaps, t.bm, tileM, kt, aBatch,
-                 wgmma::offset(b, aBase, s, aBytes), full(s));
-        copyTile(operands.b, bMaps, t.bn, tileN, kt, bBatch,
-                 wgmma::offset(b, bBase, s, bBytes), full(s));
-      });
-    });
-  }
+  // The producer gives up registers, and its thread 0 streams the k-tiles.
   OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPoint(ifOp.elseBlock()->getTerminator());
+  auto producer = [&] {
+    Value aBatch = batchCoord(operands.a), bBatch = batchCoord(operands.b);
+    loop(0, numK, [&](Value kt) {
+      // The stage is free once its previous round's consumers released it.
+      PipelineState state = pipeline.producerState(kt);
+      pipeline.producerAcquire(state);
+      Value s = state.stage;
+      pipeline.expectBytes(pipeline.full(s), stage);
+      copyTile(operands.a, aMaps, t.bm, tileM, kt, aBatch,
+               wgmma::offset(b, aBase, s, aBytes), pipeline.full(s));
+      copyTile(operands.b, bMaps, t.bn, tileN, kt, bBatch,
+               wgmma::offset(b, bBase, s, bBytes), pipeline.full(s));
+    });
+  };
+  std::optional<WarpgroupRegisters> registers;
   if (consumers > 1)
-    NVVM::SetMaxRegisterOp::create(b, kConsumerRegisters,
-                                   NVVM::SetMaxRegisterAction::increase);
-  Value ctid = subi(tid, idx(128));
-  Value consumer = divi(ctid, 128);
-  Value leader = cmpi(arith::CmpIPredicate::eq, remi(ctid, 128), idx(0));
+    registers = {kProducerRegisters, kConsumerRegisters};
+  ConsumerThread thread = splitWarpgroups(b, tid, registers, producer);
+  Value ctid = thread.tid, consumer = thread.warpgroup;
 
   bool aK = operands.a.kMajor, bK = operands.b.kMajor;
   // Descriptor steps per k16: 32 bytes along a K-major row, 16 rows of 128
@@ -583,9 +555,9 @@ GemmWgmmaKernel::emitGemm(const GemmProblem &problem) {
   Value acc = loop(idx(0), idx(numK), idx(1),
                    {wgmma::zeroAccumulators(b, t.bn)},
                    [&](Value kt, ValueRange iter) -> SmallVector<Value> {
-                     Value s = remi(kt, t.stages);
-                     Value parity = toI32(remi(divi(kt, t.stages), 2));
-                     wgmma::waitBarrier(b, full(s), parity);
+                     PipelineState state = pipeline.consumerState(kt);
+                     pipeline.consumerWait(state);
+                     Value s = state.stage;
                      Value aTile = wgmma::offset(
                          b, wgmma::offset(b, aBase, s, aBytes), consumer,
                          64 * 128);
@@ -606,13 +578,12 @@ GemmWgmmaKernel::emitGemm(const GemmProblem &problem) {
                      // The previous k-tile's wgmma are done: its stage is
                      // free.
                      NVVM::WgmmaWaitGroupSyncOp::create(b, 1);
-                     ifThen(andi(leader, cmpi(arith::CmpIPredicate::sgt, kt,
-                                              idx(0))),
+                     ifThen(andi(thread.leader,
+                                 cmpi(arith::CmpIPredicate::sgt, kt, idx(0))),
                             [&] {
                               Value prev = remi(addi(kt, idx(t.stages - 1)),
                                                 t.stages);
-                              NVVM::MBarrierArriveOp::create(
-                                  b, Type(), empty(prev), Value());
+                              pipeline.consumerRelease(prev);
                             });
                      return {d};
                    })[0];
