@@ -141,6 +141,16 @@ static AttentionTile attentionTileOf(Attribute tile) {
   return AttentionTile::fromAttr(cast<AttentionTileAttr>(tile));
 }
 
+/// `tiles` in #fuse.tile's terms, as the autotuner tries them.
+static std::vector<TileAttr>
+attentionTiles(const KernelQuery &q, bool wgmma,
+               std::initializer_list<AttentionTile> tiles) {
+  std::vector<TileAttr> attrs;
+  for (const AttentionTile &tile : tiles)
+    attrs.push_back(tile.toAttr(q.kernel.getContext(), wgmma).asTile());
+  return attrs;
+}
+
 static const FamilyInfo kAttentionWgmma{
     KernelFamily::AttentionWgmma,
     [](const KernelQuery &q) {
@@ -169,13 +179,11 @@ static const FamilyInfo kAttentionWgmma{
       return Attribute(tile.toAttr(q.kernel.getContext(), /*wgmma=*/true));
     },
     [](const KernelQuery &q) {
-      std::vector<TileAttr> tiles;
-      for (int64_t keys : {64, 128})
-        for (bool pingPong : {false, true})
-          tiles.push_back(AttentionTile{0, keys, pingPong}
-                              .toAttr(q.kernel.getContext(), /*wgmma=*/true)
-                              .asTile());
-      return tiles;
+      return attentionTiles(q, /*wgmma=*/true,
+                            {{0, 64, false},
+                             {0, 64, true},
+                             {0, 128, false},
+                             {0, 128, true}});
     },
     [](const KernelQuery &q, gpu::GPUModuleOp module, Attribute tile) {
       return makeAttentionWgmmaKernel(q.kernel, module, q.target,
@@ -204,12 +212,8 @@ static const FamilyInfo kAttentionMmaSync{
       return Attribute(tile->toAttr(q.kernel.getContext(), /*wgmma=*/false));
     },
     [](const KernelQuery &q) {
-      std::vector<TileAttr> tiles;
-      for (auto [warps, keys] : {std::pair{4, 32}, {4, 64}, {8, 64}, {8, 128}})
-        tiles.push_back(AttentionTile{warps, keys}
-                            .toAttr(q.kernel.getContext(), /*wgmma=*/false)
-                            .asTile());
-      return tiles;
+      return attentionTiles(q, /*wgmma=*/false,
+                            {{4, 32}, {4, 64}, {8, 64}, {8, 128}});
     },
     [](const KernelQuery &q, gpu::GPUModuleOp module, Attribute tile) {
       return makeAttentionMmaSyncKernel(q.kernel, module, q.target,

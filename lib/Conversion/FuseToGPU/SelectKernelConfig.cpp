@@ -87,15 +87,37 @@ static FailureOr<KernelConfigAttr> selectFor(const KernelQuery &query,
   return selectConfig(query, {}, "heuristic");
 }
 
+/// Writes the config of every kernel of `module`; fails at the first
+/// kernel none fits.
+static LogicalResult selectAll(ModuleOp module, const TilingTarget &parsed,
+                               const Tuning &tuning) {
+  WalkResult result = module.walk([&](KernelOp kernel) {
+    KernelQuery query(kernel, parsed.target, parsed.options);
+    FailureOr<KernelConfigAttr> config = selectFor(query, tuning);
+    if (failed(config))
+      return WalkResult::interrupt();
+    // At the kernel's location, not op->emitRemark(), which would print the
+    // whole kernel.
+    InFlightDiagnostic remark = emitRemark(kernel.getLoc());
+    remark << "kernel '" << kernel.getName() << "': "
+           << stringifyKernelFamily(config->getFamily());
+    if (Attribute tile = config->getTile())
+      remark << " " << tile;
+    remark << ", from the " << config->getSource();
+    kernel->setAttr(kKernelConfigAttr, *config);
+    return WalkResult::advance();
+  });
+  return failure(result.wasInterrupted());
+}
+
 namespace {
 struct SelectKernelConfigPass
     : fusec::impl::SelectKernelConfigBase<SelectKernelConfigPass> {
   using Base::Base;
 
   void runOnOperation() override {
-    ModuleOp module = getOperation();
     FailureOr<TilingTarget> parsed =
-        parseTilingTarget(module, arch, smCount, fp32Math);
+        parseTilingTarget(getOperation(), arch, smCount, fp32Math);
     if (failed(parsed))
       return signalPassFailure();
     Tuning tuning{{}, parsed->target.chip, tuningGpu, fp32Math};
@@ -103,25 +125,9 @@ struct SelectKernelConfigPass
       std::vector<std::string> warnings;
       tuning.db = tuning::Database::load(tuningDb, warnings);
       for (const std::string &warning : warnings)
-        module.emitWarning(warning);
+        getOperation().emitWarning(warning);
     }
-    WalkResult result = module.walk([&](KernelOp kernel) {
-      KernelQuery query(kernel, parsed->target, parsed->options);
-      FailureOr<KernelConfigAttr> config = selectFor(query, tuning);
-      if (failed(config))
-        return WalkResult::interrupt();
-      // At the kernel's location, not op->emitRemark(), which would print
-      // the whole kernel.
-      InFlightDiagnostic remark = emitRemark(kernel.getLoc());
-      remark << "kernel '" << kernel.getName() << "': "
-             << stringifyKernelFamily(config->getFamily());
-      if (Attribute tile = config->getTile())
-        remark << " " << tile;
-      remark << ", from the " << config->getSource();
-      kernel->setAttr(kKernelConfigAttr, *config);
-      return WalkResult::advance();
-    });
-    if (result.wasInterrupted())
+    if (failed(selectAll(getOperation(), *parsed, tuning)))
       signalPassFailure();
   }
 };
