@@ -90,4 +90,86 @@ def Fuse_TileAttr : AttrDef<Fuse_Dialect, "Tile"> {
   let genVerifyDecl = 1;
 }
 
+def Fuse_KernelFamily : I32EnumAttr<"KernelFamily",
+    "the kernel family that generates a fuse.kernel", [
+    I32EnumAttrCase<"Elementwise", 0, "elementwise">,
+    I32EnumAttrCase<"DirectConv", 1, "direct_conv">,
+    I32EnumAttrCase<"RowReduction", 2, "row_reduction">,
+    I32EnumAttrCase<"PoolResample", 3, "pool_resample">,
+    I32EnumAttrCase<"Gather", 4, "gather">,
+    I32EnumAttrCase<"AttentionDirect", 5, "attention_direct">,
+    I32EnumAttrCase<"AttentionMmaSync", 6, "attention_mma_sync">,
+    I32EnumAttrCase<"AttentionWgmma", 7, "attention_wgmma">,
+    I32EnumAttrCase<"GemmSimt", 8, "gemm_simt">,
+    I32EnumAttrCase<"GemmMmaSync", 9, "gemm_mma_sync">,
+    I32EnumAttrCase<"GemmWgmma", 10, "gemm_wgmma">
+  ]> {
+  let genSpecializedAttr = 0;
+  let cppNamespace = "::mlir::fuse";
+}
+def Fuse_KernelFamilyAttr
+    : EnumAttr<Fuse_Dialect, Fuse_KernelFamily, "kernel_family"> {
+  let summary = "A kernel family (docs/Tiling.md), as recorded in artifacts";
+  let assemblyFormat = "`<` $value `>`";
+}
+
+def Fuse_AttentionTileAttr : AttrDef<Fuse_Dialect, "AttentionTile"> {
+  let mnemonic = "attention_tile";
+  let summary = "The tile a tensor-core attention kernel runs with";
+  let description = [{
+    The configuration `fusec-select-kernel-config` chooses for the
+    `attention_mma_sync` and `attention_wgmma` families (users write a
+    `#fuse.tile` on the kernel; this is what it selects): `rows` query rows
+    and `keys` keys per K/V tile per block. On `mma.sync`, `warps` warps of
+    16 query rows each; on sm_90a's warpgroup MMA (128 rows, `warps` 0),
+    `ping_pong` has the two consumer warpgroups take turns at the tensor
+    cores, so that one's softmax runs under the other's GEMMs.
+
+    ```mlir
+    #fuse.attention_tile<rows = 128, keys = 128, warps = 8>
+    #fuse.attention_tile<rows = 128, keys = 64, ping_pong = true>
+    ```
+  }];
+  let parameters = (ins "int64_t":$rows, "int64_t":$keys,
+                        DefaultValuedParameter<"int64_t", "0">:$warps,
+                        DefaultValuedParameter<"bool", "false">:$ping_pong);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// The same tile in #fuse.tile's terms (bm query rows, bn keys, bk 16;
+    /// warps_m the warps on mma.sync, warps_n the wgmma schedule: 1 free
+    /// consumers, 2 ping-pong), as users write it and artifacts record it.
+    TileAttr asTile() const;
+  }];
+}
+
+def Fuse_KernelConfigAttr : AttrDef<Fuse_Dialect, "KernelConfig"> {
+  let mnemonic = "kernel_config";
+  let summary = "The kernel family and tile a fuse.kernel is generated with";
+  let description = [{
+    Written on every `fuse.kernel` (as `fusec.kernel_config`) by
+    `fusec-select-kernel-config`, read by `fusec-tile-kernels`: the `family`
+    that generates the kernel, its `tile` (a `#fuse.tile` for the GEMM
+    families, a `#fuse.attention_tile` for the tensor-core attention ones,
+    none for the others) and its `source`, where the choice came from: the
+    kernel's own `tile` attribute, the tuning database, or the heuristic.
+
+    ```mlir
+    #fuse.kernel_config<family = gemm_wgmma,
+        tile = #fuse.tile<bm = 128, bn = 128, bk = 64, warps_m = 8,
+                          warps_n = 1, stages = 4>,
+        source = "heuristic">
+    ```
+  }];
+  let parameters = (ins EnumParameter<Fuse_KernelFamily>:$family,
+                        OptionalParameter<"::mlir::Attribute">:$tile,
+                        StringRefParameter<"where the choice came from">:$source);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let extraClassDeclaration = [{
+    /// The tile in #fuse.tile's terms (null without one), as artifacts
+    /// record it.
+    TileAttr getTileAsTileAttr() const;
+  }];
+}
+
 #endif // FUSE_ATTRS_TD

@@ -25,3 +25,35 @@ void FuseDialect::initialize() {
 #include "Fuse/FuseAttrs.cpp.inc"
       >();
 }
+
+LogicalResult
+AttentionTileAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                          int64_t rows, int64_t keys, int64_t warps,
+                          bool pingPong) {
+  // Bounds as #fuse.tile's; whether the tile suits a kernel is the family's
+  // to check.
+  for (auto [name, value, lo, hi] :
+       {std::tuple{"rows", rows, 1, 1024}, std::tuple{"keys", keys, 1, 1024},
+        std::tuple{"warps", warps, 0, 32}})
+    if (value < lo || value > hi)
+      return emitError() << "attention tile " << name << " = " << value
+                         << " is out of range [" << lo << ", " << hi << "]";
+  if (warps && pingPong)
+    return emitError() << "attention tile: ping_pong is a warpgroup "
+                          "schedule, warps an mma.sync one";
+  return success();
+}
+
+TileAttr AttentionTileAttr::asTile() const {
+  if (getWarps())
+    return TileAttr::get(getContext(), getRows(), getKeys(), 16, 0, 0,
+                         getWarps(), 0, 0, 0);
+  return TileAttr::get(getContext(), getRows(), getKeys(), 16, 0, 0, 0,
+                       getPingPong() ? 2 : 1, 0, 0);
+}
+
+TileAttr KernelConfigAttr::getTileAsTileAttr() const {
+  if (auto attention = dyn_cast_or_null<AttentionTileAttr>(getTile()))
+    return attention.asTile();
+  return dyn_cast_or_null<TileAttr>(getTile());
+}

@@ -4,6 +4,7 @@
 
 #include "Fuse/FuseDialect.h"
 #include "Fuse/FuseOps.h"
+#include "fusec/Conversion/Passes.h"
 #include "fusec/Target/CUDA.h"
 #include "fusec/Target/PTX.h"
 #include "fusec/Transforms/Passes.h"
@@ -33,13 +34,18 @@ void fusec::buildPipeline(OpPassManager &pm, Stage stage,
   pm.addPass(createVerifyStage({/*stage=*/"kernels"}));
   if (stage == Stage::Kernels)
     return;
+  SelectKernelConfigOptions selection;
+  selection.arch = options.arch;
+  selection.smCount = options.smCount;
+  selection.fp32Math = options.fp32Math;
+  selection.tuningDb = options.tuningDb;
+  selection.tuningGpu = options.tuningGpu;
+  pm.addPass(createSelectKernelConfig(selection));
   TileKernelsOptions tiling;
   tiling.arch = options.arch;
   tiling.smCount = options.smCount;
   tiling.fp32Math = options.fp32Math;
   tiling.mmaPrefetch = options.mmaPrefetch;
-  tiling.tuningDb = options.tuningDb;
-  tiling.tuningGpu = options.tuningGpu;
   pm.addPass(createTileKernels(tiling));
   // Bottom-up: top-down, the greedy driver revisits a kernel's guard region
   // (one scf.if around the whole body) once per op inside it, O(n^2) in a
@@ -51,7 +57,7 @@ void fusec::buildPipeline(OpPassManager &pm, Stage stage,
   pm.addPass(createVerifyStage({/*stage=*/"tiled"}));
   if (stage == Stage::Tiled)
     return;
-  // fusec-tile-kernels has rejected a bad architecture; a missing toolkit
+  // fusec-select-kernel-config has rejected a bad architecture; a missing toolkit
   // surfaces as the serialiser's error.
   PTXTarget target;
   if (auto parsed = PTXTarget::parse(options.arch))

@@ -4,6 +4,7 @@
 
 #include "fusec/Pipelines/Pipelines.h"
 #include "fusec/Target/PTX.h"
+#include "fusec/Conversion/Passes.h"
 #include "fusec/Transforms/Passes.h"
 
 #include "Fuse/FuseDialect.h"
@@ -63,6 +64,7 @@ void fusec::registerAll(mlir::DialectRegistry &registry) {
   registerLLVMDialectTranslation(registry);
   registerNVVMDialectTranslation(registry);
   fusec::registerPTXBackendExtensions(registry);
+  fusec::registerFusecConversionPasses();
   fusec::registerFusecTransformsPasses();
   fusec::registerPipelines();
   mlir::registerCanonicalizerPass();

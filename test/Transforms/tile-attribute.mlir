@@ -1,13 +1,14 @@
 // A kernel's `tile` attribute (#fuse.tile) sets the GEMM tile; a tile that
 // is out of range, or does not suit the kernel's family and target, is a
 // located error.
-// RUN: fusec-opt %s --fusec-tile-kernels -split-input-file -verify-diagnostics | FileCheck %s
+// RUN: fusec-opt %s --fusec-select-kernel-config --fusec-tile-kernels -split-input-file -verify-diagnostics | FileCheck %s
 
 // CHECK: gpu.launch_func @linear_kernels::@k0_linear blocks in (%{{.+}}, %{{.+}}, %{{.+}}) threads in (%[[T:.+]], %{{.+}}, %{{.+}})
 // CHECK: gpu.func @k0_linear({{.+}}) kernel attributes {fusec.family = "gemm_simt", fusec.tile = #fuse.tile<bm = 32, bn = 16, bk = 8, tm = 2, tn = 4>, known_block_size = array<i32: 64, 1, 1>}
 // CHECK-DAG: memref.view {{.+}} to memref<2x8x32xf32, #gpu.address_space<workgroup>>
 // CHECK-DAG: memref.view {{.+}} to memref<2x8x16xf32, #gpu.address_space<workgroup>>
 func.func @linear(%x: tensor<40x24xf32>, %w: tensor<30x24xf32>) -> tensor<40x30xf32> {
+  // expected-remark @below {{kernel 'k0_linear': gemm_simt #fuse.tile<bm = 32, bn = 16, bk = 8, tm = 2, tn = 4>, from the tile attribute}}
   %0 = fuse.kernel "k0_linear"(%x, %w) {tile = #fuse.tile<bm = 32, bn = 16, bk = 8, tm = 2, tn = 4>}
       : (tensor<40x24xf32>, tensor<30x24xf32>) -> tensor<40x30xf32> {
   ^bb0(%a: tensor<40x24xf32>, %b: tensor<30x24xf32>):
@@ -110,11 +111,13 @@ func.func @unpartitioned(%x: tensor<4xf32>) -> tensor<4xf32> {
 
 // Two kernels of one graph cannot share a name: it names their gpu.func.
 func.func @same_name(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-remark @below {{kernel 'k0': elementwise, from the heuristic}}
   %0 = fuse.kernel "k0"(%x) : (tensor<4xf32>) -> tensor<4xf32> {
   ^bb0(%a: tensor<4xf32>):
     %1 = fuse.relu %a : tensor<4xf32>
     fuse.yield %1 : tensor<4xf32>
   }
+  // expected-remark @below {{kernel 'k0': elementwise, from the heuristic}}
   // expected-error @below {{'fuse.kernel' op name 'k0' is taken by another kernel of @same_name}}
   %2 = fuse.kernel "k0"(%0) : (tensor<4xf32>) -> tensor<4xf32> {
   ^bb0(%a: tensor<4xf32>):

@@ -46,9 +46,9 @@ func.func @big_pool(%x: tensor<1x65536x65536x1xf16>) -> tensor<1x1x1x1xf16> {
 // TMA box coordinates are signed 32-bit: a GEMM with a dimension of 2^31 or
 // more takes mma.sync on sm_90a, not the warpgroup GEMM.
 // HOPPER: func.func @tall
-// HOPPER: family = "gemm_mma_sync"
+// HOPPER: fusec.kernel_config = #fuse.kernel_config<family = gemm_mma_sync
 // HOPPER: func.func @short
-// HOPPER: family = "gemm_wgmma"
+// HOPPER: fusec.kernel_config = #fuse.kernel_config<family = gemm_wgmma
 // HOPPER: gpu.module @tall_kernels attributes {dlti.dl_spec = #dlti.dl_spec<index = 64 : i64>}
 func.func @tall(%a: tensor<2147483712x64xf16>, %b: tensor<64x64xf16>) -> tensor<2147483712x64xf16> {
   %0 = fuse.matmul %a, %b : tensor<2147483712x64xf16>, tensor<64x64xf16>

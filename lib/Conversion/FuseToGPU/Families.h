@@ -1,7 +1,7 @@
 //===- Families.h - The kernel families and their configurations -*- C++ -*-===//
 //
-// One home per kernel family, each in its own file; Strategy.cpp picks the
-// family and configuration of each fuse.kernel and builds it through these
+// One home per kernel family, each in its own file; FamilyTable.cpp lists
+// them, with their selectors and tiles, and builds them through these
 // factories.
 //
 //===----------------------------------------------------------------------===//
@@ -56,14 +56,16 @@ struct AttentionTile {
   /// cores (ping-pong), so that one's softmax runs under the other's GEMMs.
   bool pingPong = false;
 
-  /// In #fuse.tile's terms: query rows, keys, k-step 16; on mma.sync the
-  /// warps (warps_m), on wgmma (128 rows) the schedule (warps_n: 1 free
-  /// consumers, 2 ping-pong).
-  TileAttr toAttr(MLIRContext *context, bool wgmma) const {
-    return wgmma ? TileAttr::get(context, 128, bc, 16, 0, 0, 0,
-                                 pingPong ? 2 : 1, 0, 0)
-                 : TileAttr::get(context, 16 * warps, bc, 16, 0, 0, warps, 0,
-                                 0, 0);
+  /// As #fuse.kernel_config holds it: on mma.sync the warps (16 query rows
+  /// each), on wgmma (128 rows) the schedule.
+  AttentionTileAttr toAttr(MLIRContext *context, bool wgmma) const {
+    return wgmma ? AttentionTileAttr::get(context, 128, bc, 0, pingPong)
+                 : AttentionTileAttr::get(context, 16 * warps, bc, warps,
+                                          false);
+  }
+  static AttentionTile fromAttr(AttentionTileAttr attr) {
+    return {attr.getWarps() ? attr.getWarps() : 4, attr.getKeys(),
+            attr.getPingPong()};
   }
 };
 bool isMmaSyncAttention(AttentionOp op);

@@ -1,62 +1,49 @@
 //===- Strategy.h - Which family tiles each kernel, and how -----*- C++ -*-===//
 //
-// The strategy selection: from a fuse.kernel and the target description, the
-// kernel family that generates it and that family's configuration (for the
-// GEMM families, the tile: the kernel's own #fuse.tile, or the family's
-// heuristic). docs/Tiling.md describes the rules.
+// The selection over the family table (FamilyTable.h): from a fuse.kernel,
+// the target and a #fuse.tile asked for (the kernel's own, or a tuning
+// database entry's) or none, the #fuse.kernel_config it is generated with;
+// the check that a config suits its kernel; the generation through the
+// config's family. docs/Tiling.md describes the rules. Nothing here writes
+// the kernel's attributes.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef FUSEC_LIB_CONVERSION_FUSETOGPU_STRATEGY_H
 #define FUSEC_LIB_CONVERSION_FUSETOGPU_STRATEGY_H
 
-#include "Families.h"
+#include "FamilyTable.h"
 
 namespace fusec::tiling {
 
-enum class KernelFamily {
-  Elementwise,
-  DirectConv,
-  RowReduction,
-  PoolResample,
-  Gather,
-  AttentionDirect,
-  AttentionMmaSync,
-  AttentionWgmma,
-  GemmSimt,
-  GemmMmaSync,
-  GemmWgmma,
-};
+/// With `tile`, the first family that takes the kernel and accepts the tile
+/// (the last such family's checks reporting why none did); without, the
+/// first family that takes the kernel, with its heuristic tile. `source`
+/// goes into the config. Fails when none fits, with an error at the kernel
+/// unless `quiet`.
+FailureOr<KernelConfigAttr> selectConfig(const KernelQuery &query,
+                                         TileAttr tile, llvm::StringRef source,
+                                         bool quiet = false);
 
-/// The family's name as recorded on the gpu.func (`fusec.family`).
-llvm::StringRef familyName(KernelFamily family);
+/// Whether `config` suits the kernel: its family takes it and accepts its
+/// tile, of the family's kind. An error at the kernel if not.
+LogicalResult verifyConfig(const KernelQuery &query, KernelConfigAttr config);
 
-struct KernelStrategy {
-  KernelFamily family = KernelFamily::Elementwise;
-  /// GEMM families: the problem's sizes, the tile, the options.
-  GemmShape shape;
-  GemmTile tile;
+/// Generates the kernel into `module` as `config` says.
+FailureOr<LaunchConfig> emitKernel(const KernelQuery &query,
+                                   gpu::GPUModuleOp module,
+                                   KernelConfigAttr config);
+
+/// The target and options the tiling passes' `arch`, `sm-count` and
+/// `fp32-math` name; an error at `module` if they are not valid.
+struct TilingTarget {
+  TargetDescription target;
   TilingOptions options;
-  /// AttentionMmaSync: its tile.
-  AttentionTile attention;
-  /// Where the configuration came from, for the artifact: "heuristic",
-  /// "tile attribute" or "tuning database (GPU)".
-  std::string source;
-  /// The kernel's signature in the tuning database.
-  std::string signature;
 };
-
-/// Picks the family and configuration of `kernel`; fails with an error at
-/// the kernel when none fits (a tile that does not suit, an anchor no family
-/// handles).
-FailureOr<KernelStrategy> selectStrategy(KernelOp kernel,
-                                         const TargetDescription &target,
-                                         const TilingOptions &options);
-
-/// Generates `kernel` into `module` as `strategy` says.
-FailureOr<LaunchConfig> emitKernel(KernelOp kernel, gpu::GPUModuleOp module,
-                                   const KernelStrategy &strategy,
-                                   const TargetDescription &target);
+FailureOr<TilingTarget> parseTilingTarget(ModuleOp module,
+                                          llvm::StringRef arch,
+                                          int64_t smCount,
+                                          llvm::StringRef fp32Math);
 
 } // namespace fusec::tiling
 

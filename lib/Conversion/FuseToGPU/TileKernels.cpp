@@ -1,15 +1,17 @@
 //===- TileKernels.cpp - fusec-tile-kernels -------------------------------===//
 //
-// Generates one gpu.func per fuse.kernel, in the family the strategy
-// selection picks for the target (Strategy.h), and rewrites each graph
+// Generates one gpu.func per fuse.kernel, in the family and with the tile
+// of its #fuse.kernel_config (fusec-select-kernel-config wrote it; this pass
+// checks that it suits and selects nothing), and rewrites each graph
 // function into its launch plan over memrefs.
 //
 //===----------------------------------------------------------------------===//
 
-#include "fusec/Transforms/Passes.h"
+#include "fusec/Conversion/Passes.h"
 
 #include "Strategy.h"
 
+#include "fusec/Conversion/AttrNames.h"
 #include "fusec/Tuning/TuningDB.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -18,7 +20,7 @@
 
 namespace fusec {
 #define GEN_PASS_DEF_TILEKERNELS
-#include "fusec/Transforms/Passes.h.inc"
+#include "fusec/Conversion/Passes.h.inc"
 } // namespace fusec
 
 using namespace mlir;
@@ -49,73 +51,35 @@ static Value view(OpBuilder &b, Location loc, Value memref, MemRefType type) {
                                            type.getShape(), strides);
 }
 
-/// What fusec-tile-kernels looks kernels up in.
-struct Tuning {
-  tuning::Database db;
-  std::string chip, gpu, fp32Math;
+/// The tuning signature of each kernel (the artifact records it).
+struct Signing {
+  std::string chip, fp32Math;
 };
 
-/// selectStrategy with `entry`'s tile when there is one and it suits.
-static FailureOr<KernelStrategy> tuneWith(KernelOp kernel,
-                                          const TargetDescription &target,
-                                          const TilingOptions &options,
-                                          const tuning::Entry *entry) {
-  if (!entry) {
-    FailureOr<KernelStrategy> strategy =
-        selectStrategy(kernel, target, options);
-    if (succeeded(strategy))
-      strategy->source = kernel.getTileAttr() ? "tile attribute" : "heuristic";
-    return strategy;
-  }
-  auto get = [&](llvm::StringRef key) -> int64_t {
-    auto it = entry->tile.find(key.str());
-    return it == entry->tile.end() ? 0 : it->second;
-  };
-  kernel.setTileAttr(TileAttr::get(kernel.getContext(), get("bm"), get("bn"),
-                                   get("bk"), get("tm"), get("tn"),
-                                   get("warps_m"), get("warps_n"),
-                                   get("stages"), get("warps_k")));
-  FailureOr<KernelStrategy> strategy;
-  std::string why;
-  {
-    // The entry's tile must pass every check a written one would.
-    ScopedDiagnosticHandler quiet(kernel.getContext(), [&](Diagnostic &d) {
-      if (d.getSeverity() != DiagnosticSeverity::Error)
-        return failure();
-      why = d.str();
-      return success();
-    });
-    strategy = selectStrategy(kernel, target, options);
-  }
-  kernel.removeTileAttr();
-  if (succeeded(strategy) && familyName(strategy->family) == entry->family) {
-    strategy->source = "tuning database (" + entry->gpu + ")";
-    return strategy;
-  }
-  kernel.emitWarning("ignoring the tuning database's entry for kernel '")
-      << kernel.getName() << "' (" << entry->family << "): "
-      << (why.empty() ? "it selects another family" : why)
-      << "; using the heuristic";
-  strategy = selectStrategy(kernel, target, options);
-  if (succeeded(strategy))
-    strategy->source = "heuristic";
-  return strategy;
-}
-
-/// selectStrategy, but a kernel without a tile takes the tuning database's
-/// entry for it where that suits it (else a warning and the heuristic).
-static FailureOr<KernelStrategy>
-selectTunedStrategy(KernelOp kernel, const TargetDescription &target,
-                    const TilingOptions &options, const Tuning &tuning) {
-  std::string signature =
-      tuning::kernelSignature(kernel, tuning.chip, tuning.fp32Math);
-  const tuning::Entry *entry = nullptr;
-  if (!kernel.getTileAttr())
-    entry = tuning.db.lookup(signature, tuning.chip, tuning.gpu);
-  FailureOr<KernelStrategy> strategy = tuneWith(kernel, target, options, entry);
-  if (succeeded(strategy))
-    strategy->signature = signature;
-  return strategy;
+/// Generates `kernel` into `module` as its config says; the gpu.func
+/// carries the family and tile for the CUDA C backend.
+static FailureOr<LaunchConfig> generate(KernelOp kernel,
+                                        gpu::GPUModuleOp module,
+                                        const TargetDescription &target,
+                                        const TilingOptions &options) {
+  auto config = kernel->getAttrOfType<KernelConfigAttr>(kKernelConfigAttr);
+  if (!config)
+    return kernel.emitOpError("has no ")
+           << kKernelConfigAttr
+           << "; run fusec-select-kernel-config before fusec-tile-kernels";
+  KernelQuery query(kernel, target, options);
+  if (failed(verifyConfig(query, config)))
+    return failure();
+  FailureOr<LaunchConfig> launch = emitKernel(query, module, config);
+  if (failed(launch))
+    return failure();
+  auto func = module.lookupSymbol<gpu::GPUFuncOp>(kernel.getName());
+  Builder b(kernel.getContext());
+  func->setAttr(kFamilyAttr,
+                b.getStringAttr(stringifyKernelFamily(config.getFamily())));
+  if (TileAttr tile = config.getTileAsTileAttr())
+    func->setAttr(kTileAttr, tile);
+  return launch;
 }
 
 /// Rewrites graph function `func` (of fuse.kernel ops, reshapes and a
@@ -123,7 +87,7 @@ selectTunedStrategy(KernelOp kernel, const TargetDescription &target,
 static LogicalResult lowerGraph(func::FuncOp func, gpu::GPUModuleOp module,
                                 const TargetDescription &target,
                                 const TilingOptions &options,
-                                const Tuning &tuning) {
+                                const Signing &signing) {
   Location loc = func.getLoc();
   OpBuilder b(func);
   SmallVector<Type> argTypes;
@@ -133,7 +97,7 @@ static LogicalResult lowerGraph(func::FuncOp func, gpu::GPUModuleOp module,
     argTypes.push_back(memrefOf(t));
   auto plan = func::FuncOp::create(b, loc, func.getSymName(),
                                    b.getFunctionType(argTypes, {}));
-  plan->setAttr("fusec.num_inputs",
+  plan->setAttr(kNumInputsAttr,
                 b.getI64IntegerAttr(func.getNumArguments()));
   Block *entry = plan.addEntryBlock();
   b.setInsertionPointToStart(entry);
@@ -169,27 +133,11 @@ static LogicalResult lowerGraph(func::FuncOp func, gpu::GPUModuleOp module,
       return kernel.emitOpError("name '")
              << kernel.getName() << "' is taken by another kernel of @"
              << func.getSymName();
-    FailureOr<KernelStrategy> strategy =
-        selectTunedStrategy(kernel, target, options, tuning);
-    if (failed(strategy))
-      return failure();
     FailureOr<LaunchConfig> config =
-        emitKernel(kernel, module, *strategy, target);
+        generate(kernel, module, target, options);
     if (failed(config))
       return failure();
     auto kernelFunc = module.lookupSymbol<gpu::GPUFuncOp>(kernel.getName());
-    kernelFunc->setAttr("fusec.family",
-                        b.getStringAttr(familyName(strategy->family)));
-    if (strategy->tile.bm)
-      kernelFunc->setAttr("fusec.tile",
-                          strategy->tile.toAttr(b.getContext()));
-    if (strategy->family == KernelFamily::AttentionMmaSync ||
-        strategy->family == KernelFamily::AttentionWgmma)
-      kernelFunc->setAttr(
-          "fusec.tile",
-          strategy->attention.toAttr(
-              b.getContext(),
-              strategy->family == KernelFamily::AttentionWgmma));
     SmallVector<Value> args;
     for (Value input : kernel.getInputs())
       args.push_back(buffers.lookup(input));
@@ -227,13 +175,10 @@ static LogicalResult lowerGraph(func::FuncOp func, gpu::GPUModuleOp module,
         gpu::LaunchFuncOp::create(b, loc, kernelFunc, dim3(config->grid),
                                   dim3(config->block), sharedBytes, args);
     // What the artifact records of the kernel's configuration.
-    SmallVector<NamedAttribute> record{
-        b.getNamedAttr("family", b.getStringAttr(familyName(strategy->family))),
-        b.getNamedAttr("source", b.getStringAttr(strategy->source)),
-        b.getNamedAttr("signature", b.getStringAttr(strategy->signature))};
-    if (TileAttr tile = kernelFunc->getAttrOfType<TileAttr>("fusec.tile"))
-      record.push_back(b.getNamedAttr("tile", tile));
-    launch->setAttr("fusec.config", b.getDictionaryAttr(record));
+    launch->setAttr(kKernelConfigAttr, kernel->getAttr(kKernelConfigAttr));
+    launch->setAttr(kSignatureAttr,
+                    b.getStringAttr(tuning::kernelSignature(
+                        kernel, signing.chip, signing.fp32Math)));
   }
   for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
     auto it = outputOf.find(reshapeRoot(v));
@@ -254,28 +199,12 @@ struct TileKernelsPass : fusec::impl::TileKernelsBase<TileKernelsPass> {
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    llvm::Expected<TargetDescription> target =
-        TargetDescription::get(arch, smCount);
-    if (!target) {
-      module.emitError(llvm::toString(target.takeError()));
+    FailureOr<TilingTarget> parsed =
+        parseTilingTarget(module, arch, smCount, fp32Math);
+    if (failed(parsed))
       return signalPassFailure();
-    }
-    TilingOptions options;
-    options.prefetchFragments = mmaPrefetch;
-    if (fp32Math == "tf32") {
-      options.fp32Math = Fp32Math::TF32;
-    } else if (fp32Math != "ieee") {
-      module.emitError("fp32-math must be ieee or tf32, found '")
-          << fp32Math << "'";
-      return signalPassFailure();
-    }
-    Tuning tuning{{}, target->chip, tuningGpu, fp32Math};
-    if (!tuningDb.empty() && tuningDb != "none") {
-      std::vector<std::string> warnings;
-      tuning.db = tuning::Database::load(tuningDb, warnings);
-      for (const std::string &warning : warnings)
-        module.emitWarning(warning);
-    }
+    parsed->options.prefetchFragments = mmaPrefetch;
+    Signing signing{parsed->target.chip, fp32Math};
     OpBuilder b(module.getContext());
     module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
                     b.getUnitAttr());
@@ -286,7 +215,8 @@ struct TileKernelsPass : fusec::impl::TileKernelsBase<TileKernelsPass> {
       auto gpuModule = gpu::GPUModuleOp::create(
           b, func.getLoc(), (func.getSymName() + "_kernels").str());
       setIndexBitwidth(gpuModule, 32);
-      if (failed(lowerGraph(func, gpuModule, *target, options, tuning)))
+      if (failed(lowerGraph(func, gpuModule, parsed->target, parsed->options,
+                            signing)))
         return signalPassFailure();
     }
   }

@@ -2,6 +2,7 @@
 
 #include "fusec/Target/Artifact.h"
 #include "Fuse/FuseOps.h"
+#include "fusec/Conversion/AttrNames.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -59,10 +60,28 @@ private:
   int64_t version = 1;
 
 public:
-  /// Each kernel's configuration (fusec.config on its launch).
+  /// Each kernel's configuration (its launch's #fuse.kernel_config).
   llvm::json::Array kernels;
 };
 } // namespace
+
+/// What the artifact says of a kernel's configuration: its family, its tile
+/// in #fuse.tile's terms, where they came from, and its tuning signature.
+static llvm::json::Object kernelRecord(gpu::LaunchFuncOp launch,
+                                       fuse::KernelConfigAttr config) {
+  llvm::json::Object record{
+      {"kernel", launch.getKernelName().getValue()},
+      {"family", fuse::stringifyKernelFamily(config.getFamily())},
+      {"source", config.getSource()}};
+  if (auto signature = launch->getAttrOfType<StringAttr>(kSignatureAttr))
+    record["signature"] = signature.getValue();
+  if (fuse::TileAttr tile = config.getTileAsTileAttr()) {
+    std::string text;
+    llvm::raw_string_ostream(text) << tile;
+    record["tile"] = text;
+  }
+  return record;
+}
 
 /// The launch's dynamic shared memory in bytes (0 when it has none).
 static int64_t sharedBytes(gpu::LaunchFuncOp launch) {
@@ -78,7 +97,7 @@ static llvm::json::Array dims(gpu::KernelDim3 d) {
 }
 
 LogicalResult PlanWriter::run(func::FuncOp plan) {
-  auto numInputs = plan->getAttrOfType<IntegerAttr>("fusec.num_inputs");
+  auto numInputs = plan->getAttrOfType<IntegerAttr>(kNumInputsAttr);
   if (!numInputs)
     return plan.emitOpError("is not a launch plan; run fusec-tile-kernels");
   for (BlockArgument arg : plan.getArguments()) {
@@ -114,19 +133,9 @@ LogicalResult PlanWriter::run(func::FuncOp plan) {
               {"upper", llvm::json::Array(*map.getIm2colUpper())}};
         args.push_back(llvm::json::Object{{"tensor_map", std::move(desc)}});
       }
-      if (auto config = launch->getAttrOfType<DictionaryAttr>("fusec.config")) {
-        llvm::json::Object record{
-            {"kernel", launch.getKernelName().getValue()}};
-        for (NamedAttribute attr : config) {
-          std::string text;
-          if (auto str = dyn_cast<StringAttr>(attr.getValue()))
-            text = str.getValue().str();
-          else
-            llvm::raw_string_ostream(text) << attr.getValue();
-          record[attr.getName().getValue()] = text;
-        }
-        kernels.push_back(std::move(record));
-      }
+      if (auto config =
+              launch->getAttrOfType<fuse::KernelConfigAttr>(kKernelConfigAttr))
+        kernels.push_back(kernelRecord(launch, config));
       steps.push_back(llvm::json::Object{
           {"kind", "launch"},
           {"kernel", launch.getKernelName().getValue()},
