@@ -234,10 +234,11 @@ std::string compileUncached(const std::string &mlir, const Options &options,
   ArtifactOptions how;
   how.backend = options.backend == "cuda" ? Backend::CUDA : Backend::PTX;
   how.tiles = options.tiles;
-  FailureOr<std::string> text = compileArtifact(*graph.module, pipeline, how);
-  if (failed(text))
+  FailureOr<CompiledArtifact> compiled =
+      compileArtifact(*graph.module, pipeline, how);
+  if (failed(compiled))
     return graph.failure(name + ": error: compilation failed");
-  artifact = std::move(*text);
+  artifact = std::move(compiled->text);
   return "";
 }
 

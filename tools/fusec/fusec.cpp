@@ -360,9 +360,9 @@ struct LowerOptions {
 };
 
 /// Runs the pipeline up to the stage `kind` emits; for PTX and CUDA C,
-/// returns the artifact text in `artifact`.
+/// returns the artifact in `artifact`.
 static LogicalResult lower(ModuleOp module, EmitKind kind,
-                           const PTXTarget &target, std::string *artifact,
+                           const PTXTarget &target, CompiledArtifact *artifact,
                            const LowerOptions &how = {}) {
   if (kind == EmitKind::MLIR)
     return success();
@@ -381,11 +381,11 @@ static LogicalResult lower(ModuleOp module, EmitKind kind,
     artifactOptions.configure = [](PassManager &pm) {
       return applyPassManagerCLOptions(pm);
     };
-    FailureOr<std::string> text =
+    FailureOr<CompiledArtifact> compiled =
         compileArtifact(module, options, artifactOptions);
-    if (failed(text))
+    if (failed(compiled))
       return failure();
-    *artifact = std::move(*text);
+    *artifact = std::move(*compiled);
     return success();
   }
   static const Stage stages[] = {Stage::Graph, Stage::Kernels, Stage::Tiled,
@@ -417,9 +417,10 @@ static LogicalResult emitGraph(ModuleOp module) {
       return failure();
     keepOnlyEntry(module, entry);
   }
-  std::string text;
-  if (failed(lower(module, kind, *target, &text)))
+  CompiledArtifact artifact;
+  if (failed(lower(module, kind, *target, &artifact)))
     return failure();
+  std::string &text = artifact.text;
   if (kind != EmitKind::PTX && kind != EmitKind::CUDA) {
     llvm::raw_string_ostream os(text);
     module.print(os);
@@ -477,7 +478,7 @@ runOnGPU(func::FuncOp func, const std::vector<ref::Tensor> &inputs,
     return fail(llvm::toString(target.takeError()));
   OwningOpRef<ModuleOp> module = cast<ModuleOp>(func->getParentOp()->clone());
   keepOnlyEntry(*module, module->lookupSymbol<func::FuncOp>(func.getSymName()));
-  std::string artifact;
+  CompiledArtifact artifact;
   // Tiles sized for this GPU's SMs, and its tuning entries.
   LowerOptions how;
   how.smCount = gpu->multiprocessorCount();
@@ -485,7 +486,7 @@ runOnGPU(func::FuncOp func, const std::vector<ref::Tensor> &inputs,
   if (failed(lower(*module, EmitKind::PTX, *target, &artifact, how)))
     return failure();
   std::unique_ptr<rt::Module> loaded;
-  if (failed(check(rt::Module::load(gpu, artifact, loaded,
+  if (failed(check(rt::Module::load(gpu, artifact.text, loaded,
                                     func.getSymName().str()))))
     return failure();
   std::string error;
@@ -668,28 +669,12 @@ static std::string describeKernel(fuse::KernelOp kernel) {
   return text;
 }
 
-/// The family and tile the artifact says kernel `name` was compiled with
-/// (its "// fusec-kernels:" line).
-static std::pair<std::string, std::string>
-configOf(llvm::StringRef artifact, llvm::StringRef name) {
-  constexpr llvm::StringLiteral prefix = "// fusec-kernels: ";
-  size_t at = artifact.find(prefix);
-  if (at == llvm::StringRef::npos)
-    return {};
-  llvm::StringRef line = artifact.drop_front(at + prefix.size());
-  line = line.take_until([](char c) { return c == '\n'; });
-  llvm::Expected<llvm::json::Value> value = parseJSON(line);
-  if (!value) {
-    llvm::consumeError(value.takeError());
-    return {};
-  }
-  if (const llvm::json::Array *kernels = value->getAsArray())
-    for (const llvm::json::Value &k : *kernels)
-      if (const llvm::json::Object *o = k.getAsObject())
-        if (o->getString("kernel") == name)
-          return {o->getString("family").value_or("").str(),
-                  o->getString("tile").value_or("").str()};
-  return {};
+/// The text of `tile` as the artifact writes it ("" for none).
+static std::string tileText(Attribute tile) {
+  std::string text;
+  if (tile)
+    llvm::raw_string_ostream(text) << tile;
+  return text;
 }
 
 /// relativeError over every result, the worst of them.
@@ -777,6 +762,7 @@ static LogicalResult tuneGraph(ModuleOp module) {
     struct Measured {
       double ms = 0, error = 0;
       std::string family, tile, why;
+      Attribute tileAttr;
       std::vector<ref::Tensor> results;
     };
     auto measure = [&](fuse::TileAttr tile,
@@ -786,7 +772,7 @@ static LogicalResult tuneGraph(ModuleOp module) {
       auto k = *(*copy->getOps<func::FuncOp>().begin()).getOps<fuse::KernelOp>().begin();
       if (tile)
         k.setTileAttr(tile);
-      std::string artifact;
+      CompiledArtifact artifact;
       LowerOptions how;
       how.smCount = gpu->multiprocessorCount();
       how.fromKernels = true;
@@ -803,10 +789,15 @@ static LogicalResult tuneGraph(ModuleOp module) {
           return m;
         }
       }
-      std::tie(m.family, m.tile) = configOf(artifact, kernel.getName());
+      for (const KernelRecord &record : artifact.kernels)
+        if (record.kernel == kernel.getName()) {
+          m.family = record.family;
+          m.tileAttr = record.tile;
+          m.tile = tileText(record.tile);
+        }
       std::unique_ptr<rt::Module> loaded;
       rt::Status status =
-          rt::Module::load(gpu, artifact, loaded, kernel.getName().str());
+          rt::Module::load(gpu, artifact.text, loaded, kernel.getName().str());
       if (!status.isOk()) {
         m.why = status.message();
         return m;
@@ -909,9 +900,8 @@ static LogicalResult tuneGraph(ModuleOp module) {
       best.ms = heuristic.ms;
     }
     // The winner (the heuristic's own tile when nothing beat it).
-    if (!bestTile && !best.tile.empty())
-      bestTile = dyn_cast_or_null<fuse::TileAttr>(
-          parseAttribute(best.tile, module->getContext()));
+    if (!bestTile)
+      bestTile = dyn_cast_or_null<fuse::TileAttr>(best.tileAttr);
     if (!bestTile) {
       llvm::outs() << "      (no tile to record)\n";
       continue;
