@@ -11,6 +11,7 @@
 #include "fusec/InitAll.h"
 #include "fusec/JIT.h"
 #include "fusec/Pipelines/Pipelines.h"
+#include "fusec/Reference/Inputs.h"
 #include "fusec/Reference/Interpreter.h"
 #include "fusec/Target/PTX.h"
 #include "fusec/Target/TargetDescription.h"
@@ -225,82 +226,16 @@ static func::FuncOp findEntry(ModuleOp module) {
   return f;
 }
 
-/// True if `value` feeds the variance operand of a batch norm, also inside a
-/// fuse.kernel: random values for it are drawn positive so that the graph
-/// has a defined result.
-static bool isVariance(Value value) {
-  return llvm::any_of(value.getUses(), [](OpOperand &use) {
-    Operation *user = use.getOwner();
-    if (auto bn = dyn_cast<fuse::BatchNormOp>(user))
-      return use.get() == bn.getVariance();
-    if (auto coeffs = dyn_cast<fuse::BatchNormCoefficientsOp>(user))
-      return use.get() == coeffs.getVariance();
-    if (auto kernel = dyn_cast<fuse::KernelOp>(user))
-      return isVariance(
-          kernel.getBody().getArgument(use.getOperandNumber()));
-    return false;
-  });
-}
-
-/// Seeded random inputs of `func` (uniform in [-1, 1), [0.5, 2) for
-/// variances), rounded to the argument dtypes.
-static std::vector<ref::Tensor> randomInputs(func::FuncOp func,
-                                             uint64_t seed) {
-  std::vector<ref::Tensor> inputs;
-  std::mt19937_64 rng(seed);
-  for (BlockArgument arg : func.getArguments()) {
-    auto type = cast<RankedTensorType>(arg.getType());
-    ref::Tensor t(std::vector<int64_t>(type.getShape().begin(),
-                                       type.getShape().end()));
-    bool positive = isVariance(arg);
-    std::uniform_real_distribution<double> dist(positive ? 0.5 : -1.0,
-                                                positive ? 2.0 : 1.0);
-    for (double &v : t.data)
-      v = dist(rng);
-    inputs.push_back(ref::castTo(t, *ref::getDType(type.getElementType())));
-  }
-  return inputs;
-}
-
-/// Inputs of `func`: loaded from --input files, or random (randomInputs),
-/// rounded to the argument dtypes.
+/// Inputs of `func`: loaded from --input files, or random, rounded to the
+/// argument dtypes.
 static FailureOr<std::vector<ref::Tensor>> makeInputs(func::FuncOp func) {
-  std::vector<ref::Tensor> inputs;
-  unsigned numArgs = func.getNumArguments();
-  if (!inputFiles.empty() && inputFiles.size() != numArgs)
-    return fail(llvm::formatv("@{0} takes {1} arguments but {2} --input "
-                              "files were given",
-                              func.getSymName(), numArgs, inputFiles.size()));
   if (inputFiles.empty())
-    return randomInputs(func, seed);
-  for (unsigned i = 0; i < numArgs; ++i) {
-    auto type = cast<RankedTensorType>(func.getArgument(i).getType());
-    ref::DType dtype = *ref::getDType(type.getElementType());
-    std::vector<int64_t> shape(type.getShape().begin(), type.getShape().end());
-    const std::string &path = inputFiles[i];
-    std::string error;
-    // A file, mapped: a FIFO or /dev/zero would be read without bound.
-    auto mapped = mapRegularFile(path);
-    if (!mapped)
-      return fail("cannot open input file '" + path +
-                  "': " + llvm::toString(mapped.takeError()));
-    std::unique_ptr<llvm::MemoryBuffer> buffer = std::move(*mapped);
-    // The shape is checked before anything is allocated for the data.
-    NpyHeader header;
-    if (!parseNpyHeader(buffer->getBufferStart(), buffer->getBufferSize(),
-                        header, error))
-      return fail(path + ": " + error);
-    if (header.shape != shape)
-      return fail(llvm::formatv("{0}: shape {1} does not match argument "
-                                "#{2} of @{3}, which is {4}",
-                                path, formatShape(header.shape), i,
-                                func.getSymName(), formatShape(shape)));
-    ref::Tensor t(shape);
-    readNpyValues(buffer->getBufferStart(), header, 0, header.count,
-                  t.data.data());
-    inputs.push_back(ref::castTo(t, dtype));
-  }
-  return inputs;
+    return ref::randomInputs(func, seed);
+  llvm::Expected<std::vector<ref::Tensor>> inputs =
+      ref::loadInputs(func, inputFiles);
+  if (!inputs)
+    return fail(llvm::toString(inputs.takeError()));
+  return std::move(*inputs);
 }
 
 static NpyDType npyDType(Type elementType) {
@@ -749,7 +684,7 @@ static LogicalResult tuneGraph(ModuleOp module) {
     auto func = *single->getOps<func::FuncOp>().begin();
     if (failed(ref::checkHostMemory(func)))
       return failure();
-    std::vector<ref::Tensor> inputs = randomInputs(func, seed);
+    std::vector<ref::Tensor> inputs = ref::randomInputs(func, seed);
     // Created with the first candidate that loads: every candidate's plan
     // has the same inputs and outputs.
     std::unique_ptr<jit::DeviceRun> graph;
