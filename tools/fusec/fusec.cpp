@@ -16,32 +16,24 @@
 #include "fusec/Target/PTX.h"
 #include "fusec/Target/TargetDescription.h"
 #include "fusec/Tuning/TuningDB.h"
-#include "fusec/Conversion/FuseToGPU.h"
 #include "fusec/Support/Npy.h"
 #include "fusec/Support/SafeRead.h"
 #include "fusec/Support/Summary.h"
 #include "fusec/runtime/Runtime.h"
 
-#include "Fuse/FuseOps.h"
-
 #include "mlir/IR/AsmState.h"
-#include "mlir/AsmParser/AsmParser.h"
 #include "mlir/IR/BuiltinOps.h"
-#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
-#include "mlir/IR/Verifier.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
-#include "mlir/Support/ToolUtilities.h"
 
 #include "llvm/Config/llvm-config.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
-#include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
@@ -50,7 +42,6 @@
 
 #include <chrono>
 #include <cmath>
-#include <random>
 
 using namespace mlir;
 using namespace fusec;
@@ -288,10 +279,6 @@ struct LowerOptions {
   int64_t smCount = 0;
   /// The GPU whose tuning entries apply (empty: any of the chip).
   std::string gpu;
-  /// The input is fuse.kernel regions already (tune's single kernels).
-  bool fromKernels = false;
-  /// Consult the tuning database.
-  bool tuned = true;
 };
 
 /// Runs the pipeline up to the stage `kind` emits; for PTX and CUDA C,
@@ -306,9 +293,8 @@ static LogicalResult lower(ModuleOp module, EmitKind kind,
   options.smCount = how.smCount;
   options.fp32Math = fp32Math;
   options.mmaPrefetch = mmaPrefetch;
-  options.tuningDb = how.tuned ? tuningDbPath() : "none";
+  options.tuningDb = tuningDbPath();
   options.tuningGpu = how.gpu;
-  options.fromKernels = how.fromKernels;
   if (kind == EmitKind::PTX || kind == EmitKind::CUDA) {
     ArtifactOptions artifactOptions;
     artifactOptions.backend =
@@ -542,339 +528,44 @@ static LogicalResult runGraph(ModuleOp module) {
 // tune
 //===----------------------------------------------------------------------===//
 
-/// A module holding `kernel` alone: a function of its inputs returning its
-/// results, named after it.
-static OwningOpRef<ModuleOp> kernelModule(fuse::KernelOp kernel) {
-  OpBuilder b(kernel.getContext());
-  Location loc = kernel.getLoc();
-  OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
-  b.setInsertionPointToEnd(module->getBody());
-  auto func = func::FuncOp::create(
-      b, loc, kernel.getName(),
-      b.getFunctionType(kernel.getInputs().getTypes(),
-                        kernel.getResultTypes()));
-  Block *entry = func.addEntryBlock();
-  b.setInsertionPointToEnd(entry);
-  IRMapping map;
-  map.map(kernel.getInputs(), entry->getArguments());
-  Operation *copy = b.clone(*kernel, map);
-  func::ReturnOp::create(b, loc, copy->getResults());
-  return module;
-}
-
-/// Roughly the floating-point work of `kernel`, to decide whether the
-/// float64 interpreter can check its candidates in reasonable time.
-static double kernelFlops(fuse::KernelOp kernel) {
-  double flops = 0;
-  kernel.getBody().walk([&](Operation *op) {
-    auto outs = op->getResultTypes();
-    if (outs.empty())
-      return;
-    double n = cast<ShapedType>(outs[0]).getNumElements();
-    double k = 1;
-    if (auto conv = dyn_cast<fuse::Conv2dOp>(op))
-      k = cast<ShapedType>(conv.getFilter().getType()).getNumElements() /
-          cast<ShapedType>(conv.getFilter().getType()).getDimSize(0);
-    else if (auto linear = dyn_cast<fuse::LinearOp>(op))
-      k = cast<ShapedType>(linear.getInput().getType()).getShape().back();
-    else if (auto matmul = dyn_cast<fuse::MatmulOp>(op))
-      k = matmul.getTransposeLhs()
-              ? cast<ShapedType>(matmul.getLhs().getType()).getShape().end()[-2]
-              : cast<ShapedType>(matmul.getLhs().getType()).getShape().back();
-    else if (auto attention = dyn_cast<fuse::AttentionOp>(op))
-      k = 2.0 * cast<ShapedType>(attention.getKey().getType()).getDimSize(2) *
-          cast<ShapedType>(attention.getKey().getType()).getDimSize(3);
-    flops += 2 * n * k;
-  });
-  return flops;
-}
-
-/// One line naming what `kernel` computes: its anchor and operand types.
-static std::string describeKernel(fuse::KernelOp kernel) {
-  std::string text = kernel.getName().str();
-  for (Operation &op : kernel.getBody().front().without_terminator())
-    if (fuse::isAnchor(&op) && !fuse::isAnchorView(&op)) {
-      llvm::raw_string_ostream os(text);
-      os << " (" << op.getName().stripDialect();
-      for (Type t : op.getOperandTypes())
-        os << " " << t;
-      os << ")";
-      break;
-    }
-  return text;
-}
-
-/// The text of `tile` as the artifact writes it ("" for none).
-static std::string tileText(Attribute tile) {
-  std::string text;
-  if (tile)
-    llvm::raw_string_ostream(text) << tile;
-  return text;
-}
-
-/// relativeError over every result, the worst of them.
-static double worstError(const std::vector<ref::Tensor> &a,
-                         const std::vector<ref::Tensor> &b) {
-  double worst = 0;
-  for (auto [x, y] : llvm::zip_equal(a, b)) {
-    double rel = ref::relativeError(x.data, y.data);
-    if (!(rel <= worst)) // NaN sticks
-      worst = rel;
+/// Prints what jit::tune says as `fusec tune` always has: progress on
+/// stdout, warnings and errors on stderr.
+static void printTuneMessage(const jit::TuneMessage &message) {
+  if (message.kind == jit::TuneMessage::Kind::Progress) {
+    llvm::outs() << message.text << "\n";
+    return;
   }
-  return worst;
+  if (message.located) {
+    llvm::errs() << message.text;
+    return;
+  }
+  (message.kind == jit::TuneMessage::Kind::Error
+       ? llvm::WithColor::error(llvm::errs(), "fusec")
+       : llvm::WithColor::warning(llvm::errs(), "fusec"))
+      << message.text << "\n";
 }
 
-static LogicalResult tuneGraph(ModuleOp module) {
-  using Clock = std::chrono::steady_clock;
-  Clock::time_point started = Clock::now();
-  auto elapsed = [&] {
-    return std::chrono::duration<double>(Clock::now() - started).count();
-  };
+static LogicalResult tuneGraph(ModuleOp module,
+                               const llvm::MemoryBuffer &graph) {
   func::FuncOp entry = findEntry(module);
-  if (!entry || failed(ref::verifyGraph(entry)))
+  if (!entry)
     return failure();
-  std::string dbPath = tuningDbPath();
-  if (dbPath == "none")
+  if (tuningDbPath() == "none")
     return fail("fusec tune writes a tuning database: name one with "
                 "--tuning-db=FILE");
-  std::shared_ptr<rt::Device> gpu;
-  if (rt::Status status = rt::Device::open(0, gpu); !status.isOk())
-    return fail("fusec tune measures on a GPU: " + status.message());
-  std::string chip = chipFor(*gpu);
-  auto target = PTXTarget::parse(chip);
-  if (!target)
-    return fail(llvm::toString(target.takeError()));
-  llvm::Expected<TargetDescription> description =
-      TargetDescription::get(chip, gpu->multiprocessorCount());
-  if (!description)
-    return fail(llvm::toString(description.takeError()));
-  std::vector<std::string> warnings;
-  tuning::Database db = tuning::Database::load(dbPath, warnings);
-  for (const std::string &w : warnings)
-    llvm::WithColor::warning(llvm::errs(), "fusec") << w << "\n";
-
-  // The graph's kernels, as fusion forms them.
-  keepOnlyEntry(module, entry);
-  PassManager pm(module->getContext());
-  PipelineOptions options;
-  options.arch = chip;
-  buildPipeline(pm, Stage::Kernels, options);
-  if (failed(pm.run(module)))
-    return failure();
-  SmallVector<fuse::KernelOp> kernels(entry.getOps<fuse::KernelOp>());
-  llvm::outs() << "tuning @" << entry.getSymName() << " on "
-               << gpu->describe() << " for " << chip << ": " << kernels.size()
-               << " kernels; database " << dbPath << "\n";
-
-  struct Row {
-    std::string kernel, family, tile;
-    double heuristic = 0, best = 0;
-  };
-  std::vector<Row> rows;
-  for (auto [i, kernel] : llvm::enumerate(kernels)) {
-    std::string what = describeKernel(kernel);
-    std::string head = llvm::formatv("[{0}/{1}] ", i + 1, kernels.size());
-    std::vector<fuse::TileAttr> candidates =
-        tiling::tuningCandidates(kernel, *description, fp32Math);
-    if (candidates.empty()) {
-      llvm::outs() << head << what << ": the heuristic alone configures it\n";
-      continue;
-    }
-    OwningOpRef<ModuleOp> single = kernelModule(kernel);
-    auto func = *single->getOps<func::FuncOp>().begin();
-    if (failed(ref::checkHostMemory(func)))
-      return failure();
-    std::vector<ref::Tensor> inputs = ref::randomInputs(func, seed);
-    // Created with the first candidate that loads: every candidate's plan
-    // has the same inputs and outputs.
-    std::unique_ptr<jit::DeviceRun> graph;
-    Type resultElement =
-        cast<RankedTensorType>(func.getResultTypes()[0]).getElementType();
-    double limit = tolerance(resultElement);
-
-    // Compiles with `tile` (none: the heuristic's), checks against the
-    // reference, times; 0 ms when the candidate is refused or wrong.
-    struct Measured {
-      double ms = 0, error = 0;
-      std::string family, tile, why;
-      Attribute tileAttr;
-      std::vector<ref::Tensor> results;
-    };
-    auto measure = [&](fuse::TileAttr tile,
-                       const std::vector<ref::Tensor> *reference) {
-      Measured m;
-      OwningOpRef<ModuleOp> copy = single->clone();
-      auto k = *(*copy->getOps<func::FuncOp>().begin()).getOps<fuse::KernelOp>().begin();
-      if (tile)
-        k.setTileAttr(tile);
-      CompiledArtifact artifact;
-      LowerOptions how;
-      how.smCount = gpu->multiprocessorCount();
-      how.fromKernels = true;
-      how.tuned = false;
-      {
-        ScopedDiagnosticHandler quiet(module->getContext(), [&](Diagnostic &d) {
-          if (d.getSeverity() == DiagnosticSeverity::Error)
-            m.why = d.str();
-          return success();
-        });
-        if (failed(lower(*copy, EmitKind::PTX, *target, &artifact, how))) {
-          if (m.why.empty())
-            m.why = "does not compile";
-          return m;
-        }
-      }
-      for (const KernelRecord &record : artifact.kernels)
-        if (record.kernel == kernel.getName()) {
-          m.family = record.family;
-          m.tileAttr = record.tile;
-          m.tile = tileText(record.tile);
-        }
-      std::unique_ptr<rt::Module> loaded;
-      rt::Status status =
-          rt::Module::load(gpu, artifact.text, loaded, kernel.getName().str());
-      if (!status.isOk()) {
-        m.why = status.message();
-        return m;
-      }
-      if (!graph) {
-        graph = jit::DeviceRun::create(gpu, loaded->plan(), hostTensors(inputs),
-                                       m.why);
-        if (!graph)
-          return m;
-      }
-      FailureOr<std::vector<ref::Tensor>> outputs =
-          results(graph->run(*loaded));
-      if (failed(outputs))
-        return m;
-      m.results = std::move(*outputs);
-      if (reference) {
-        m.error = worstError(m.results, *reference);
-        if (!(m.error <= limit)) {
-          m.why = llvm::formatv("relative error {0:e} over the limit {1:e}",
-                                m.error, limit);
-          return m;
-        }
-      }
-      std::string error;
-      m.ms = std::max(0.0, graph->time(*loaded, tuneRepeat, error));
-      return m;
-    };
-
-    // The reference: the float64 interpreter where affordable, else the
-    // heuristic configuration's output (itself checked by the GPU suite).
-    std::vector<ref::Tensor> reference;
-    std::string against;
-    if (kernelFlops(kernel) <= referenceGflop * 1e9) {
-      FailureOr<std::vector<ref::Tensor>> r = ref::evaluate(func, inputs);
-      if (failed(r))
-        return failure();
-      reference = std::move(*r);
-      against = "the float64 reference";
-    }
-    Measured heuristic = measure({}, against.empty() ? nullptr : &reference);
-    if (!heuristic.ms)
-      return fail(what + ": the heuristic configuration fails: " +
-                  heuristic.why);
-    if (against.empty()) {
-      reference = heuristic.results;
-      against = "the heuristic configuration's output";
-    }
-    llvm::outs() << head << what << ": " << candidates.size()
-                 << " candidates, checked against " << against
-                 << "; heuristic " << heuristic.family << " "
-                 << heuristic.tile
-                 << llvm::formatv(": {0:f3} ms  [{1:f1} s]\n", heuristic.ms,
-                                  elapsed());
-    Measured best = heuristic;
-    fuse::TileAttr bestTile;
-    for (auto [c, tile] : llvm::enumerate(candidates)) {
-      Measured m = measure(tile, &reference);
-      std::string tileText;
-      llvm::raw_string_ostream(tileText) << tile;
-      llvm::outs() << llvm::formatv("      {0}/{1} {2} {3}: ", c + 1,
-                                    candidates.size(), m.family, tileText);
-      if (!m.ms) {
-        llvm::outs() << "refused, " << m.why << "\n";
-        continue;
-      }
-      bool better = m.ms < best.ms;
-      llvm::outs() << llvm::formatv("{0:f3} ms (error {1:e}){2}  [{3:f1} s]\n",
-                                    m.ms, m.error, better ? " best" : "",
-                                    elapsed());
-      if (better) {
-        best = std::move(m);
-        bestTile = tile;
-      }
-    }
-    // The winner, timed again in turns with the heuristic's configuration:
-    // it must beat it by more than the timing noise (2%), else the
-    // heuristic's tile is recorded.
-    if (bestTile && best.tile != heuristic.tile) {
-      double again[2] = {best.ms, heuristic.ms};
-      for (int round = 0; round < 2; ++round)
-        for (int which = 0; which < 2; ++which) {
-          Measured m = measure(which ? fuse::TileAttr() : bestTile, nullptr);
-          if (m.ms)
-            again[which] = std::min(again[which], m.ms);
-        }
-      best.ms = again[0];
-      heuristic.ms = again[1];
-      llvm::outs() << llvm::formatv(
-          "      again, in turns: {0:f3} ms against the heuristic's {1:f3} "
-          "ms{2}\n",
-          best.ms, heuristic.ms,
-          best.ms < 0.98 * heuristic.ms ? "" : ": within the noise, keeping "
-                                               "the heuristic's");
-      if (!(best.ms < 0.98 * heuristic.ms)) {
-        bestTile = {};
-        best = heuristic;
-      }
-    } else if (bestTile) {
-      // The heuristic's own tile: one configuration, one time.
-      best.ms = heuristic.ms;
-    }
-    // The winner (the heuristic's own tile when nothing beat it).
-    if (!bestTile)
-      bestTile = dyn_cast_or_null<fuse::TileAttr>(best.tileAttr);
-    if (!bestTile) {
-      llvm::outs() << "      (no tile to record)\n";
-      continue;
-    }
-    tuning::Entry e;
-    e.kernel = tuning::kernelSignature(kernel, chip, fp32Math);
-    e.chip = chip;
-    e.gpu = gpu->name();
-    e.fusec = tuning::version();
-    e.description = what;
-    e.family = best.family;
-    e.tile = {{"bm", bestTile.getBm()},         {"bn", bestTile.getBn()},
-              {"bk", bestTile.getBk()},         {"tm", bestTile.getTm()},
-              {"tn", bestTile.getTn()},         {"warps_m", bestTile.getWarpsM()},
-              {"warps_n", bestTile.getWarpsN()}, {"stages", bestTile.getStages()},
-              {"warps_k", bestTile.getWarpsK()}};
-    e.ms = best.ms;
-    e.heuristicMs = heuristic.ms;
-    db.record(std::move(e));
-    std::string bestText;
-    llvm::raw_string_ostream(bestText) << bestTile;
-    rows.push_back({kernel.getName().str(), best.family, bestText,
-                    heuristic.ms, best.ms});
-  }
-  std::string error;
-  if (!db.save(dbPath, error))
-    return fail(error);
-  llvm::outs() << llvm::formatv("\n{0,-20} {1,-20} {2,12} {3,12} {4,8}  tile\n",
-                                "kernel", "family", "heuristic ms",
-                                "tuned ms", "speedup");
-  for (const Row &r : rows)
-    llvm::outs() << llvm::formatv("{0,-20} {1,-20} {2,12:f3} {3,12:f3} "
-                                  "{4,8:f2}  {5}\n",
-                                  r.kernel, r.family, r.heuristic, r.best,
-                                  r.heuristic / r.best, r.tile);
-  llvm::outs() << llvm::formatv("wrote {0} entries to {1} in {2:f1} s\n",
-                                rows.size(), dbPath, elapsed());
-  return success();
+  jit::TuneOptions options;
+  options.arch = arch.getNumOccurrences() ? std::string(arch) : "";
+  options.fp32Math = fp32Math;
+  options.tuningDb = tuningDbPath();
+  options.entry = entry.getSymName().str();
+  options.seed = seed;
+  options.repeat = tuneRepeat;
+  options.referenceGflop = referenceGflop;
+  options.mmaPrefetch = mmaPrefetch;
+  jit::TuneResult result =
+      jit::tune(graph.getBuffer().str(), options, printTuneMessage,
+                graph.getBufferIdentifier().str());
+  return success(result.ok());
 }
 
 // The driver's entry. The fusec executable's main (main.cpp) calls it, and
@@ -926,7 +617,9 @@ extern "C" int fusec_main(int argc, char **argv) {
   OwningOpRef<ModuleOp> module = loadGraph(context, sourceMgr);
   if (!module)
     return 1;
-  LogicalResult result = tuneCmd  ? tuneGraph(*module)
+  LogicalResult result =
+      tuneCmd  ? tuneGraph(*module, *sourceMgr.getMemoryBuffer(
+                                       sourceMgr.getMainFileID()))
                          : runCmd ? runGraph(*module)
                                   : emitGraph(*module);
   return succeeded(result) ? 0 : 1;
