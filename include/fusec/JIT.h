@@ -55,6 +55,9 @@ struct Options {
   std::string tuningDb;
   /// The graph function to compile: "" for the only one (or @main).
   std::string entry;
+  /// Tensor-core GEMM: load the next k-step's fragments ahead (a tuning
+  /// knob, fusec's hidden --mma-prefetch).
+  bool mmaPrefetch = true;
   /// Use the kernel cache (memory, then disk).
   bool cache = true;
   /// The cache directory: "" for $FUSEC_CACHE_DIR, else
@@ -74,7 +77,8 @@ struct Result {
   Source source = Source::Compiled;
   /// Wall time of this call.
   double milliseconds = 0;
-  /// Warnings, such as a corrupt cache entry that was rebuilt.
+  /// Warnings, such as a corrupt cache entry that was rebuilt, or the
+  /// compiler's own (located in the graph's text, as errors are).
   std::string warnings;
 
   bool ok() const { return error.empty(); }
@@ -293,8 +297,10 @@ private:
 
 /// Loads `artifact` (a compile() result) on GPU `device` and runs it once on
 /// `inputs` through DeviceRun: the GPU's answer, to hold against evaluate().
+/// `name` starts the runtime's error messages.
 Evaluation run(const std::string &artifact,
-               const std::vector<HostTensor> &inputs, int device = 0);
+               const std::vector<HostTensor> &inputs, int device = 0,
+               const std::string &name = "artifact");
 
 //===----------------------------------------------------------------------===//
 // Autotuning

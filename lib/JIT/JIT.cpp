@@ -80,7 +80,8 @@ std::string cacheKey(const std::string &mlir, const Options &options) {
   os << kCacheFormat << "\n" << version() << "\narch=" << options.arch
      << "\nbackend=" << options.backend << "\nfp32-math=" << options.fp32Math
      << "\nentry=" << options.entry << "\nsm-count=" << options.smCount
-     << "\ngpu=" << options.gpu << "\ntiles=" << options.tiles.size();
+     << "\ngpu=" << options.gpu << "\nmma-prefetch=" << options.mmaPrefetch
+     << "\ntiles=" << options.tiles.size();
   for (const auto &[kernel, tile] : options.tiles)
     os << "\n" << kernel << "=" << tile;
   os << "\ntuning=";
@@ -151,7 +152,8 @@ void writeEntry(const std::string &path, const std::string &artifact,
 
 /// The whole compilation.
 std::string compileUncached(const std::string &mlir, const Options &options,
-                            const std::string &name, std::string &artifact) {
+                            const std::string &name, std::string &artifact,
+                            std::string &warnings) {
   auto target = PTXTarget::parse(options.arch);
   if (!target)
     return name + ": error: " + llvm::toString(target.takeError());
@@ -177,6 +179,7 @@ std::string compileUncached(const std::string &mlir, const Options &options,
   pipeline.fp32Math = options.fp32Math;
   pipeline.tuningDb = tuningPath(options);
   pipeline.tuningGpu = options.gpu;
+  pipeline.mmaPrefetch = options.mmaPrefetch;
   ArtifactOptions how;
   how.backend = options.backend == "cuda" ? Backend::CUDA : Backend::PTX;
   how.tiles = options.tiles;
@@ -185,6 +188,8 @@ std::string compileUncached(const std::string &mlir, const Options &options,
   if (failed(compiled))
     return graph.failure(name + ": error: compilation failed");
   artifact = std::move(compiled->text);
+  // What is left is warnings: errors fail the compilation.
+  warnings += graph.takeDiagnostics();
   return "";
 }
 
@@ -254,7 +259,8 @@ Result fusec::jit::compile(const std::string &mlir, const Options &options,
     }
   }
 
-  result.error = compileUncached(mlir, options, name, result.artifact);
+  result.error =
+      compileUncached(mlir, options, name, result.artifact, result.warnings);
   if (!result.ok() || !options.cache)
     return finish();
   {

@@ -8,8 +8,12 @@
 #include "fusec/Support/SafeRead.h"
 #include "fusec/Support/Summary.h"
 
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/ToolOutputFile.h"
 
 #include <random>
 
@@ -85,4 +89,31 @@ ref::loadInputs(func::FuncOp func, llvm::ArrayRef<std::string> files) {
     inputs.push_back(castTo(t, dtype));
   }
   return inputs;
+}
+
+llvm::Error ref::saveTensors(llvm::StringRef dir,
+                             llvm::ArrayRef<NamedTensor> tensors) {
+  if (std::error_code ec = llvm::sys::fs::create_directories(dir))
+    return llvm::createStringError("cannot create directory '" + dir +
+                                   "': " + ec.message());
+  std::vector<std::unique_ptr<llvm::ToolOutputFile>> outputs;
+  for (const NamedTensor &t : tensors) {
+    llvm::SmallString<128> path(dir);
+    llvm::sys::path::append(path, t.file);
+    std::string error;
+    auto out = openOutputFile(path, &error);
+    if (!out)
+      return llvm::createStringError(error);
+    NpyArray array{t.tensor->shape, t.tensor->data};
+    out->os() << writeNpy(array, t.dtype == DType::F16 ? NpyDType::F16
+                                                        : NpyDType::F32);
+    out->os().flush();
+    if (out->os().has_error())
+      return llvm::createStringError("cannot write '" + path + "'");
+    outputs.push_back(std::move(out));
+  }
+  // Only now: a failure leaves no file behind.
+  for (auto &out : outputs)
+    out->keep();
+  return llvm::Error::success();
 }

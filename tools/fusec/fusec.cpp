@@ -16,14 +16,12 @@
 #include "fusec/Target/PTX.h"
 #include "fusec/Target/TargetDescription.h"
 #include "fusec/Tuning/TuningDB.h"
-#include "fusec/Support/Npy.h"
 #include "fusec/Support/SafeRead.h"
 #include "fusec/Support/Summary.h"
 #include "fusec/runtime/Runtime.h"
 
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/BuiltinOps.h"
-#include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
@@ -31,11 +29,9 @@
 
 #include "llvm/Config/llvm-config.h"
 #include "llvm/Support/CommandLine.h"
-#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/MemoryBuffer.h"
-#include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/WithColor.h"
@@ -55,24 +51,25 @@ namespace rt = fusec::runtime;
 static cl::OptionCategory fusecCat("fusec options");
 static cl::SubCommand runCmd("run", "Evaluate a graph and print (or save) "
                                     "its outputs");
-static cl::SubCommand tuneCmd(
-    "tune", "On a GPU: time candidate configurations of every kernel of a "
+static cl::SubCommand
+    tuneCmd("tune",
+            "On a GPU: time candidate configurations of every kernel of a "
             "graph, each checked first, and keep the fastest in the tuning "
             "database");
+/// Options of every command: compiling, run and tune.
+static cl::SubCommandGroup everyCommand({&cl::SubCommand::getTopLevel(),
+                                         &runCmd, &tuneCmd});
 
 static cl::opt<std::string> inputFilename(cl::Positional,
                                           cl::desc("<graph.mlir>"),
                                           cl::init("-"), cl::cat(fusecCat),
-                                          cl::sub(cl::SubCommand::getTopLevel()),
-                                          cl::sub(runCmd), cl::sub(tuneCmd));
+                                          cl::sub(everyCommand));
 
 static cl::opt<std::string>
     entryName("entry",
               cl::desc("Graph function to use (default: the only function "
                        "with a body, or @main)"),
-              cl::value_desc("name"), cl::cat(fusecCat),
-              cl::sub(cl::SubCommand::getTopLevel()), cl::sub(runCmd),
-              cl::sub(tuneCmd));
+              cl::value_desc("name"), cl::cat(fusecCat), cl::sub(everyCommand));
 
 enum class EmitKind { MLIR, Kernels, Tiled, GPU, PTX, CUDA };
 static cl::opt<EmitKind> emitKind(
@@ -80,38 +77,33 @@ static cl::opt<EmitKind> emitKind(
     cl::desc("What to write (default: ptx when -o names a .ptx file, cuda "
              "for a .cu file, else mlir)"),
     cl::init(EmitKind::MLIR),
-    cl::values(clEnumValN(EmitKind::MLIR, "mlir",
-                          "The verified graph in the fuse dialect"),
-               clEnumValN(EmitKind::Kernels, "kernels",
-                          "The graph simplified and partitioned into "
-                          "fuse.kernel regions"),
-               clEnumValN(EmitKind::Tiled, "tiled",
-                          "Tiled gpu.funcs and the launch plan"),
-               clEnumValN(EmitKind::GPU, "gpu",
-                          "Kernels lowered to the NVVM dialect"),
-               clEnumValN(EmitKind::PTX, "ptx",
-                          "The artifact: launch plan and PTX"),
-               clEnumValN(EmitKind::CUDA, "cuda",
-                          "The artifact: launch plan and CUDA C, which "
-                          "NVRTC compiles at load time")),
+    cl::values(
+        clEnumValN(EmitKind::MLIR, "mlir",
+                   "The verified graph in the fuse dialect"),
+        clEnumValN(EmitKind::Kernels, "kernels",
+                   "The graph simplified and partitioned into "
+                   "fuse.kernel regions"),
+        clEnumValN(EmitKind::Tiled, "tiled",
+                   "Tiled gpu.funcs and the launch plan"),
+        clEnumValN(EmitKind::GPU, "gpu", "Kernels lowered to the NVVM dialect"),
+        clEnumValN(EmitKind::PTX, "ptx", "The artifact: launch plan and PTX"),
+        clEnumValN(EmitKind::CUDA, "cuda",
+                   "The artifact: launch plan and CUDA C, which "
+                   "NVRTC compiles at load time")),
     cl::cat(fusecCat));
 
 static cl::opt<std::string>
     arch("arch",
          cl::desc("GPU architecture, sm_80 or newer (default sm_90; for "
                   "'run', the GPU's own)"),
-         cl::init("sm_90"), cl::cat(fusecCat),
-         cl::sub(cl::SubCommand::getTopLevel()), cl::sub(runCmd),
-         cl::sub(tuneCmd));
+         cl::init("sm_90"), cl::cat(fusecCat), cl::sub(everyCommand));
 
 static cl::opt<std::string> fp32Math(
     "fp32-math",
     cl::desc("How f32 convolutions and matrix products compute: ieee (f32 "
              "FMAs on CUDA cores, the default) or tf32 (TF32 tensor cores "
              "with f32 accumulation: faster, about 1e-3 relative error)"),
-    cl::init("ieee"), cl::cat(fusecCat),
-    cl::sub(cl::SubCommand::getTopLevel()), cl::sub(runCmd),
-    cl::sub(tuneCmd));
+    cl::init("ieee"), cl::cat(fusecCat), cl::sub(everyCommand));
 
 static cl::opt<std::string> tuningDb(
     "tuning-db",
@@ -119,13 +111,12 @@ static cl::opt<std::string> tuningDb(
              "a tile take their measured configuration), written by 'tune' "
              "(default: $FUSEC_TUNING_DB, else ~/.cache/fusec/tuning.json; "
              "'none': no database)"),
-    cl::value_desc("file"), cl::cat(fusecCat),
-    cl::sub(cl::SubCommand::getTopLevel()), cl::sub(runCmd),
-    cl::sub(tuneCmd));
+    cl::value_desc("file"), cl::cat(fusecCat), cl::sub(everyCommand));
 
-static cl::opt<unsigned> tuneRepeat(
-    "repeat", cl::desc("tune: back-to-back runs per timing (default 10)"),
-    cl::init(10), cl::cat(fusecCat), cl::sub(tuneCmd));
+static cl::opt<unsigned>
+    tuneRepeat("repeat",
+               cl::desc("tune: back-to-back runs per timing (default 10)"),
+               cl::init(10), cl::cat(fusecCat), cl::sub(tuneCmd));
 
 static cl::opt<double> referenceGflop(
     "reference-gflop",
@@ -139,13 +130,12 @@ static cl::opt<bool> mmaPrefetch(
     "mma-prefetch",
     cl::desc("Tensor-core GEMM: load the next k-step's fragments before this "
              "one's mma.sync (a tuning knob, on by default)"),
-    cl::init(true), cl::Hidden, cl::cat(fusecCat),
-    cl::sub(cl::SubCommand::getTopLevel()), cl::sub(runCmd),
-    cl::sub(tuneCmd));
+    cl::init(true), cl::Hidden, cl::cat(fusecCat), cl::sub(everyCommand));
 
-static cl::opt<bool> showRemarks(
-    "remarks", cl::desc("Print the compiler's remarks (fusion decisions)"),
-    cl::init(false), cl::cat(fusecCat));
+static cl::opt<bool>
+    showRemarks("remarks",
+                cl::desc("Print the compiler's remarks (fusion decisions)"),
+                cl::init(false), cl::cat(fusecCat));
 
 static cl::opt<std::string> outputFilename("o", cl::desc("Output file"),
                                            cl::value_desc("file"),
@@ -229,40 +219,6 @@ static FailureOr<std::vector<ref::Tensor>> makeInputs(func::FuncOp func) {
   return std::move(*inputs);
 }
 
-static NpyDType npyDType(Type elementType) {
-  return elementType.isF16() ? NpyDType::F16 : NpyDType::F32;
-}
-
-/// Writes every tensor to `dir`, all or nothing.
-static LogicalResult writeTensors(
-    llvm::ArrayRef<std::tuple<std::string, const ref::Tensor *, Type>> files) {
-  std::vector<std::unique_ptr<llvm::ToolOutputFile>> outputs;
-  for (auto &[name, tensor, elementType] : files) {
-    llvm::SmallString<128> path(outputDir);
-    llvm::sys::path::append(path, name);
-    std::string error;
-    auto out = openOutputFile(path, &error);
-    if (!out)
-      return fail(error);
-    NpyArray array{tensor->shape, tensor->data};
-    out->os() << writeNpy(array, npyDType(elementType));
-    out->os().flush();
-    if (out->os().has_error())
-      return fail("cannot write '" + path + "'");
-    outputs.push_back(std::move(out));
-  }
-  for (auto &out : outputs)
-    out->keep();
-  return success();
-}
-
-static void printSummary(llvm::raw_ostream &os, llvm::StringRef name,
-                         const ref::Tensor &t, Type type) {
-  std::string typeText;
-  llvm::raw_string_ostream(typeText) << type;
-  os << formatSummary(name.str(), typeText, summarize(t.data)) << "\n";
-}
-
 //===----------------------------------------------------------------------===//
 // Commands
 //===----------------------------------------------------------------------===//
@@ -273,49 +229,40 @@ static std::string tuningDbPath() {
                                       : tuning::defaultPath();
 }
 
-/// How a compilation differs from `fusec graph.mlir -o ...`'s.
-struct LowerOptions {
-  /// SMs of the GPU the kernels are for (0: the chip's flagship part).
-  int64_t smCount = 0;
-  /// The GPU whose tuning entries apply (empty: any of the chip).
-  std::string gpu;
-};
-
-/// Runs the pipeline up to the stage `kind` emits; for PTX and CUDA C,
-/// returns the artifact in `artifact`.
-static LogicalResult lower(ModuleOp module, EmitKind kind,
-                           const PTXTarget &target, CompiledArtifact *artifact,
-                           const LowerOptions &how = {}) {
-  if (kind == EmitKind::MLIR)
-    return success();
+/// Runs the pipeline up to the stage `kind` emits: the artifact's text for
+/// PTX and CUDA C, else the module printed.
+static FailureOr<std::string> lower(ModuleOp module, EmitKind kind,
+                                    const PTXTarget &target) {
+  std::string text;
   PipelineOptions options;
   options.arch = target.chip;
-  options.smCount = how.smCount;
   options.fp32Math = fp32Math;
   options.mmaPrefetch = mmaPrefetch;
   options.tuningDb = tuningDbPath();
-  options.tuningGpu = how.gpu;
   if (kind == EmitKind::PTX || kind == EmitKind::CUDA) {
-    ArtifactOptions artifactOptions;
-    artifactOptions.backend =
-        kind == EmitKind::CUDA ? Backend::CUDA : Backend::PTX;
-    artifactOptions.configure = [](PassManager &pm) {
+    ArtifactOptions how;
+    how.backend = kind == EmitKind::CUDA ? Backend::CUDA : Backend::PTX;
+    how.configure = [](PassManager &pm) {
       return applyPassManagerCLOptions(pm);
     };
     FailureOr<CompiledArtifact> compiled =
-        compileArtifact(module, options, artifactOptions);
+        compileArtifact(module, options, how);
     if (failed(compiled))
       return failure();
-    *artifact = std::move(*compiled);
-    return success();
+    return std::move(compiled->text);
   }
-  static const Stage stages[] = {Stage::Graph, Stage::Kernels, Stage::Tiled,
-                                 Stage::GPU};
-  PassManager pm(module->getContext());
-  if (failed(applyPassManagerCLOptions(pm)))
-    return failure();
-  buildPipeline(pm, stages[static_cast<int>(kind)], options);
-  return pm.run(module);
+  if (kind != EmitKind::MLIR) {
+    static const Stage stages[] = {Stage::Graph, Stage::Kernels,
+                                   Stage::Tiled, Stage::GPU};
+    PassManager pm(module->getContext());
+    if (failed(applyPassManagerCLOptions(pm)))
+      return failure();
+    buildPipeline(pm, stages[static_cast<int>(kind)], options);
+    if (failed(pm.run(module)))
+      return failure();
+  }
+  llvm::raw_string_ostream(text) << module;
+  return text;
 }
 
 static LogicalResult emitGraph(ModuleOp module) {
@@ -338,46 +285,16 @@ static LogicalResult emitGraph(ModuleOp module) {
       return failure();
     keepOnlyEntry(module, entry);
   }
-  CompiledArtifact artifact;
-  if (failed(lower(module, kind, *target, &artifact)))
+  FailureOr<std::string> text = lower(module, kind, *target);
+  if (failed(text))
     return failure();
-  std::string &text = artifact.text;
-  if (kind != EmitKind::PTX && kind != EmitKind::CUDA) {
-    llvm::raw_string_ostream os(text);
-    module.print(os);
-  }
   std::string error;
   auto out = openOutputFile(outputFilename, &error);
   if (!out)
     return fail(error);
-  out->os() << text;
+  out->os() << *text;
   out->keep();
   return success();
-}
-
-static LogicalResult check(const rt::Status &status) {
-  if (status.isOk())
-    return success();
-  return fail(status.message());
-}
-
-/// `tensors` as the JIT library's host tensors (their dtype is the graph's).
-static std::vector<jit::HostTensor>
-hostTensors(const std::vector<ref::Tensor> &tensors) {
-  std::vector<jit::HostTensor> host;
-  for (const ref::Tensor &t : tensors)
-    host.push_back({t.shape, jit::DType::F32, t.data});
-  return host;
-}
-
-/// A GPU run's outputs, or its error reported.
-static FailureOr<std::vector<ref::Tensor>> results(jit::Evaluation run) {
-  if (!run.ok())
-    return fail(run.error);
-  std::vector<ref::Tensor> tensors;
-  for (jit::HostTensor &t : run.outputs)
-    tensors.emplace_back(std::move(t.shape), std::move(t.data));
-  return tensors;
 }
 
 /// The chip to compile for on `gpu`: --arch, else its own, arch-specific
@@ -389,41 +306,44 @@ static std::string chipFor(const rt::Device &gpu) {
                                                 gpu.computeCapabilityMinor());
 }
 
-/// Compiles `func` and runs it on GPU 0 with `inputs`, outputs poisoned
-/// with NaN first.
+/// Compiles the graph (`func` of `graph`) through the JIT library for
+/// `gpu` (its chip, SMs and tuning entries) and runs it there on `inputs`,
+/// outputs poisoned with NaN first.
 static FailureOr<std::vector<ref::Tensor>>
-runOnGPU(func::FuncOp func, const std::vector<ref::Tensor> &inputs,
-         std::shared_ptr<rt::Device> gpu) {
-  auto target = PTXTarget::parse(chipFor(*gpu));
+runOnGPU(func::FuncOp func, const llvm::MemoryBuffer &graph,
+         const std::vector<ref::Tensor> &inputs, const rt::Device &gpu) {
+  auto target = PTXTarget::parse(chipFor(gpu));
   if (!target)
     return fail(llvm::toString(target.takeError()));
-  OwningOpRef<ModuleOp> module = cast<ModuleOp>(func->getParentOp()->clone());
-  keepOnlyEntry(*module, module->lookupSymbol<func::FuncOp>(func.getSymName()));
-  CompiledArtifact artifact;
-  // Tiles sized for this GPU's SMs, and its tuning entries.
-  LowerOptions how;
-  how.smCount = gpu->multiprocessorCount();
-  how.gpu = gpu->name();
-  if (failed(lower(*module, EmitKind::PTX, *target, &artifact, how)))
+  jit::Options options;
+  options.arch = target->chip;
+  options.fp32Math = fp32Math;
+  options.mmaPrefetch = mmaPrefetch;
+  options.tuningDb = tuningDbPath();
+  options.entry = func.getSymName().str();
+  options.smCount = gpu.multiprocessorCount();
+  options.gpu = gpu.name();
+  options.cache = false;
+  jit::Result compiled = jit::compile(graph.getBuffer().str(), options,
+                                      graph.getBufferIdentifier().str());
+  llvm::errs() << compiled.warnings << compiled.error;
+  if (!compiled.ok())
     return failure();
-  std::unique_ptr<rt::Module> loaded;
-  if (failed(check(rt::Module::load(gpu, artifact.text, loaded,
-                                    func.getSymName().str()))))
-    return failure();
-  std::string error;
-  std::unique_ptr<jit::DeviceRun> buffers = jit::DeviceRun::create(
-      gpu, loaded->plan(), hostTensors(inputs), error);
-  if (!buffers)
-    return fail(error);
-  return results(buffers->run(*loaded));
+  std::vector<jit::HostTensor> host;
+  for (const ref::Tensor &t : inputs)
+    host.push_back({t.shape, jit::DType::F32, t.data});
+  jit::Evaluation run =
+      jit::run(compiled.artifact, host, /*device=*/0, func.getSymName().str());
+  if (!run.ok())
+    return fail(run.error);
+  std::vector<ref::Tensor> results;
+  for (jit::HostTensor &t : run.outputs)
+    results.emplace_back(std::move(t.shape), std::move(t.data));
+  return results;
 }
 
-/// The largest relative error accepted for a GPU result of `elementType`.
-static double tolerance(Type elementType) {
-  return ref::tolerance(*ref::getDType(elementType), fp32Math == "tf32");
-}
-
-static LogicalResult runGraph(ModuleOp module) {
+static LogicalResult runGraph(ModuleOp module,
+                              const llvm::MemoryBuffer &graph) {
   func::FuncOp func = findEntry(module);
   if (!func || failed(ref::verifyGraph(func)) ||
       failed(ref::checkHostMemory(func)))
@@ -470,7 +390,7 @@ static LogicalResult runGraph(ModuleOp module) {
              " so far); compiling "
              "and running on " +
              gpu->describe());
-    results = runOnGPU(func, *inputs, gpu);
+    results = runOnGPU(func, graph, *inputs, *gpu);
     if (failed(results))
       return failure();
   }
@@ -483,38 +403,38 @@ static LogicalResult runGraph(ModuleOp module) {
                        ? "random inputs, seed " + std::to_string(seed)
                        : std::string("inputs from .npy files"))
                << "\n";
-  std::vector<std::tuple<std::string, const ref::Tensor *, Type>> files;
+  auto dtype = [](Type type) {
+    return *ref::getDType(cast<RankedTensorType>(type).getElementType());
+  };
+  std::vector<ref::NamedTensor> files;
   for (auto [i, t] : llvm::enumerate(*inputs))
-    files.emplace_back(llvm::formatv("input{0}.npy", i).str(), &t,
-                       cast<RankedTensorType>(func.getArgumentTypes()[i])
-                           .getElementType());
+    files.push_back({llvm::formatv("input{0}.npy", i).str(), &t,
+                     dtype(func.getArgumentTypes()[i])});
   bool allWithin = true;
   for (auto [i, t] : llvm::enumerate(*results)) {
     Type type = func.getResultTypes()[i];
-    Type elementType = cast<RankedTensorType>(type).getElementType();
-    std::string name = llvm::formatv("result{0}", i).str();
-    printSummary(llvm::outs(), name, t, type);
+    std::string name = llvm::formatv("result{0}", i).str(), typeText;
+    llvm::raw_string_ostream(typeText) << type;
+    llvm::outs() << formatSummary(name, typeText, summarize(t.data)) << "\n";
     if (gpu) {
       const ref::Tensor &r = (*reference)[i];
       double rel = ref::relativeError(t.data, r.data), maxAbs = 0;
       for (auto [a, b] : llvm::zip_equal(t.data, r.data))
         maxAbs = std::max(maxAbs, std::abs(a - b));
-      bool within = rel <= tolerance(elementType); // NaN fails
+      double limit = ref::tolerance(dtype(type), fp32Math == "tf32");
+      bool within = rel <= limit; // NaN fails
       allWithin &= within;
       llvm::outs() << llvm::formatv(
           "         vs reference: relative error {0:e} (limit {1:e}), max "
           "abs error {2:e}  {3}\n",
-          rel, tolerance(elementType), maxAbs, within ? "ok" : "FAILED");
+          rel, limit, maxAbs, within ? "ok" : "FAILED");
     }
-    files.emplace_back(name + ".npy", &t, elementType);
+    files.push_back({name + ".npy", &t, dtype(type)});
   }
   if (!outputDir.empty()) {
     // Only now: a run that fails earlier leaves no directory behind.
-    if (std::error_code ec = llvm::sys::fs::create_directories(outputDir))
-      return fail("cannot create directory '" + outputDir +
-                  "': " + ec.message());
-    if (failed(writeTensors(files)))
-      return failure();
+    if (llvm::Error error = ref::saveTensors(outputDir, files))
+      return fail(llvm::toString(std::move(error)));
     llvm::outs() << "wrote " << files.size() << " .npy files to " << outputDir
                  << "\n";
   }
@@ -617,10 +537,10 @@ extern "C" int fusec_main(int argc, char **argv) {
   OwningOpRef<ModuleOp> module = loadGraph(context, sourceMgr);
   if (!module)
     return 1;
-  LogicalResult result =
-      tuneCmd  ? tuneGraph(*module, *sourceMgr.getMemoryBuffer(
-                                       sourceMgr.getMainFileID()))
-                         : runCmd ? runGraph(*module)
+  const llvm::MemoryBuffer &graph =
+      *sourceMgr.getMemoryBuffer(sourceMgr.getMainFileID());
+  LogicalResult result = tuneCmd  ? tuneGraph(*module, graph)
+                         : runCmd ? runGraph(*module, graph)
                                   : emitGraph(*module);
   return succeeded(result) ? 0 : 1;
 }

@@ -6,6 +6,7 @@
 // batch-norm variance, drawn from [0.5, 2) so that the graph has a defined
 // result; each rounded to its argument's element type. fusec-runner draws
 // the same values from the same seed (its --positive names the variances).
+// Inputs may come from .npy files instead, and are saved as .npy.
 //
 //===----------------------------------------------------------------------===//
 
@@ -36,6 +37,20 @@ std::vector<Tensor> randomInputs(mlir::func::FuncOp func, uint64_t seed);
 /// Fails with a message naming the file.
 llvm::Expected<std::vector<Tensor>>
 loadInputs(mlir::func::FuncOp func, llvm::ArrayRef<std::string> files);
+
+/// A tensor to save as .npy: its file name and element type.
+struct NamedTensor {
+  std::string file;
+  const Tensor *tensor = nullptr;
+  DType dtype = DType::F32;
+};
+
+/// Creates `dir` and writes each tensor there as .npy (float16 for f16,
+/// float32 for f32 and bf16, which NumPy lacks): every file or none. Fails
+/// with a message naming the path. fusec run saves the inputs it used and
+/// its results so.
+llvm::Error saveTensors(llvm::StringRef dir,
+                        llvm::ArrayRef<NamedTensor> tensors);
 
 } // namespace fusec::ref
 
