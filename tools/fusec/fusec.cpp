@@ -3,8 +3,12 @@
 //   fusec graph.mlir [-o out] [--emit=mlir|kernels|tiled|gpu|ptx|cuda]
 //   fusec run graph.mlir --device=cpu [--seed=N] [--input=a.npy ...]
 //                                     [--output-dir=DIR]
+//   fusec tune graph.mlir --tuning-db=FILE
 //
-// A thin tool: parsing, verification and evaluation live in the libraries.
+// A thin tool: the command line and what is printed. The pipeline
+// (lib/Pipelines), the reference interpreter and its inputs (lib/Reference),
+// compiling for and running on a GPU and the autotuner (lib/JIT) are
+// libraries; the driver knows no op of the fuse dialect.
 //
 //===----------------------------------------------------------------------===//
 
@@ -297,22 +301,19 @@ static LogicalResult emitGraph(ModuleOp module) {
   return success();
 }
 
-/// The chip to compile for on `gpu`: --arch, else its own, arch-specific
-/// where that unlocks instructions (sm_90a: wgmma and TMA on an H100/H200).
-static std::string chipFor(const rt::Device &gpu) {
-  return arch.getNumOccurrences()
-             ? std::string(arch)
-             : TargetDescription::chipForDevice(gpu.computeCapabilityMajor(),
-                                                gpu.computeCapabilityMinor());
-}
-
 /// Compiles the graph (`func` of `graph`) through the JIT library for
 /// `gpu` (its chip, SMs and tuning entries) and runs it there on `inputs`,
 /// outputs poisoned with NaN first.
 static FailureOr<std::vector<ref::Tensor>>
 runOnGPU(func::FuncOp func, const llvm::MemoryBuffer &graph,
          const std::vector<ref::Tensor> &inputs, const rt::Device &gpu) {
-  auto target = PTXTarget::parse(chipFor(gpu));
+  // --arch, else the GPU's own, arch-specific where that unlocks
+  // instructions (sm_90a: wgmma and TMA on an H100/H200).
+  auto target = PTXTarget::parse(
+      arch.getNumOccurrences()
+          ? std::string(arch)
+          : TargetDescription::chipForDevice(gpu.computeCapabilityMajor(),
+                                             gpu.computeCapabilityMinor()));
   if (!target)
     return fail(llvm::toString(target.takeError()));
   jit::Options options;
@@ -451,18 +452,15 @@ static LogicalResult runGraph(ModuleOp module,
 /// Prints what jit::tune says as `fusec tune` always has: progress on
 /// stdout, warnings and errors on stderr.
 static void printTuneMessage(const jit::TuneMessage &message) {
-  if (message.kind == jit::TuneMessage::Kind::Progress) {
+  using Kind = jit::TuneMessage::Kind;
+  if (message.kind == Kind::Progress)
     llvm::outs() << message.text << "\n";
-    return;
-  }
-  if (message.located) {
+  else if (message.located)
     llvm::errs() << message.text;
-    return;
-  }
-  (message.kind == jit::TuneMessage::Kind::Error
-       ? llvm::WithColor::error(llvm::errs(), "fusec")
-       : llvm::WithColor::warning(llvm::errs(), "fusec"))
-      << message.text << "\n";
+  else if (message.kind == Kind::Error)
+    (void)fail(message.text);
+  else
+    llvm::WithColor::warning(llvm::errs(), "fusec") << message.text << "\n";
 }
 
 static LogicalResult tuneGraph(ModuleOp module,
