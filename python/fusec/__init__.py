@@ -705,6 +705,16 @@ def _compile(call, arch=None, backend="ptx", fp32_math="ieee", tiles=None,
     return _finish(call(ctypes.byref(o)), summary)
 
 
+def _graph_text(graph, what, hint=""):
+    """The MLIR text of a fusec.Graph or of text, for `what`."""
+    if isinstance(graph, Graph):
+        return graph.mlir()
+    if isinstance(graph, str):
+        return graph
+    raise TypeError("%s takes a fusec.Graph or MLIR text, not %s%s"
+                    % (what, type(graph).__name__, hint))
+
+
 def compile(graph, *, name=None, **options):
     """Compiles a graph (a fusec.Graph or MLIR text) into a Kernel.
 
@@ -718,13 +728,7 @@ def compile(graph, *, name=None, **options):
       ~/.cache/fusec/kernels). sm_count, gpu: the GPU to size grids and pick
       tuning entries for. `name` names the graph in messages.
     """
-    if isinstance(graph, Graph):
-        text = graph.mlir()
-    elif isinstance(graph, str):
-        text = graph
-    else:
-        raise TypeError("compile takes a fusec.Graph or MLIR text, not %s "
-                        "(compile_file takes a path)" % type(graph).__name__)
+    text = _graph_text(graph, "compile", " (compile_file takes a path)")
     return _compile(lambda o: _capi.jit.fusec_jit_compile(
         text.encode(), _b(name or "<graph>"), o), **options)
 
@@ -805,13 +809,7 @@ def tune(graph, *, tuning_db=None, arch=None, fp32_math="ieee", entry=None,
     kernel, family, tile, heuristic_ms and tuned_ms. Raises fusec.Error
     with .status "invalid_argument", "invalid_graph", "no_device" (no GPU)
     or "failed"."""
-    if isinstance(graph, Graph):
-        text = graph.mlir()
-    elif isinstance(graph, str):
-        text = graph
-    else:
-        raise TypeError("tune takes a fusec.Graph or MLIR text, not %s"
-                        % type(graph).__name__)
+    text = _graph_text(graph, "tune")
     if progress is not None and not callable(progress):
         raise TypeError("progress must be callable (it is given each "
                         "progress line), not %s" % type(progress).__name__)
