@@ -16,6 +16,7 @@
 #define FUSEC_JIT_H
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -54,6 +55,9 @@ struct Options {
   std::string tuningDb;
   /// The graph function to compile: "" for the only one (or @main).
   std::string entry;
+  /// Tensor-core GEMM: load the next k-step's fragments ahead (a tuning
+  /// knob, fusec's hidden --mma-prefetch).
+  bool mmaPrefetch = true;
   /// Use the kernel cache (memory, then disk).
   bool cache = true;
   /// The cache directory: "" for $FUSEC_CACHE_DIR, else
@@ -73,7 +77,8 @@ struct Result {
   Source source = Source::Compiled;
   /// Wall time of this call.
   double milliseconds = 0;
-  /// Warnings, such as a corrupt cache entry that was rebuilt.
+  /// Warnings, such as a corrupt cache entry that was rebuilt, or the
+  /// compiler's own (located in the graph's text, as errors are).
   std::string warnings;
 
   bool ok() const { return error.empty(); }
@@ -292,8 +297,109 @@ private:
 
 /// Loads `artifact` (a compile() result) on GPU `device` and runs it once on
 /// `inputs` through DeviceRun: the GPU's answer, to hold against evaluate().
+/// `name` starts the runtime's error messages.
 Evaluation run(const std::string &artifact,
-               const std::vector<HostTensor> &inputs, int device = 0);
+               const std::vector<HostTensor> &inputs, int device = 0,
+               const std::string &name = "artifact");
+
+//===----------------------------------------------------------------------===//
+// Autotuning
+//===----------------------------------------------------------------------===//
+
+struct TuneOptions {
+  /// The architecture to compile for: "" for the GPU's own (sm_90a on an
+  /// H100 or H200: Options::arch lists them).
+  std::string arch;
+  /// "ieee" or "tf32", as Options::fp32Math.
+  std::string fp32Math = "ieee";
+  /// The database to update: "" for $FUSEC_TUNING_DB or the per-user
+  /// default (Options::tuningDb); "none" is refused.
+  std::string tuningDb;
+  /// The graph function to tune: "" for the only one (or @main).
+  std::string entry;
+  /// The GPU that measures.
+  int device = 0;
+  /// The seed of the random inputs (fusec/Reference/Inputs.h's policy).
+  uint64_t seed = 0;
+  /// Back-to-back runs per timing (DeviceRun::time), at least 1.
+  unsigned repeat = 10;
+  /// The largest kernel, in GFLOP, whose candidates are checked against the
+  /// float64 reference interpreter; larger ones are checked against the
+  /// heuristic configuration's output on the GPU.
+  double referenceGflop = 2;
+  /// Tensor-core GEMM: load the next k-step's fragments ahead (a tuning
+  /// knob, fusec's hidden --mma-prefetch).
+  bool mmaPrefetch = true;
+};
+
+/// How a tuning ended. fusec_jit_tune_status (fusec_jit.h) mirrors it.
+enum class TuneStatus {
+  Ok,
+  /// An option is out of range (the message names it).
+  InvalidArgument,
+  /// The graph does not parse or verify, or has no such entry.
+  InvalidGraph,
+  /// No GPU to measure on (no driver, no device, a busy device).
+  NoDevice,
+  /// Anything else: a heuristic configuration that fails, the reference
+  /// interpreter, writing the database.
+  Failed,
+};
+
+/// What tune() says as it goes, in order.
+struct TuneMessage {
+  enum class Kind { Progress, Warning, Error };
+  Kind kind = Kind::Progress;
+  /// A progress line as `fusec tune` prints it (no newline), or a warning or
+  /// error: one sentence, or, when `located`, diagnostics located in the
+  /// graph's text as a compiler prints them ("graph.mlir:3:8: error: ...",
+  /// the source line and a caret; newlines included).
+  std::string text;
+  bool located = false;
+};
+using TuneCallback = std::function<void(const TuneMessage &)>;
+
+/// One database entry a tuning wrote.
+struct TunedKernel {
+  /// The kernel's name, its family and tile (the `#fuse.tile<...>` text).
+  std::string kernel, family, tile;
+  /// The medians of the heuristic's configuration and of the one recorded.
+  double heuristicMs = 0, tunedMs = 0;
+};
+
+struct TuneResult {
+  TuneStatus status = TuneStatus::Ok;
+  /// "" on success; else the errors as compile() gives them: located in the
+  /// graph's text, or "<name>: error: ...".
+  std::string error;
+  /// The warnings (the database's own, each "warning: ..."; located ones
+  /// as compiled), one per line.
+  std::string warnings;
+  /// The entries written, in kernel order.
+  std::vector<TunedKernel> kernels;
+  /// The database written.
+  std::string database;
+  /// Wall time of the call.
+  double seconds = 0;
+
+  bool ok() const { return status == TuneStatus::Ok; }
+};
+
+/// `fusec tune` as a function (docs/Tuning.md): forms the graph's kernels
+/// and, for each kernel with candidate tiles, compiles the kernel alone
+/// with each, checks it on random inputs against the reference, times it
+/// on GPU `options.device` and records the fastest in the tuning database
+/// (when it beats the heuristic's configuration by more than the noise).
+/// `progress`, when given, receives every progress line, warning and error
+/// as it comes, on the calling thread; `name` names the graph in messages.
+/// The options and the graph are checked before a GPU is looked for.
+///
+/// May be called from several threads, but tunings on one GPU time each
+/// other's noise, and two that write one database at once keep one's
+/// entries (each rewrites the file atomically from what it read).
+TuneResult tune(const std::string &mlir, const TuneOptions &options = {},
+                const TuneCallback &progress = {},
+                const std::string &name = "<graph>");
 
 /// The cache directory `options` selects.
 std::string cacheDirectory(const Options &options = {});

@@ -202,6 +202,82 @@ void fusec_jit_graph_clear_error(fusec_jit_graph *graph);
  * until the next call on the graph. */
 const char *fusec_jit_graph_mlir(fusec_jit_graph *graph);
 
+/* ---- Autotuning (fusec::jit::tune) ----------------------------------------
+ * `fusec tune` as a function: times each kernel's candidate tiles on a GPU,
+ * each checked first, and records the fastest in the tuning database
+ * (docs/Tuning.md). */
+
+/* Null strings take the defaults of fusec::jit::TuneOptions. */
+typedef struct fusec_jit_tune_options {
+  const char *arch;      /* null: the GPU's own (sm_90a on an H100) */
+  const char *fp32_math; /* "ieee" (null) or "tf32" */
+  const char *tuning_db; /* the database written; null for the default */
+  const char *entry;     /* the graph function, or null */
+  int device;            /* the GPU that measures */
+  unsigned long long seed;  /* of the random inputs */
+  unsigned repeat;          /* runs per timing, at least 1 */
+  double reference_gflop;   /* larger kernels: checked against the
+                               heuristic's output, not the reference */
+} fusec_jit_tune_options;
+
+/* Mirrors fusec::jit::TuneStatus. */
+typedef enum fusec_jit_tune_status {
+  FUSEC_JIT_TUNE_OK = 0,
+  FUSEC_JIT_TUNE_INVALID_ARGUMENT = 1,
+  FUSEC_JIT_TUNE_INVALID_GRAPH = 2,
+  FUSEC_JIT_TUNE_NO_DEVICE = 3,
+  FUSEC_JIT_TUNE_FAILED = 4
+} fusec_jit_tune_status;
+
+/* Mirrors fusec::jit::TuneMessage::Kind. */
+typedef enum fusec_jit_message_kind {
+  FUSEC_JIT_PROGRESS = 0,
+  FUSEC_JIT_WARNING = 1,
+  FUSEC_JIT_ERROR = 2
+} fusec_jit_message_kind;
+
+/* Receives each progress line (no newline), warning and error as it comes,
+ * on the calling thread; `located`: the text is diagnostics located in the
+ * graph (newlines included), else one sentence. `text` is valid during the
+ * call. */
+typedef void (*fusec_jit_tune_callback)(fusec_jit_message_kind kind,
+                                        const char *text, int located,
+                                        void *user_data);
+
+typedef struct fusec_jit_tuning fusec_jit_tuning;
+
+/* The defaults: the GPU's own arch, ieee, the default database, device 0,
+ * seed 0, 10 runs per timing, 2 GFLOP. */
+void fusec_jit_tune_options_init(fusec_jit_tune_options *options);
+
+/* Never null (short of memory): check fusec_jit_tuning_status. `name`
+ * names the graph in messages, `options` (null: the defaults) and
+ * `callback` may be null. */
+fusec_jit_tuning *fusec_jit_tune(const char *mlir, const char *name,
+                                 const fusec_jit_tune_options *options,
+                                 fusec_jit_tune_callback callback,
+                                 void *user_data);
+void fusec_jit_tuning_free(fusec_jit_tuning *tuning);
+fusec_jit_tune_status fusec_jit_tuning_status(const fusec_jit_tuning *tuning);
+/* "ok", "invalid_argument", "invalid_graph", "no_device", "failed";
+ * static storage. */
+const char *fusec_jit_tune_status_name(fusec_jit_tune_status status);
+/* "" on success; the errors otherwise. */
+const char *fusec_jit_tuning_error(const fusec_jit_tuning *tuning);
+const char *fusec_jit_tuning_warnings(const fusec_jit_tuning *tuning);
+/* The database written. */
+const char *fusec_jit_tuning_database(const fusec_jit_tuning *tuning);
+double fusec_jit_tuning_seconds(const fusec_jit_tuning *tuning);
+/* The entries written; entry `index`'s kernel name, family, tile
+ * ("#fuse.tile<...>") and the heuristic's and the recorded medians in ms,
+ * each pointer optional; returns 0 when `index` is out of range. The
+ * strings are valid while the tuning is. */
+size_t fusec_jit_tuning_num_kernels(const fusec_jit_tuning *tuning);
+int fusec_jit_tuning_kernel(const fusec_jit_tuning *tuning, size_t index,
+                            const char **kernel, const char **family,
+                            const char **tile, double *heuristic_ms,
+                            double *tuned_ms);
+
 /* The architecture fusec compiles for on a GPU of compute capability
  * major.minor ("sm_90a" for 9.0: wgmma and TMA); static storage. */
 const char *fusec_jit_chip_for_device(int major, int minor);

@@ -46,6 +46,37 @@ static jit::Options toOptions(const fusec_jit_options *c) {
   return options;
 }
 
+struct fusec_jit_tuning {
+  jit::TuneResult result;
+};
+
+static_assert(static_cast<int>(jit::TuneStatus::Failed) ==
+                      FUSEC_JIT_TUNE_FAILED &&
+                  static_cast<int>(jit::TuneStatus::NoDevice) ==
+                      FUSEC_JIT_TUNE_NO_DEVICE,
+              "fusec_jit_tune_status must mirror jit::TuneStatus");
+static_assert(static_cast<int>(jit::TuneMessage::Kind::Error) ==
+                  FUSEC_JIT_ERROR,
+              "fusec_jit_message_kind must mirror jit::TuneMessage::Kind");
+
+static jit::TuneOptions toTuneOptions(const fusec_jit_tune_options *c) {
+  jit::TuneOptions options;
+  if (!c)
+    return options;
+  for (auto [field, value] :
+       {std::pair{&options.arch, c->arch},
+        std::pair{&options.fp32Math, c->fp32_math},
+        std::pair{&options.tuningDb, c->tuning_db},
+        std::pair{&options.entry, c->entry}})
+    if (value)
+      *field = value;
+  options.device = c->device;
+  options.seed = c->seed;
+  options.repeat = c->repeat;
+  options.referenceGflop = c->reference_gflop;
+  return options;
+}
+
 struct fusec_jit_evaluation {
   jit::Evaluation evaluation;
 };
@@ -473,6 +504,108 @@ const char *fusec_jit_graph_mlir(fusec_jit_graph *g) {
     return "";
   g->text = g->builder.mlir();
   return g->text.c_str();
+}
+
+void fusec_jit_tune_options_init(fusec_jit_tune_options *options) {
+  jit::TuneOptions defaults;
+  *options = fusec_jit_tune_options{};
+  options->device = defaults.device;
+  options->seed = defaults.seed;
+  options->repeat = defaults.repeat;
+  options->reference_gflop = defaults.referenceGflop;
+}
+
+fusec_jit_tuning *fusec_jit_tune(const char *mlir, const char *name,
+                                 const fusec_jit_tune_options *options,
+                                 fusec_jit_tune_callback callback,
+                                 void *user_data) {
+  auto *t = new (std::nothrow) fusec_jit_tuning;
+  if (!t)
+    return nullptr;
+  if (!mlir) {
+    t->result.status = jit::TuneStatus::InvalidArgument;
+    t->result.error = "fusec_jit_tune: the graph text is null";
+    return t;
+  }
+  jit::TuneCallback forward;
+  if (callback)
+    forward = [&](const jit::TuneMessage &m) {
+      callback(static_cast<fusec_jit_message_kind>(m.kind), m.text.c_str(),
+               m.located, user_data);
+    };
+  try {
+    t->result = jit::tune(mlir, toTuneOptions(options), forward,
+                          name ? name : "<graph>");
+  } catch (const std::bad_alloc &) {
+    // Nothing may throw through a C interface.
+    t->result = jit::TuneResult();
+    t->result.status = jit::TuneStatus::Failed;
+    t->result.error = "fusec_jit_tune: out of host memory";
+  }
+  return t;
+}
+
+void fusec_jit_tuning_free(fusec_jit_tuning *tuning) { delete tuning; }
+
+fusec_jit_tune_status fusec_jit_tuning_status(const fusec_jit_tuning *t) {
+  return t ? static_cast<fusec_jit_tune_status>(t->result.status)
+           : FUSEC_JIT_TUNE_INVALID_ARGUMENT;
+}
+
+const char *fusec_jit_tune_status_name(fusec_jit_tune_status status) {
+  switch (status) {
+  case FUSEC_JIT_TUNE_OK:
+    return "ok";
+  case FUSEC_JIT_TUNE_INVALID_ARGUMENT:
+    return "invalid_argument";
+  case FUSEC_JIT_TUNE_INVALID_GRAPH:
+    return "invalid_graph";
+  case FUSEC_JIT_TUNE_NO_DEVICE:
+    return "no_device";
+  case FUSEC_JIT_TUNE_FAILED:
+    return "failed";
+  }
+  return "unknown";
+}
+
+const char *fusec_jit_tuning_error(const fusec_jit_tuning *t) {
+  return t ? t->result.error.c_str() : "null tuning";
+}
+
+const char *fusec_jit_tuning_warnings(const fusec_jit_tuning *t) {
+  return t ? t->result.warnings.c_str() : "";
+}
+
+const char *fusec_jit_tuning_database(const fusec_jit_tuning *t) {
+  return t ? t->result.database.c_str() : "";
+}
+
+double fusec_jit_tuning_seconds(const fusec_jit_tuning *t) {
+  return t ? t->result.seconds : 0;
+}
+
+size_t fusec_jit_tuning_num_kernels(const fusec_jit_tuning *t) {
+  return t ? t->result.kernels.size() : 0;
+}
+
+int fusec_jit_tuning_kernel(const fusec_jit_tuning *t, size_t index,
+                            const char **kernel, const char **family,
+                            const char **tile, double *heuristic_ms,
+                            double *tuned_ms) {
+  if (!t || index >= t->result.kernels.size())
+    return 0;
+  const jit::TunedKernel &k = t->result.kernels[index];
+  if (kernel)
+    *kernel = k.kernel.c_str();
+  if (family)
+    *family = k.family.c_str();
+  if (tile)
+    *tile = k.tile.c_str();
+  if (heuristic_ms)
+    *heuristic_ms = k.heuristicMs;
+  if (tuned_ms)
+    *tuned_ms = k.tunedMs;
+  return 1;
 }
 
 const char *fusec_jit_chip_for_device(int major, int minor) {

@@ -183,7 +183,8 @@ double DeviceRun::time(rt::Module &module, unsigned repeat,
 }
 
 Evaluation fusec::jit::run(const std::string &artifact,
-                           const std::vector<HostTensor> &inputs, int device) {
+                           const std::vector<HostTensor> &inputs, int device,
+                           const std::string &name) {
   Evaluation result;
   std::shared_ptr<rt::Device> gpu;
   std::unique_ptr<rt::Module> module;
@@ -191,7 +192,7 @@ Evaluation fusec::jit::run(const std::string &artifact,
     result.error = status.message();
     return result;
   }
-  if (rt::Status status = rt::Module::load(gpu, artifact, module);
+  if (rt::Status status = rt::Module::load(gpu, artifact, module, name);
       !status.isOk()) {
     result.error = status.message();
     return result;

@@ -11,6 +11,7 @@
 #include "fusec/JIT.h"
 
 #include "Evaluate.h"
+#include "ParsedGraph.h"
 
 #include "fusec/InitAll.h"
 #include "fusec/Pipelines/Pipelines.h"
@@ -79,7 +80,8 @@ std::string cacheKey(const std::string &mlir, const Options &options) {
   os << kCacheFormat << "\n" << version() << "\narch=" << options.arch
      << "\nbackend=" << options.backend << "\nfp32-math=" << options.fp32Math
      << "\nentry=" << options.entry << "\nsm-count=" << options.smCount
-     << "\ngpu=" << options.gpu << "\ntiles=" << options.tiles.size();
+     << "\ngpu=" << options.gpu << "\nmma-prefetch=" << options.mmaPrefetch
+     << "\ntiles=" << options.tiles.size();
   for (const auto &[kernel, tile] : options.tiles)
     os << "\n" << kernel << "=" << tile;
   os << "\ntuning=";
@@ -148,64 +150,10 @@ void writeEntry(const std::string &path, const std::string &artifact,
                "': " + llvm::toString(std::move(error)) + "\n";
 }
 
-/// A graph parsed and verified in a context of its own (one thread per
-/// compilation: callers compile several graphs at once), its entry picked;
-/// diagnostics land in `errors`, located in the graph's text.
-class ParsedGraph {
-public:
-  /// Empty on success, else the errors.
-  std::string parse(const std::string &mlir, const std::string &name,
-                    const std::string &entryName) {
-    context.printOpOnDiagnostic(false);
-    sourceMgr.AddNewSourceBuffer(
-        llvm::MemoryBuffer::getMemBufferCopy(mlir, name), llvm::SMLoc());
-    module = parseSourceFile<ModuleOp>(sourceMgr, &context);
-    if (!module)
-      return errors;
-    for (func::FuncOp func : module->getOps<func::FuncOp>())
-      if (failed(ref::verifyGraph(func)))
-        return errors;
-    std::string problem;
-    entry = selectEntry(*module, entryName,
-                        "name the one to use (the entry option)", problem);
-    if (!entry)
-      return name + ": error: " + problem + "\n";
-    return "";
-  }
-
-  /// The errors so far, or `otherwise` when there are none.
-  std::string failure(const std::string &otherwise) {
-    return errors.empty() ? otherwise : errors;
-  }
-
-  MLIRContext context{registry(), MLIRContext::Threading::DISABLED};
-  OwningOpRef<ModuleOp> module;
-  func::FuncOp entry;
-
-private:
-  static const DialectRegistry &registry() {
-    static const DialectRegistry registry = [] {
-      DialectRegistry r;
-      registerAll(r);
-      return r;
-    }();
-    return registry;
-  }
-
-  std::string errors;
-  llvm::raw_string_ostream errorStream{errors};
-  llvm::SourceMgr sourceMgr;
-  SourceMgrDiagnosticHandler diagnostics{sourceMgr, &context, errorStream};
-  // Registered last, so it sees diagnostics first: remarks are dropped.
-  DiagnosticEngine::HandlerID dropRemarks =
-      context.getDiagEngine().registerHandler([](Diagnostic &diag) {
-        return success(diag.getSeverity() == DiagnosticSeverity::Remark);
-      });
-};
-
 /// The whole compilation.
 std::string compileUncached(const std::string &mlir, const Options &options,
-                            const std::string &name, std::string &artifact) {
+                            const std::string &name, std::string &artifact,
+                            std::string &warnings) {
   auto target = PTXTarget::parse(options.arch);
   if (!target)
     return name + ": error: " + llvm::toString(target.takeError());
@@ -219,7 +167,7 @@ std::string compileUncached(const std::string &mlir, const Options &options,
     return name + ": error: the SM count must be 0 or more, found " +
            std::to_string(options.smCount);
 
-  ParsedGraph graph;
+  jit::detail::ParsedGraph graph;
   if (std::string errors = graph.parse(mlir, name, options.entry);
       !errors.empty())
     return errors;
@@ -231,13 +179,17 @@ std::string compileUncached(const std::string &mlir, const Options &options,
   pipeline.fp32Math = options.fp32Math;
   pipeline.tuningDb = tuningPath(options);
   pipeline.tuningGpu = options.gpu;
+  pipeline.mmaPrefetch = options.mmaPrefetch;
   ArtifactOptions how;
   how.backend = options.backend == "cuda" ? Backend::CUDA : Backend::PTX;
   how.tiles = options.tiles;
-  FailureOr<std::string> text = compileArtifact(*graph.module, pipeline, how);
-  if (failed(text))
+  FailureOr<CompiledArtifact> compiled =
+      compileArtifact(*graph.module, pipeline, how);
+  if (failed(compiled))
     return graph.failure(name + ": error: compilation failed");
-  artifact = std::move(*text);
+  artifact = std::move(compiled->text);
+  // What is left is warnings: errors fail the compilation.
+  warnings += graph.takeDiagnostics();
   return "";
 }
 
@@ -307,7 +259,8 @@ Result fusec::jit::compile(const std::string &mlir, const Options &options,
     }
   }
 
-  result.error = compileUncached(mlir, options, name, result.artifact);
+  result.error =
+      compileUncached(mlir, options, name, result.artifact, result.warnings);
   if (!result.ok() || !options.cache)
     return finish();
   {
@@ -337,7 +290,7 @@ fusec::jit::detail::evaluate(const std::string &mlir, size_t numInputs,
                              const std::string &entry,
                              const std::string &name) {
   Evaluation result;
-  ParsedGraph graph;
+  jit::detail::ParsedGraph graph;
   result.error = graph.parse(mlir, name, entry);
   if (!result.ok())
     return result;

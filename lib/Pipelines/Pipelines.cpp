@@ -11,6 +11,7 @@
 
 #include "mlir/AsmParser/AsmParser.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "mlir/Transforms/Passes.h"
@@ -148,9 +149,28 @@ applyTiles(ModuleOp module,
   return success();
 }
 
-FailureOr<std::string> fusec::compileArtifact(ModuleOp module,
-                                              const PipelineOptions &options,
-                                              const ArtifactOptions &how) {
+/// The configuration fusec-tile-kernels recorded on each launch of the
+/// plan (its `fusec.config` dictionary), in launch order.
+static std::vector<fusec::KernelRecord> kernelRecords(ModuleOp module) {
+  std::vector<fusec::KernelRecord> records;
+  module.walk([&](gpu::LaunchFuncOp launch) {
+    auto config = launch->getAttrOfType<DictionaryAttr>("fusec.config");
+    if (!config)
+      return;
+    auto text = [&](llvm::StringRef name) {
+      auto value = config.getAs<StringAttr>(name);
+      return value ? value.str() : std::string();
+    };
+    records.push_back({launch.getKernelName().str(), text("family"),
+                       text("source"), text("signature"),
+                       config.get("tile")});
+  });
+  return records;
+}
+
+FailureOr<fusec::CompiledArtifact>
+fusec::compileArtifact(ModuleOp module, const PipelineOptions &options,
+                       const ArtifactOptions &how) {
   auto target = PTXTarget::parse(options.arch);
   if (!target)
     return emitError(module.getLoc())
@@ -180,6 +200,13 @@ FailureOr<std::string> fusec::compileArtifact(ModuleOp module,
     if (failed(run(last, rest)))
       return failure();
   }
-  return how.backend == Backend::CUDA ? writeCUDAArtifact(module, target->chip)
-                                      : writeArtifact(module, *target);
+  fusec::CompiledArtifact artifact;
+  artifact.kernels = kernelRecords(module);
+  FailureOr<std::string> text = how.backend == Backend::CUDA
+                                    ? writeCUDAArtifact(module, target->chip)
+                                    : writeArtifact(module, *target);
+  if (failed(text))
+    return failure();
+  artifact.text = std::move(*text);
+  return artifact;
 }

@@ -22,7 +22,7 @@ from . import _capi, _interop
 from ._interop import BF16, F16, F32
 
 __all__ = ["Error", "Graph", "Kernel", "compile", "compile_file",
-           "reference", "tolerance", "version", "clear_memory_cache",
+           "reference", "tolerance", "tune", "version", "clear_memory_cache",
            "F32", "F16", "BF16", "DEFAULT_MAX_WORKSPACES"]
 
 #: How many workspaces (sets of intermediates) a loaded kernel allocates at
@@ -705,6 +705,16 @@ def _compile(call, arch=None, backend="ptx", fp32_math="ieee", tiles=None,
     return _finish(call(ctypes.byref(o)), summary)
 
 
+def _graph_text(graph, what, hint=""):
+    """The MLIR text of a fusec.Graph or of text, for `what`."""
+    if isinstance(graph, Graph):
+        return graph.mlir()
+    if isinstance(graph, str):
+        return graph
+    raise TypeError("%s takes a fusec.Graph or MLIR text, not %s%s"
+                    % (what, type(graph).__name__, hint))
+
+
 def compile(graph, *, name=None, **options):
     """Compiles a graph (a fusec.Graph or MLIR text) into a Kernel.
 
@@ -718,13 +728,7 @@ def compile(graph, *, name=None, **options):
       ~/.cache/fusec/kernels). sm_count, gpu: the GPU to size grids and pick
       tuning entries for. `name` names the graph in messages.
     """
-    if isinstance(graph, Graph):
-        text = graph.mlir()
-    elif isinstance(graph, str):
-        text = graph
-    else:
-        raise TypeError("compile takes a fusec.Graph or MLIR text, not %s "
-                        "(compile_file takes a path)" % type(graph).__name__)
+    text = _graph_text(graph, "compile", " (compile_file takes a path)")
     return _compile(lambda o: _capi.jit.fusec_jit_compile(
         text.encode(), _b(name or "<graph>"), o), **options)
 
@@ -781,3 +785,86 @@ def reference(graph, *inputs, entry=None):
         return outputs
     finally:
         _capi.jit.fusec_jit_evaluation_free(e)
+
+
+#===----------------------------------------------------------------------===#
+# Autotuning
+#===----------------------------------------------------------------------===#
+
+_MESSAGE_KINDS = {0: "progress", 1: "warning", 2: "error"}
+
+
+def tune(graph, *, tuning_db=None, arch=None, fp32_math="ieee", entry=None,
+         device=0, seed=0, repeat=10, reference_gflop=2.0, progress=None,
+         name=None):
+    """`fusec tune` as a function: on GPU `device`, times each kernel's
+    candidate tiles (each checked against the reference first) and records
+    the fastest in the tuning database (docs/Tuning.md).
+
+    graph: a fusec.Graph or MLIR text. tuning_db: the database written (a
+    path, or None for $FUSEC_TUNING_DB / the per-user default). arch: None
+    for the GPU's own. progress: None, or a callable given each progress
+    line (str) as `fusec tune` prints it. The database's warnings are
+    RuntimeWarnings. Returns the entries written: a list of dicts with
+    kernel, family, tile, heuristic_ms and tuned_ms. Raises fusec.Error
+    with .status "invalid_argument", "invalid_graph", "no_device" (no GPU)
+    or "failed"."""
+    text = _graph_text(graph, "tune")
+    if progress is not None and not callable(progress):
+        raise TypeError("progress must be callable (it is given each "
+                        "progress line), not %s" % type(progress).__name__)
+    for what, value in (("device", device), ("seed", seed),
+                        ("repeat", repeat)):
+        if isinstance(value, bool) or not isinstance(value, int) or \
+                value < 0:
+            raise TypeError("%s must be an int of 0 or more, not %r"
+                            % (what, value))
+    o = _capi.TuneOptions()
+    _capi.jit.fusec_jit_tune_options_init(ctypes.byref(o))
+    keep = [_b(v) for v in (arch, fp32_math, tuning_db, entry)]
+    o.arch, o.fp32_math, o.tuning_db, o.entry = keep
+    o.device, o.seed, o.repeat = device, seed, repeat
+    o.reference_gflop = float(reference_gflop)
+    raised = []
+
+    def forward(kind, message, located, user_data):
+        # An exception may not cross the C API: the first is raised after.
+        if raised:
+            return
+        try:
+            message = message.decode()
+            if _MESSAGE_KINDS.get(kind) == "progress":
+                if progress is not None:
+                    progress(message)
+            elif _MESSAGE_KINDS.get(kind) == "warning":
+                warnings.warn(message.rstrip(), RuntimeWarning, stacklevel=3)
+        except BaseException as e:  # noqa: B902 - re-raised below
+            raised.append(e)
+
+    callback = _capi.TuneCallback(forward)
+    t = _capi.jit.fusec_jit_tune(text.encode(), _b(name or "<graph>"),
+                                 ctypes.byref(o), callback, None)
+    try:
+        if raised:
+            raise raised[0]
+        status = _capi.jit.fusec_jit_tuning_status(t)
+        if status != 0:
+            raise Error(_capi.jit.fusec_jit_tuning_error(t).decode().rstrip(),
+                        _capi.jit.fusec_jit_tune_status_name(status).decode())
+        entries = []
+        for i in range(_capi.jit.fusec_jit_tuning_num_kernels(t)):
+            kernel, family, tile = (ctypes.c_char_p(), ctypes.c_char_p(),
+                                    ctypes.c_char_p())
+            heuristic, tuned = ctypes.c_double(), ctypes.c_double()
+            _capi.jit.fusec_jit_tuning_kernel(
+                t, i, ctypes.byref(kernel), ctypes.byref(family),
+                ctypes.byref(tile), ctypes.byref(heuristic),
+                ctypes.byref(tuned))
+            entries.append(dict(kernel=kernel.value.decode(),
+                                family=family.value.decode(),
+                                tile=tile.value.decode(),
+                                heuristic_ms=heuristic.value,
+                                tuned_ms=tuned.value))
+        return entries
+    finally:
+        _capi.jit.fusec_jit_tuning_free(t)

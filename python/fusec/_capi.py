@@ -33,6 +33,23 @@ class JitOptions(Structure):
     ]
 
 
+class TuneOptions(Structure):
+    _fields_ = [
+        ("arch", c_char_p),
+        ("fp32_math", c_char_p),
+        ("tuning_db", c_char_p),
+        ("entry", c_char_p),
+        ("device", c_int),
+        ("seed", ctypes.c_ulonglong),
+        ("repeat", ctypes.c_uint),
+        ("reference_gflop", c_double),
+    ]
+
+
+#: fusec_jit_tune_callback: (kind, text, located, user_data).
+TuneCallback = ctypes.CFUNCTYPE(None, c_int, c_char_p, c_int, c_void_p)
+
+
 class HostTensor(Structure):
     _fields_ = [("data", POINTER(c_double)), ("shape", _c_ll_p),
                 ("rank", c_size_t)]
@@ -179,6 +196,20 @@ _declare(jit, [
     ("fusec_jit_graph_error", c_char_p, [_v]),
     ("fusec_jit_graph_clear_error", None, [_v]),
     ("fusec_jit_graph_mlir", c_char_p, [_v]),
+    ("fusec_jit_tune_options_init", None, [POINTER(TuneOptions)]),
+    ("fusec_jit_tune", _v,
+     [c_char_p, c_char_p, POINTER(TuneOptions), TuneCallback, c_void_p]),
+    ("fusec_jit_tuning_free", None, [_v]),
+    ("fusec_jit_tuning_status", c_int, [_v]),
+    ("fusec_jit_tune_status_name", c_char_p, [c_int]),
+    ("fusec_jit_tuning_error", c_char_p, [_v]),
+    ("fusec_jit_tuning_warnings", c_char_p, [_v]),
+    ("fusec_jit_tuning_database", c_char_p, [_v]),
+    ("fusec_jit_tuning_seconds", c_double, [_v]),
+    ("fusec_jit_tuning_num_kernels", c_size_t, [_v]),
+    ("fusec_jit_tuning_kernel", c_int,
+     [_v, c_size_t, _c_str_p, _c_str_p, _c_str_p, POINTER(c_double),
+      POINTER(c_double)]),
     ("fusec_jit_chip_for_device", c_char_p, [c_int, c_int]),
     ("fusec_jit_clear_memory_cache", None, []),
     ("fusec_jit_version", c_char_p, []),

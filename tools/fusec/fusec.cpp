@@ -3,53 +3,45 @@
 //   fusec graph.mlir [-o out] [--emit=mlir|kernels|tiled|gpu|ptx|cuda]
 //   fusec run graph.mlir --device=cpu [--seed=N] [--input=a.npy ...]
 //                                     [--output-dir=DIR]
+//   fusec tune graph.mlir --tuning-db=FILE
 //
-// A thin tool: parsing, verification and evaluation live in the libraries.
+// A thin tool: the command line and what is printed. The pipeline
+// (lib/Pipelines), the reference interpreter and its inputs (lib/Reference),
+// compiling for and running on a GPU and the autotuner (lib/JIT) are
+// libraries; the driver knows no op of the fuse dialect.
 //
 //===----------------------------------------------------------------------===//
 
 #include "fusec/InitAll.h"
 #include "fusec/JIT.h"
 #include "fusec/Pipelines/Pipelines.h"
+#include "fusec/Reference/Inputs.h"
 #include "fusec/Reference/Interpreter.h"
 #include "fusec/Target/PTX.h"
 #include "fusec/Target/TargetDescription.h"
 #include "fusec/Tuning/TuningDB.h"
-#include "fusec/Conversion/FuseToGPU.h"
-#include "fusec/Support/Npy.h"
 #include "fusec/Support/SafeRead.h"
 #include "fusec/Support/Summary.h"
 #include "fusec/runtime/Runtime.h"
 
-#include "Fuse/FuseOps.h"
-
 #include "mlir/IR/AsmState.h"
-#include "mlir/AsmParser/AsmParser.h"
 #include "mlir/IR/BuiltinOps.h"
-#include "mlir/IR/IRMapping.h"
-#include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
-#include "mlir/IR/Verifier.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
-#include "mlir/Support/ToolUtilities.h"
 
 #include "llvm/Config/llvm-config.h"
 #include "llvm/Support/CommandLine.h"
-#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
-#include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
-#include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/WithColor.h"
 
 #include <chrono>
 #include <cmath>
-#include <random>
 
 using namespace mlir;
 using namespace fusec;
@@ -63,24 +55,25 @@ namespace rt = fusec::runtime;
 static cl::OptionCategory fusecCat("fusec options");
 static cl::SubCommand runCmd("run", "Evaluate a graph and print (or save) "
                                     "its outputs");
-static cl::SubCommand tuneCmd(
-    "tune", "On a GPU: time candidate configurations of every kernel of a "
+static cl::SubCommand
+    tuneCmd("tune",
+            "On a GPU: time candidate configurations of every kernel of a "
             "graph, each checked first, and keep the fastest in the tuning "
             "database");
+/// Options of every command: compiling, run and tune.
+static cl::SubCommandGroup everyCommand({&cl::SubCommand::getTopLevel(),
+                                         &runCmd, &tuneCmd});
 
 static cl::opt<std::string> inputFilename(cl::Positional,
                                           cl::desc("<graph.mlir>"),
                                           cl::init("-"), cl::cat(fusecCat),
-                                          cl::sub(cl::SubCommand::getTopLevel()),
-                                          cl::sub(runCmd), cl::sub(tuneCmd));
+                                          cl::sub(everyCommand));
 
 static cl::opt<std::string>
     entryName("entry",
               cl::desc("Graph function to use (default: the only function "
                        "with a body, or @main)"),
-              cl::value_desc("name"), cl::cat(fusecCat),
-              cl::sub(cl::SubCommand::getTopLevel()), cl::sub(runCmd),
-              cl::sub(tuneCmd));
+              cl::value_desc("name"), cl::cat(fusecCat), cl::sub(everyCommand));
 
 enum class EmitKind { MLIR, Kernels, Tiled, GPU, PTX, CUDA };
 static cl::opt<EmitKind> emitKind(
@@ -88,38 +81,33 @@ static cl::opt<EmitKind> emitKind(
     cl::desc("What to write (default: ptx when -o names a .ptx file, cuda "
              "for a .cu file, else mlir)"),
     cl::init(EmitKind::MLIR),
-    cl::values(clEnumValN(EmitKind::MLIR, "mlir",
-                          "The verified graph in the fuse dialect"),
-               clEnumValN(EmitKind::Kernels, "kernels",
-                          "The graph simplified and partitioned into "
-                          "fuse.kernel regions"),
-               clEnumValN(EmitKind::Tiled, "tiled",
-                          "Tiled gpu.funcs and the launch plan"),
-               clEnumValN(EmitKind::GPU, "gpu",
-                          "Kernels lowered to the NVVM dialect"),
-               clEnumValN(EmitKind::PTX, "ptx",
-                          "The artifact: launch plan and PTX"),
-               clEnumValN(EmitKind::CUDA, "cuda",
-                          "The artifact: launch plan and CUDA C, which "
-                          "NVRTC compiles at load time")),
+    cl::values(
+        clEnumValN(EmitKind::MLIR, "mlir",
+                   "The verified graph in the fuse dialect"),
+        clEnumValN(EmitKind::Kernels, "kernels",
+                   "The graph simplified and partitioned into "
+                   "fuse.kernel regions"),
+        clEnumValN(EmitKind::Tiled, "tiled",
+                   "Tiled gpu.funcs and the launch plan"),
+        clEnumValN(EmitKind::GPU, "gpu", "Kernels lowered to the NVVM dialect"),
+        clEnumValN(EmitKind::PTX, "ptx", "The artifact: launch plan and PTX"),
+        clEnumValN(EmitKind::CUDA, "cuda",
+                   "The artifact: launch plan and CUDA C, which "
+                   "NVRTC compiles at load time")),
     cl::cat(fusecCat));
 
 static cl::opt<std::string>
     arch("arch",
          cl::desc("GPU architecture, sm_80 or newer (default sm_90; for "
                   "'run', the GPU's own)"),
-         cl::init("sm_90"), cl::cat(fusecCat),
-         cl::sub(cl::SubCommand::getTopLevel()), cl::sub(runCmd),
-         cl::sub(tuneCmd));
+         cl::init("sm_90"), cl::cat(fusecCat), cl::sub(everyCommand));
 
 static cl::opt<std::string> fp32Math(
     "fp32-math",
     cl::desc("How f32 convolutions and matrix products compute: ieee (f32 "
              "FMAs on CUDA cores, the default) or tf32 (TF32 tensor cores "
              "with f32 accumulation: faster, about 1e-3 relative error)"),
-    cl::init("ieee"), cl::cat(fusecCat),
-    cl::sub(cl::SubCommand::getTopLevel()), cl::sub(runCmd),
-    cl::sub(tuneCmd));
+    cl::init("ieee"), cl::cat(fusecCat), cl::sub(everyCommand));
 
 static cl::opt<std::string> tuningDb(
     "tuning-db",
@@ -127,13 +115,12 @@ static cl::opt<std::string> tuningDb(
              "a tile take their measured configuration), written by 'tune' "
              "(default: $FUSEC_TUNING_DB, else ~/.cache/fusec/tuning.json; "
              "'none': no database)"),
-    cl::value_desc("file"), cl::cat(fusecCat),
-    cl::sub(cl::SubCommand::getTopLevel()), cl::sub(runCmd),
-    cl::sub(tuneCmd));
+    cl::value_desc("file"), cl::cat(fusecCat), cl::sub(everyCommand));
 
-static cl::opt<unsigned> tuneRepeat(
-    "repeat", cl::desc("tune: back-to-back runs per timing (default 10)"),
-    cl::init(10), cl::cat(fusecCat), cl::sub(tuneCmd));
+static cl::opt<unsigned>
+    tuneRepeat("repeat",
+               cl::desc("tune: back-to-back runs per timing (default 10)"),
+               cl::init(10), cl::cat(fusecCat), cl::sub(tuneCmd));
 
 static cl::opt<double> referenceGflop(
     "reference-gflop",
@@ -147,13 +134,12 @@ static cl::opt<bool> mmaPrefetch(
     "mma-prefetch",
     cl::desc("Tensor-core GEMM: load the next k-step's fragments before this "
              "one's mma.sync (a tuning knob, on by default)"),
-    cl::init(true), cl::Hidden, cl::cat(fusecCat),
-    cl::sub(cl::SubCommand::getTopLevel()), cl::sub(runCmd),
-    cl::sub(tuneCmd));
+    cl::init(true), cl::Hidden, cl::cat(fusecCat), cl::sub(everyCommand));
 
-static cl::opt<bool> showRemarks(
-    "remarks", cl::desc("Print the compiler's remarks (fusion decisions)"),
-    cl::init(false), cl::cat(fusecCat));
+static cl::opt<bool>
+    showRemarks("remarks",
+                cl::desc("Print the compiler's remarks (fusion decisions)"),
+                cl::init(false), cl::cat(fusecCat));
 
 static cl::opt<std::string> outputFilename("o", cl::desc("Output file"),
                                            cl::value_desc("file"),
@@ -225,116 +211,16 @@ static func::FuncOp findEntry(ModuleOp module) {
   return f;
 }
 
-/// True if `value` feeds the variance operand of a batch norm, also inside a
-/// fuse.kernel: random values for it are drawn positive so that the graph
-/// has a defined result.
-static bool isVariance(Value value) {
-  return llvm::any_of(value.getUses(), [](OpOperand &use) {
-    Operation *user = use.getOwner();
-    if (auto bn = dyn_cast<fuse::BatchNormOp>(user))
-      return use.get() == bn.getVariance();
-    if (auto coeffs = dyn_cast<fuse::BatchNormCoefficientsOp>(user))
-      return use.get() == coeffs.getVariance();
-    if (auto kernel = dyn_cast<fuse::KernelOp>(user))
-      return isVariance(
-          kernel.getBody().getArgument(use.getOperandNumber()));
-    return false;
-  });
-}
-
-/// Seeded random inputs of `func` (uniform in [-1, 1), [0.5, 2) for
-/// variances), rounded to the argument dtypes.
-static std::vector<ref::Tensor> randomInputs(func::FuncOp func,
-                                             uint64_t seed) {
-  std::vector<ref::Tensor> inputs;
-  std::mt19937_64 rng(seed);
-  for (BlockArgument arg : func.getArguments()) {
-    auto type = cast<RankedTensorType>(arg.getType());
-    ref::Tensor t(std::vector<int64_t>(type.getShape().begin(),
-                                       type.getShape().end()));
-    bool positive = isVariance(arg);
-    std::uniform_real_distribution<double> dist(positive ? 0.5 : -1.0,
-                                                positive ? 2.0 : 1.0);
-    for (double &v : t.data)
-      v = dist(rng);
-    inputs.push_back(ref::castTo(t, *ref::getDType(type.getElementType())));
-  }
-  return inputs;
-}
-
-/// Inputs of `func`: loaded from --input files, or random (randomInputs),
-/// rounded to the argument dtypes.
+/// Inputs of `func`: loaded from --input files, or random, rounded to the
+/// argument dtypes.
 static FailureOr<std::vector<ref::Tensor>> makeInputs(func::FuncOp func) {
-  std::vector<ref::Tensor> inputs;
-  unsigned numArgs = func.getNumArguments();
-  if (!inputFiles.empty() && inputFiles.size() != numArgs)
-    return fail(llvm::formatv("@{0} takes {1} arguments but {2} --input "
-                              "files were given",
-                              func.getSymName(), numArgs, inputFiles.size()));
   if (inputFiles.empty())
-    return randomInputs(func, seed);
-  for (unsigned i = 0; i < numArgs; ++i) {
-    auto type = cast<RankedTensorType>(func.getArgument(i).getType());
-    ref::DType dtype = *ref::getDType(type.getElementType());
-    std::vector<int64_t> shape(type.getShape().begin(), type.getShape().end());
-    const std::string &path = inputFiles[i];
-    std::string error;
-    // A file, mapped: a FIFO or /dev/zero would be read without bound.
-    auto mapped = mapRegularFile(path);
-    if (!mapped)
-      return fail("cannot open input file '" + path +
-                  "': " + llvm::toString(mapped.takeError()));
-    std::unique_ptr<llvm::MemoryBuffer> buffer = std::move(*mapped);
-    // The shape is checked before anything is allocated for the data.
-    NpyHeader header;
-    if (!parseNpyHeader(buffer->getBufferStart(), buffer->getBufferSize(),
-                        header, error))
-      return fail(path + ": " + error);
-    if (header.shape != shape)
-      return fail(llvm::formatv("{0}: shape {1} does not match argument "
-                                "#{2} of @{3}, which is {4}",
-                                path, formatShape(header.shape), i,
-                                func.getSymName(), formatShape(shape)));
-    ref::Tensor t(shape);
-    readNpyValues(buffer->getBufferStart(), header, 0, header.count,
-                  t.data.data());
-    inputs.push_back(ref::castTo(t, dtype));
-  }
-  return inputs;
-}
-
-static NpyDType npyDType(Type elementType) {
-  return elementType.isF16() ? NpyDType::F16 : NpyDType::F32;
-}
-
-/// Writes every tensor to `dir`, all or nothing.
-static LogicalResult writeTensors(
-    llvm::ArrayRef<std::tuple<std::string, const ref::Tensor *, Type>> files) {
-  std::vector<std::unique_ptr<llvm::ToolOutputFile>> outputs;
-  for (auto &[name, tensor, elementType] : files) {
-    llvm::SmallString<128> path(outputDir);
-    llvm::sys::path::append(path, name);
-    std::string error;
-    auto out = openOutputFile(path, &error);
-    if (!out)
-      return fail(error);
-    NpyArray array{tensor->shape, tensor->data};
-    out->os() << writeNpy(array, npyDType(elementType));
-    out->os().flush();
-    if (out->os().has_error())
-      return fail("cannot write '" + path + "'");
-    outputs.push_back(std::move(out));
-  }
-  for (auto &out : outputs)
-    out->keep();
-  return success();
-}
-
-static void printSummary(llvm::raw_ostream &os, llvm::StringRef name,
-                         const ref::Tensor &t, Type type) {
-  std::string typeText;
-  llvm::raw_string_ostream(typeText) << type;
-  os << formatSummary(name.str(), typeText, summarize(t.data)) << "\n";
+    return ref::randomInputs(func, seed);
+  llvm::Expected<std::vector<ref::Tensor>> inputs =
+      ref::loadInputs(func, inputFiles);
+  if (!inputs)
+    return fail(llvm::toString(inputs.takeError()));
+  return std::move(*inputs);
 }
 
 //===----------------------------------------------------------------------===//
@@ -347,54 +233,40 @@ static std::string tuningDbPath() {
                                       : tuning::defaultPath();
 }
 
-/// How a compilation differs from `fusec graph.mlir -o ...`'s.
-struct LowerOptions {
-  /// SMs of the GPU the kernels are for (0: the chip's flagship part).
-  int64_t smCount = 0;
-  /// The GPU whose tuning entries apply (empty: any of the chip).
-  std::string gpu;
-  /// The input is fuse.kernel regions already (tune's single kernels).
-  bool fromKernels = false;
-  /// Consult the tuning database.
-  bool tuned = true;
-};
-
-/// Runs the pipeline up to the stage `kind` emits; for PTX and CUDA C,
-/// returns the artifact text in `artifact`.
-static LogicalResult lower(ModuleOp module, EmitKind kind,
-                           const PTXTarget &target, std::string *artifact,
-                           const LowerOptions &how = {}) {
-  if (kind == EmitKind::MLIR)
-    return success();
+/// Runs the pipeline up to the stage `kind` emits: the artifact's text for
+/// PTX and CUDA C, else the module printed.
+static FailureOr<std::string> lower(ModuleOp module, EmitKind kind,
+                                    const PTXTarget &target) {
+  std::string text;
   PipelineOptions options;
   options.arch = target.chip;
-  options.smCount = how.smCount;
   options.fp32Math = fp32Math;
   options.mmaPrefetch = mmaPrefetch;
-  options.tuningDb = how.tuned ? tuningDbPath() : "none";
-  options.tuningGpu = how.gpu;
-  options.fromKernels = how.fromKernels;
+  options.tuningDb = tuningDbPath();
   if (kind == EmitKind::PTX || kind == EmitKind::CUDA) {
-    ArtifactOptions artifactOptions;
-    artifactOptions.backend =
-        kind == EmitKind::CUDA ? Backend::CUDA : Backend::PTX;
-    artifactOptions.configure = [](PassManager &pm) {
+    ArtifactOptions how;
+    how.backend = kind == EmitKind::CUDA ? Backend::CUDA : Backend::PTX;
+    how.configure = [](PassManager &pm) {
       return applyPassManagerCLOptions(pm);
     };
-    FailureOr<std::string> text =
-        compileArtifact(module, options, artifactOptions);
-    if (failed(text))
+    FailureOr<CompiledArtifact> compiled =
+        compileArtifact(module, options, how);
+    if (failed(compiled))
       return failure();
-    *artifact = std::move(*text);
-    return success();
+    return std::move(compiled->text);
   }
-  static const Stage stages[] = {Stage::Graph, Stage::Kernels, Stage::Tiled,
-                                 Stage::GPU};
-  PassManager pm(module->getContext());
-  if (failed(applyPassManagerCLOptions(pm)))
-    return failure();
-  buildPipeline(pm, stages[static_cast<int>(kind)], options);
-  return pm.run(module);
+  if (kind != EmitKind::MLIR) {
+    static const Stage stages[] = {Stage::Graph, Stage::Kernels,
+                                   Stage::Tiled, Stage::GPU};
+    PassManager pm(module->getContext());
+    if (failed(applyPassManagerCLOptions(pm)))
+      return failure();
+    buildPipeline(pm, stages[static_cast<int>(kind)], options);
+    if (failed(pm.run(module)))
+      return failure();
+  }
+  llvm::raw_string_ostream(text) << module;
+  return text;
 }
 
 static LogicalResult emitGraph(ModuleOp module) {
@@ -417,91 +289,62 @@ static LogicalResult emitGraph(ModuleOp module) {
       return failure();
     keepOnlyEntry(module, entry);
   }
-  std::string text;
-  if (failed(lower(module, kind, *target, &text)))
+  FailureOr<std::string> text = lower(module, kind, *target);
+  if (failed(text))
     return failure();
-  if (kind != EmitKind::PTX && kind != EmitKind::CUDA) {
-    llvm::raw_string_ostream os(text);
-    module.print(os);
-  }
   std::string error;
   auto out = openOutputFile(outputFilename, &error);
   if (!out)
     return fail(error);
-  out->os() << text;
+  out->os() << *text;
   out->keep();
   return success();
 }
 
-static LogicalResult check(const rt::Status &status) {
-  if (status.isOk())
-    return success();
-  return fail(status.message());
-}
-
-/// `tensors` as the JIT library's host tensors (their dtype is the graph's).
-static std::vector<jit::HostTensor>
-hostTensors(const std::vector<ref::Tensor> &tensors) {
-  std::vector<jit::HostTensor> host;
-  for (const ref::Tensor &t : tensors)
-    host.push_back({t.shape, jit::DType::F32, t.data});
-  return host;
-}
-
-/// A GPU run's outputs, or its error reported.
-static FailureOr<std::vector<ref::Tensor>> results(jit::Evaluation run) {
-  if (!run.ok())
-    return fail(run.error);
-  std::vector<ref::Tensor> tensors;
-  for (jit::HostTensor &t : run.outputs)
-    tensors.emplace_back(std::move(t.shape), std::move(t.data));
-  return tensors;
-}
-
-/// The chip to compile for on `gpu`: --arch, else its own, arch-specific
-/// where that unlocks instructions (sm_90a: wgmma and TMA on an H100/H200).
-static std::string chipFor(const rt::Device &gpu) {
-  return arch.getNumOccurrences()
-             ? std::string(arch)
-             : TargetDescription::chipForDevice(gpu.computeCapabilityMajor(),
-                                                gpu.computeCapabilityMinor());
-}
-
-/// Compiles `func` and runs it on GPU 0 with `inputs`, outputs poisoned
-/// with NaN first.
+/// Compiles the graph (`func` of `graph`) through the JIT library for
+/// `gpu` (its chip, SMs and tuning entries) and runs it there on `inputs`,
+/// outputs poisoned with NaN first.
 static FailureOr<std::vector<ref::Tensor>>
-runOnGPU(func::FuncOp func, const std::vector<ref::Tensor> &inputs,
-         std::shared_ptr<rt::Device> gpu) {
-  auto target = PTXTarget::parse(chipFor(*gpu));
+runOnGPU(func::FuncOp func, const llvm::MemoryBuffer &graph,
+         const std::vector<ref::Tensor> &inputs, const rt::Device &gpu) {
+  // --arch, else the GPU's own, arch-specific where that unlocks
+  // instructions (sm_90a: wgmma and TMA on an H100/H200).
+  auto target = PTXTarget::parse(
+      arch.getNumOccurrences()
+          ? std::string(arch)
+          : TargetDescription::chipForDevice(gpu.computeCapabilityMajor(),
+                                             gpu.computeCapabilityMinor()));
   if (!target)
     return fail(llvm::toString(target.takeError()));
-  OwningOpRef<ModuleOp> module = cast<ModuleOp>(func->getParentOp()->clone());
-  keepOnlyEntry(*module, module->lookupSymbol<func::FuncOp>(func.getSymName()));
-  std::string artifact;
-  // Tiles sized for this GPU's SMs, and its tuning entries.
-  LowerOptions how;
-  how.smCount = gpu->multiprocessorCount();
-  how.gpu = gpu->name();
-  if (failed(lower(*module, EmitKind::PTX, *target, &artifact, how)))
+  jit::Options options;
+  options.arch = target->chip;
+  options.fp32Math = fp32Math;
+  options.mmaPrefetch = mmaPrefetch;
+  options.tuningDb = tuningDbPath();
+  options.entry = func.getSymName().str();
+  options.smCount = gpu.multiprocessorCount();
+  options.gpu = gpu.name();
+  options.cache = false;
+  jit::Result compiled = jit::compile(graph.getBuffer().str(), options,
+                                      graph.getBufferIdentifier().str());
+  llvm::errs() << compiled.warnings << compiled.error;
+  if (!compiled.ok())
     return failure();
-  std::unique_ptr<rt::Module> loaded;
-  if (failed(check(rt::Module::load(gpu, artifact, loaded,
-                                    func.getSymName().str()))))
-    return failure();
-  std::string error;
-  std::unique_ptr<jit::DeviceRun> buffers = jit::DeviceRun::create(
-      gpu, loaded->plan(), hostTensors(inputs), error);
-  if (!buffers)
-    return fail(error);
-  return results(buffers->run(*loaded));
+  std::vector<jit::HostTensor> host;
+  for (const ref::Tensor &t : inputs)
+    host.push_back({t.shape, jit::DType::F32, t.data});
+  jit::Evaluation run =
+      jit::run(compiled.artifact, host, /*device=*/0, func.getSymName().str());
+  if (!run.ok())
+    return fail(run.error);
+  std::vector<ref::Tensor> results;
+  for (jit::HostTensor &t : run.outputs)
+    results.emplace_back(std::move(t.shape), std::move(t.data));
+  return results;
 }
 
-/// The largest relative error accepted for a GPU result of `elementType`.
-static double tolerance(Type elementType) {
-  return ref::tolerance(*ref::getDType(elementType), fp32Math == "tf32");
-}
-
-static LogicalResult runGraph(ModuleOp module) {
+static LogicalResult runGraph(ModuleOp module,
+                              const llvm::MemoryBuffer &graph) {
   func::FuncOp func = findEntry(module);
   if (!func || failed(ref::verifyGraph(func)) ||
       failed(ref::checkHostMemory(func)))
@@ -548,7 +391,7 @@ static LogicalResult runGraph(ModuleOp module) {
              " so far); compiling "
              "and running on " +
              gpu->describe());
-    results = runOnGPU(func, *inputs, gpu);
+    results = runOnGPU(func, graph, *inputs, *gpu);
     if (failed(results))
       return failure();
   }
@@ -561,38 +404,38 @@ static LogicalResult runGraph(ModuleOp module) {
                        ? "random inputs, seed " + std::to_string(seed)
                        : std::string("inputs from .npy files"))
                << "\n";
-  std::vector<std::tuple<std::string, const ref::Tensor *, Type>> files;
+  auto dtype = [](Type type) {
+    return *ref::getDType(cast<RankedTensorType>(type).getElementType());
+  };
+  std::vector<ref::NamedTensor> files;
   for (auto [i, t] : llvm::enumerate(*inputs))
-    files.emplace_back(llvm::formatv("input{0}.npy", i).str(), &t,
-                       cast<RankedTensorType>(func.getArgumentTypes()[i])
-                           .getElementType());
+    files.push_back({llvm::formatv("input{0}.npy", i).str(), &t,
+                     dtype(func.getArgumentTypes()[i])});
   bool allWithin = true;
   for (auto [i, t] : llvm::enumerate(*results)) {
     Type type = func.getResultTypes()[i];
-    Type elementType = cast<RankedTensorType>(type).getElementType();
-    std::string name = llvm::formatv("result{0}", i).str();
-    printSummary(llvm::outs(), name, t, type);
+    std::string name = llvm::formatv("result{0}", i).str(), typeText;
+    llvm::raw_string_ostream(typeText) << type;
+    llvm::outs() << formatSummary(name, typeText, summarize(t.data)) << "\n";
     if (gpu) {
       const ref::Tensor &r = (*reference)[i];
       double rel = ref::relativeError(t.data, r.data), maxAbs = 0;
       for (auto [a, b] : llvm::zip_equal(t.data, r.data))
         maxAbs = std::max(maxAbs, std::abs(a - b));
-      bool within = rel <= tolerance(elementType); // NaN fails
+      double limit = ref::tolerance(dtype(type), fp32Math == "tf32");
+      bool within = rel <= limit; // NaN fails
       allWithin &= within;
       llvm::outs() << llvm::formatv(
           "         vs reference: relative error {0:e} (limit {1:e}), max "
           "abs error {2:e}  {3}\n",
-          rel, tolerance(elementType), maxAbs, within ? "ok" : "FAILED");
+          rel, limit, maxAbs, within ? "ok" : "FAILED");
     }
-    files.emplace_back(name + ".npy", &t, elementType);
+    files.push_back({name + ".npy", &t, dtype(type)});
   }
   if (!outputDir.empty()) {
     // Only now: a run that fails earlier leaves no directory behind.
-    if (std::error_code ec = llvm::sys::fs::create_directories(outputDir))
-      return fail("cannot create directory '" + outputDir +
-                  "': " + ec.message());
-    if (failed(writeTensors(files)))
-      return failure();
+    if (llvm::Error error = ref::saveTensors(outputDir, files))
+      return fail(llvm::toString(std::move(error)));
     llvm::outs() << "wrote " << files.size() << " .npy files to " << outputDir
                  << "\n";
   }
@@ -606,350 +449,41 @@ static LogicalResult runGraph(ModuleOp module) {
 // tune
 //===----------------------------------------------------------------------===//
 
-/// A module holding `kernel` alone: a function of its inputs returning its
-/// results, named after it.
-static OwningOpRef<ModuleOp> kernelModule(fuse::KernelOp kernel) {
-  OpBuilder b(kernel.getContext());
-  Location loc = kernel.getLoc();
-  OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
-  b.setInsertionPointToEnd(module->getBody());
-  auto func = func::FuncOp::create(
-      b, loc, kernel.getName(),
-      b.getFunctionType(kernel.getInputs().getTypes(),
-                        kernel.getResultTypes()));
-  Block *entry = func.addEntryBlock();
-  b.setInsertionPointToEnd(entry);
-  IRMapping map;
-  map.map(kernel.getInputs(), entry->getArguments());
-  Operation *copy = b.clone(*kernel, map);
-  func::ReturnOp::create(b, loc, copy->getResults());
-  return module;
+/// Prints what jit::tune says as `fusec tune` always has: progress on
+/// stdout, warnings and errors on stderr.
+static void printTuneMessage(const jit::TuneMessage &message) {
+  using Kind = jit::TuneMessage::Kind;
+  if (message.kind == Kind::Progress)
+    llvm::outs() << message.text << "\n";
+  else if (message.located)
+    llvm::errs() << message.text;
+  else if (message.kind == Kind::Error)
+    (void)fail(message.text);
+  else
+    llvm::WithColor::warning(llvm::errs(), "fusec") << message.text << "\n";
 }
 
-/// Roughly the floating-point work of `kernel`, to decide whether the
-/// float64 interpreter can check its candidates in reasonable time.
-static double kernelFlops(fuse::KernelOp kernel) {
-  double flops = 0;
-  kernel.getBody().walk([&](Operation *op) {
-    auto outs = op->getResultTypes();
-    if (outs.empty())
-      return;
-    double n = cast<ShapedType>(outs[0]).getNumElements();
-    double k = 1;
-    if (auto conv = dyn_cast<fuse::Conv2dOp>(op))
-      k = cast<ShapedType>(conv.getFilter().getType()).getNumElements() /
-          cast<ShapedType>(conv.getFilter().getType()).getDimSize(0);
-    else if (auto linear = dyn_cast<fuse::LinearOp>(op))
-      k = cast<ShapedType>(linear.getInput().getType()).getShape().back();
-    else if (auto matmul = dyn_cast<fuse::MatmulOp>(op))
-      k = matmul.getTransposeLhs()
-              ? cast<ShapedType>(matmul.getLhs().getType()).getShape().end()[-2]
-              : cast<ShapedType>(matmul.getLhs().getType()).getShape().back();
-    else if (auto attention = dyn_cast<fuse::AttentionOp>(op))
-      k = 2.0 * cast<ShapedType>(attention.getKey().getType()).getDimSize(2) *
-          cast<ShapedType>(attention.getKey().getType()).getDimSize(3);
-    flops += 2 * n * k;
-  });
-  return flops;
-}
-
-/// One line naming what `kernel` computes: its anchor and operand types.
-static std::string describeKernel(fuse::KernelOp kernel) {
-  std::string text = kernel.getName().str();
-  for (Operation &op : kernel.getBody().front().without_terminator())
-    if (fuse::isAnchor(&op) && !fuse::isAnchorView(&op)) {
-      llvm::raw_string_ostream os(text);
-      os << " (" << op.getName().stripDialect();
-      for (Type t : op.getOperandTypes())
-        os << " " << t;
-      os << ")";
-      break;
-    }
-  return text;
-}
-
-/// The family and tile the artifact says kernel `name` was compiled with
-/// (its "// fusec-kernels:" line).
-static std::pair<std::string, std::string>
-configOf(llvm::StringRef artifact, llvm::StringRef name) {
-  constexpr llvm::StringLiteral prefix = "// fusec-kernels: ";
-  size_t at = artifact.find(prefix);
-  if (at == llvm::StringRef::npos)
-    return {};
-  llvm::StringRef line = artifact.drop_front(at + prefix.size());
-  line = line.take_until([](char c) { return c == '\n'; });
-  llvm::Expected<llvm::json::Value> value = parseJSON(line);
-  if (!value) {
-    llvm::consumeError(value.takeError());
-    return {};
-  }
-  if (const llvm::json::Array *kernels = value->getAsArray())
-    for (const llvm::json::Value &k : *kernels)
-      if (const llvm::json::Object *o = k.getAsObject())
-        if (o->getString("kernel") == name)
-          return {o->getString("family").value_or("").str(),
-                  o->getString("tile").value_or("").str()};
-  return {};
-}
-
-/// relativeError over every result, the worst of them.
-static double worstError(const std::vector<ref::Tensor> &a,
-                         const std::vector<ref::Tensor> &b) {
-  double worst = 0;
-  for (auto [x, y] : llvm::zip_equal(a, b)) {
-    double rel = ref::relativeError(x.data, y.data);
-    if (!(rel <= worst)) // NaN sticks
-      worst = rel;
-  }
-  return worst;
-}
-
-static LogicalResult tuneGraph(ModuleOp module) {
-  using Clock = std::chrono::steady_clock;
-  Clock::time_point started = Clock::now();
-  auto elapsed = [&] {
-    return std::chrono::duration<double>(Clock::now() - started).count();
-  };
+static LogicalResult tuneGraph(ModuleOp module,
+                               const llvm::MemoryBuffer &graph) {
   func::FuncOp entry = findEntry(module);
-  if (!entry || failed(ref::verifyGraph(entry)))
+  if (!entry)
     return failure();
-  std::string dbPath = tuningDbPath();
-  if (dbPath == "none")
+  if (tuningDbPath() == "none")
     return fail("fusec tune writes a tuning database: name one with "
                 "--tuning-db=FILE");
-  std::shared_ptr<rt::Device> gpu;
-  if (rt::Status status = rt::Device::open(0, gpu); !status.isOk())
-    return fail("fusec tune measures on a GPU: " + status.message());
-  std::string chip = chipFor(*gpu);
-  auto target = PTXTarget::parse(chip);
-  if (!target)
-    return fail(llvm::toString(target.takeError()));
-  llvm::Expected<TargetDescription> description =
-      TargetDescription::get(chip, gpu->multiprocessorCount());
-  if (!description)
-    return fail(llvm::toString(description.takeError()));
-  std::vector<std::string> warnings;
-  tuning::Database db = tuning::Database::load(dbPath, warnings);
-  for (const std::string &w : warnings)
-    llvm::WithColor::warning(llvm::errs(), "fusec") << w << "\n";
-
-  // The graph's kernels, as fusion forms them.
-  keepOnlyEntry(module, entry);
-  PassManager pm(module->getContext());
-  PipelineOptions options;
-  options.arch = chip;
-  buildPipeline(pm, Stage::Kernels, options);
-  if (failed(pm.run(module)))
-    return failure();
-  SmallVector<fuse::KernelOp> kernels(entry.getOps<fuse::KernelOp>());
-  llvm::outs() << "tuning @" << entry.getSymName() << " on "
-               << gpu->describe() << " for " << chip << ": " << kernels.size()
-               << " kernels; database " << dbPath << "\n";
-
-  struct Row {
-    std::string kernel, family, tile;
-    double heuristic = 0, best = 0;
-  };
-  std::vector<Row> rows;
-  for (auto [i, kernel] : llvm::enumerate(kernels)) {
-    std::string what = describeKernel(kernel);
-    std::string head = llvm::formatv("[{0}/{1}] ", i + 1, kernels.size());
-    std::vector<fuse::TileAttr> candidates =
-        tiling::tuningCandidates(kernel, *description, fp32Math);
-    if (candidates.empty()) {
-      llvm::outs() << head << what << ": the heuristic alone configures it\n";
-      continue;
-    }
-    OwningOpRef<ModuleOp> single = kernelModule(kernel);
-    auto func = *single->getOps<func::FuncOp>().begin();
-    if (failed(ref::checkHostMemory(func)))
-      return failure();
-    std::vector<ref::Tensor> inputs = randomInputs(func, seed);
-    // Created with the first candidate that loads: every candidate's plan
-    // has the same inputs and outputs.
-    std::unique_ptr<jit::DeviceRun> graph;
-    Type resultElement =
-        cast<RankedTensorType>(func.getResultTypes()[0]).getElementType();
-    double limit = tolerance(resultElement);
-
-    // Compiles with `tile` (none: the heuristic's), checks against the
-    // reference, times; 0 ms when the candidate is refused or wrong.
-    struct Measured {
-      double ms = 0, error = 0;
-      std::string family, tile, why;
-      std::vector<ref::Tensor> results;
-    };
-    auto measure = [&](fuse::TileAttr tile,
-                       const std::vector<ref::Tensor> *reference) {
-      Measured m;
-      OwningOpRef<ModuleOp> copy = single->clone();
-      auto k = *(*copy->getOps<func::FuncOp>().begin()).getOps<fuse::KernelOp>().begin();
-      if (tile)
-        k.setTileAttr(tile);
-      std::string artifact;
-      LowerOptions how;
-      how.smCount = gpu->multiprocessorCount();
-      how.fromKernels = true;
-      how.tuned = false;
-      {
-        ScopedDiagnosticHandler quiet(module->getContext(), [&](Diagnostic &d) {
-          if (d.getSeverity() == DiagnosticSeverity::Error)
-            m.why = d.str();
-          return success();
-        });
-        if (failed(lower(*copy, EmitKind::PTX, *target, &artifact, how))) {
-          if (m.why.empty())
-            m.why = "does not compile";
-          return m;
-        }
-      }
-      std::tie(m.family, m.tile) = configOf(artifact, kernel.getName());
-      std::unique_ptr<rt::Module> loaded;
-      rt::Status status =
-          rt::Module::load(gpu, artifact, loaded, kernel.getName().str());
-      if (!status.isOk()) {
-        m.why = status.message();
-        return m;
-      }
-      if (!graph) {
-        graph = jit::DeviceRun::create(gpu, loaded->plan(), hostTensors(inputs),
-                                       m.why);
-        if (!graph)
-          return m;
-      }
-      FailureOr<std::vector<ref::Tensor>> outputs =
-          results(graph->run(*loaded));
-      if (failed(outputs))
-        return m;
-      m.results = std::move(*outputs);
-      if (reference) {
-        m.error = worstError(m.results, *reference);
-        if (!(m.error <= limit)) {
-          m.why = llvm::formatv("relative error {0:e} over the limit {1:e}",
-                                m.error, limit);
-          return m;
-        }
-      }
-      std::string error;
-      m.ms = std::max(0.0, graph->time(*loaded, tuneRepeat, error));
-      return m;
-    };
-
-    // The reference: the float64 interpreter where affordable, else the
-    // heuristic configuration's output (itself checked by the GPU suite).
-    std::vector<ref::Tensor> reference;
-    std::string against;
-    if (kernelFlops(kernel) <= referenceGflop * 1e9) {
-      FailureOr<std::vector<ref::Tensor>> r = ref::evaluate(func, inputs);
-      if (failed(r))
-        return failure();
-      reference = std::move(*r);
-      against = "the float64 reference";
-    }
-    Measured heuristic = measure({}, against.empty() ? nullptr : &reference);
-    if (!heuristic.ms)
-      return fail(what + ": the heuristic configuration fails: " +
-                  heuristic.why);
-    if (against.empty()) {
-      reference = heuristic.results;
-      against = "the heuristic configuration's output";
-    }
-    llvm::outs() << head << what << ": " << candidates.size()
-                 << " candidates, checked against " << against
-                 << "; heuristic " << heuristic.family << " "
-                 << heuristic.tile
-                 << llvm::formatv(": {0:f3} ms  [{1:f1} s]\n", heuristic.ms,
-                                  elapsed());
-    Measured best = heuristic;
-    fuse::TileAttr bestTile;
-    for (auto [c, tile] : llvm::enumerate(candidates)) {
-      Measured m = measure(tile, &reference);
-      std::string tileText;
-      llvm::raw_string_ostream(tileText) << tile;
-      llvm::outs() << llvm::formatv("      {0}/{1} {2} {3}: ", c + 1,
-                                    candidates.size(), m.family, tileText);
-      if (!m.ms) {
-        llvm::outs() << "refused, " << m.why << "\n";
-        continue;
-      }
-      bool better = m.ms < best.ms;
-      llvm::outs() << llvm::formatv("{0:f3} ms (error {1:e}){2}  [{3:f1} s]\n",
-                                    m.ms, m.error, better ? " best" : "",
-                                    elapsed());
-      if (better) {
-        best = std::move(m);
-        bestTile = tile;
-      }
-    }
-    // The winner, timed again in turns with the heuristic's configuration:
-    // it must beat it by more than the timing noise (2%), else the
-    // heuristic's tile is recorded.
-    if (bestTile && best.tile != heuristic.tile) {
-      double again[2] = {best.ms, heuristic.ms};
-      for (int round = 0; round < 2; ++round)
-        for (int which = 0; which < 2; ++which) {
-          Measured m = measure(which ? fuse::TileAttr() : bestTile, nullptr);
-          if (m.ms)
-            again[which] = std::min(again[which], m.ms);
-        }
-      best.ms = again[0];
-      heuristic.ms = again[1];
-      llvm::outs() << llvm::formatv(
-          "      again, in turns: {0:f3} ms against the heuristic's {1:f3} "
-          "ms{2}\n",
-          best.ms, heuristic.ms,
-          best.ms < 0.98 * heuristic.ms ? "" : ": within the noise, keeping "
-                                               "the heuristic's");
-      if (!(best.ms < 0.98 * heuristic.ms)) {
-        bestTile = {};
-        best = heuristic;
-      }
-    } else if (bestTile) {
-      // The heuristic's own tile: one configuration, one time.
-      best.ms = heuristic.ms;
-    }
-    // The winner (the heuristic's own tile when nothing beat it).
-    if (!bestTile && !best.tile.empty())
-      bestTile = dyn_cast_or_null<fuse::TileAttr>(
-          parseAttribute(best.tile, module->getContext()));
-    if (!bestTile) {
-      llvm::outs() << "      (no tile to record)\n";
-      continue;
-    }
-    tuning::Entry e;
-    e.kernel = tuning::kernelSignature(kernel, chip, fp32Math);
-    e.chip = chip;
-    e.gpu = gpu->name();
-    e.fusec = tuning::version();
-    e.description = what;
-    e.family = best.family;
-    e.tile = {{"bm", bestTile.getBm()},         {"bn", bestTile.getBn()},
-              {"bk", bestTile.getBk()},         {"tm", bestTile.getTm()},
-              {"tn", bestTile.getTn()},         {"warps_m", bestTile.getWarpsM()},
-              {"warps_n", bestTile.getWarpsN()}, {"stages", bestTile.getStages()},
-              {"warps_k", bestTile.getWarpsK()}};
-    e.ms = best.ms;
-    e.heuristicMs = heuristic.ms;
-    db.record(std::move(e));
-    std::string bestText;
-    llvm::raw_string_ostream(bestText) << bestTile;
-    rows.push_back({kernel.getName().str(), best.family, bestText,
-                    heuristic.ms, best.ms});
-  }
-  std::string error;
-  if (!db.save(dbPath, error))
-    return fail(error);
-  llvm::outs() << llvm::formatv("\n{0,-20} {1,-20} {2,12} {3,12} {4,8}  tile\n",
-                                "kernel", "family", "heuristic ms",
-                                "tuned ms", "speedup");
-  for (const Row &r : rows)
-    llvm::outs() << llvm::formatv("{0,-20} {1,-20} {2,12:f3} {3,12:f3} "
-                                  "{4,8:f2}  {5}\n",
-                                  r.kernel, r.family, r.heuristic, r.best,
-                                  r.heuristic / r.best, r.tile);
-  llvm::outs() << llvm::formatv("wrote {0} entries to {1} in {2:f1} s\n",
-                                rows.size(), dbPath, elapsed());
-  return success();
+  jit::TuneOptions options;
+  options.arch = arch.getNumOccurrences() ? std::string(arch) : "";
+  options.fp32Math = fp32Math;
+  options.tuningDb = tuningDbPath();
+  options.entry = entry.getSymName().str();
+  options.seed = seed;
+  options.repeat = tuneRepeat;
+  options.referenceGflop = referenceGflop;
+  options.mmaPrefetch = mmaPrefetch;
+  jit::TuneResult result =
+      jit::tune(graph.getBuffer().str(), options, printTuneMessage,
+                graph.getBufferIdentifier().str());
+  return success(result.ok());
 }
 
 // The driver's entry. The fusec executable's main (main.cpp) calls it, and
@@ -1001,8 +535,10 @@ extern "C" int fusec_main(int argc, char **argv) {
   OwningOpRef<ModuleOp> module = loadGraph(context, sourceMgr);
   if (!module)
     return 1;
-  LogicalResult result = tuneCmd  ? tuneGraph(*module)
-                         : runCmd ? runGraph(*module)
+  const llvm::MemoryBuffer &graph =
+      *sourceMgr.getMemoryBuffer(sourceMgr.getMainFileID());
+  LogicalResult result = tuneCmd  ? tuneGraph(*module, graph)
+                         : runCmd ? runGraph(*module, graph)
                                   : emitGraph(*module);
   return succeeded(result) ? 0 : 1;
 }

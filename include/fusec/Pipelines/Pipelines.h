@@ -79,12 +79,37 @@ struct ArtifactOptions {
   std::function<mlir::LogicalResult(mlir::PassManager &)> configure;
 };
 
+/// How fusec-tile-kernels configured one kernel of an artifact: what its
+/// "// fusec-kernels:" line says, for the autotuner and other callers that
+/// must not parse the text.
+struct KernelRecord {
+  /// The kernel's name ("k0_conv2d").
+  std::string kernel;
+  /// Its family (docs/Tiling.md: "gemm_wgmma", "attention_mma_sync", ...).
+  std::string family;
+  /// Where the configuration came from: "heuristic", "tile attribute",
+  /// "tuning database (GPU)".
+  std::string source;
+  /// The kernel's signature in the tuning database.
+  std::string signature;
+  /// The tile (a #fuse.tile in the module's context); null for a family
+  /// without one.
+  mlir::Attribute tile;
+};
+
+/// An artifact and the configuration of each of its kernels, in launch
+/// order.
+struct CompiledArtifact {
+  std::string text;
+  std::vector<KernelRecord> kernels;
+};
+
 /// Lowers a graph module holding one function (keepOnlyEntry) to an
 /// artifact (docs/Artifact.md) for `options.arch`. Errors are emitted as
 /// diagnostics on the module's context.
-mlir::FailureOr<std::string> compileArtifact(mlir::ModuleOp module,
-                                             const PipelineOptions &options,
-                                             const ArtifactOptions &how = {});
+mlir::FailureOr<CompiledArtifact>
+compileArtifact(mlir::ModuleOp module, const PipelineOptions &options,
+                const ArtifactOptions &how = {});
 
 /// Adds the passes that take a graph module to `stage`.
 void buildPipeline(mlir::OpPassManager &pm, Stage stage,
