@@ -4,6 +4,7 @@
 
 #include "Fuse/FuseDialect.h"
 #include "Fuse/FuseOps.h"
+#include "fusec/Conversion/AttrNames.h"
 #include "fusec/Conversion/Passes.h"
 #include "fusec/Target/CUDA.h"
 #include "fusec/Target/PTX.h"
@@ -150,20 +151,20 @@ applyTiles(ModuleOp module,
 }
 
 /// The configuration fusec-tile-kernels recorded on each launch of the
-/// plan (its `fusec.config` dictionary), in launch order.
+/// plan (its #fuse.kernel_config and tuning signature), in launch order.
 static std::vector<fusec::KernelRecord> kernelRecords(ModuleOp module) {
   std::vector<fusec::KernelRecord> records;
   module.walk([&](gpu::LaunchFuncOp launch) {
-    auto config = launch->getAttrOfType<DictionaryAttr>("fusec.config");
+    auto config =
+        launch->getAttrOfType<fuse::KernelConfigAttr>(fusec::kKernelConfigAttr);
     if (!config)
       return;
-    auto text = [&](llvm::StringRef name) {
-      auto value = config.getAs<StringAttr>(name);
-      return value ? value.str() : std::string();
-    };
-    records.push_back({launch.getKernelName().str(), text("family"),
-                       text("source"), text("signature"),
-                       config.get("tile")});
+    auto signature = launch->getAttrOfType<StringAttr>(fusec::kSignatureAttr);
+    records.push_back({launch.getKernelName().str(),
+                       fuse::stringifyKernelFamily(config.getFamily()).str(),
+                       config.getSource().str(),
+                       signature ? signature.str() : std::string(),
+                       config.getTileAsTileAttr()});
   });
   return records;
 }
