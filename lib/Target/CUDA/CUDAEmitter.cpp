@@ -52,7 +52,8 @@ using namespace fusec;
 
 namespace {
 
-/// Declarations the kernels may use, printed once before them.
+/// A section of Prelude.cuh, printed once before the kernels if one uses it
+/// (kHelperSections gives their names).
 enum class Helper {
   Half,
   BFloat16,
@@ -2028,104 +2029,78 @@ LogicalResult KernelPrinter::printKernel(gpu::GPUFuncOp func,
   return success();
 }
 
-/// The declarations `helpers` names, in a fixed order.
+//===----------------------------------------------------------------------===//
+// The prelude
+//===----------------------------------------------------------------------===//
+
+// kPrelude: the bytes of Prelude.cuh and a NUL, embedded by the build.
+#include "Prelude.inc"
+
+/// Each helper and the name of its section in Prelude.cuh.
+static constexpr std::pair<Helper, llvm::StringLiteral> kHelperSections[] = {
+    {Helper::Half, "half"},
+    {Helper::BFloat16, "bfloat16"},
+    {Helper::Vec, "vec"},
+    {Helper::Array, "array"},
+    {Helper::Bitcast, "bitcast"},
+    {Helper::TensorMap, "tensor_map"},
+    {Helper::MaximumF, "maximumf"},
+    {Helper::MinimumF, "minimumf"},
+    {Helper::SharedMemory, "shared_memory"},
+};
+
+namespace {
+/// A section of Prelude.cuh: the helper it declares and its text.
+struct PreludeSection {
+  Helper helper;
+  StringRef text;
+};
+} // namespace
+
+/// Prelude.cuh's sections, in its order. A section that names no helper, or
+/// a helper without exactly one section, is a mistake in the source tree.
+static ArrayRef<PreludeSection> preludeSections() {
+  static const SmallVector<PreludeSection> sections = [] {
+    StringRef prelude(reinterpret_cast<const char *>(kPrelude),
+                      sizeof(kPrelude) - 1);
+    SmallVector<PreludeSection> result;
+    std::set<Helper> seen;
+    // A section's text starts after its marker line; the next marker line,
+    // or the end of the file, ends it.
+    const char *begin = nullptr;
+    auto finish = [&](const char *end) {
+      if (begin)
+        result.back().text = StringRef(begin, end - begin).ltrim("\r\n").rtrim();
+    };
+    for (StringRef rest = prelude; !rest.empty();) {
+      auto [line, next] = rest.split('\n');
+      rest = next;
+      if (!line.starts_with("//--- "))
+        continue;
+      finish(line.data());
+      StringRef name = line.drop_front(6).trim();
+      const auto *entry = llvm::find_if(
+          kHelperSections, [&](const auto &e) { return e.second == name; });
+      if (entry == std::end(kHelperSections) ||
+          !seen.insert(entry->first).second)
+        llvm::report_fatal_error("Prelude.cuh: section '" + name +
+                                 "' is unknown or repeated");
+      result.push_back({entry->first, StringRef()});
+      begin = line.end();
+    }
+    finish(prelude.end());
+    if (seen.size() != std::size(kHelperSections))
+      llvm::report_fatal_error("Prelude.cuh: a helper has no section");
+    return result;
+  }();
+  return sections;
+}
+
+/// The prelude's sections that `helpers` names, in its order.
 static void printHelpers(const std::set<Helper> &helpers, raw_ostream &os) {
-  // NVRTC finds cuda_fp16.h only in a toolkit's include directory; fusec's
-  // kernels only store and convert halves, which these do as CUDA does.
-  if (helpers.count(Helper::Half))
-    os << R"(// f16 as its bits; conversions round to nearest even.
-struct alignas(2) fusec_half {
-  unsigned short bits;
-};
-__device__ __forceinline__ float fusec_half2float(fusec_half x) {
-  float r;
-  asm("cvt.f32.f16 %0, %1;" : "=f"(r) : "h"(x.bits));
-  return r;
-}
-__device__ __forceinline__ fusec_half fusec_float2half_rn(float x) {
-  fusec_half r;
-  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(r.bits) : "f"(x));
-  return r;
-}
-
-)";
-  if (helpers.count(Helper::BFloat16))
-    os << R"(// bf16 as its bits: the high half of an f32.
-struct alignas(2) fusec_bfloat16 {
-  unsigned short bits;
-};
-__device__ __forceinline__ float fusec_bfloat162float(fusec_bfloat16 x) {
-  return __int_as_float((unsigned)x.bits << 16);
-}
-__device__ __forceinline__ fusec_bfloat16 fusec_float2bfloat16_rn(float x) {
-  fusec_bfloat16 r;
-  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(r.bits) : "f"(x));
-  return r;
-}
-
-)";
-  if (helpers.count(Helper::Vec))
-    os << R"(// MLIR's vector<NxT>, aligned like an LLVM vector (up to the 16 bytes of one
-// access), so that moving one is a single wide load or store.
-template <typename T, int N>
-struct alignas(sizeof(T) * N % 16 == 0   ? 16
-               : sizeof(T) * N % 8 == 0 ? 8
-               : sizeof(T) * N % 4 == 0 ? 4
-               : sizeof(T) * N % 2 == 0 ? 2
-                                        : 1) fusec_vec {
-  T v[N];
-};
-
-)";
-  if (helpers.count(Helper::Array))
-    os << R"(// An LLVM struct of N values of one type (matrix fragments, accumulators).
-template <typename T, int N>
-struct fusec_array {
-  T v[N];
-};
-
-)";
-  if (helpers.count(Helper::Bitcast))
-    os << R"(// The bits of `from` as a `To`.
-template <typename To, typename From>
-__device__ __forceinline__ To fusec_bitcast(const From &from) {
-  static_assert(sizeof(To) == sizeof(From), "bitcast between sizes");
-  To to;
-  memcpy(&to, &from, sizeof(To));
-  return to;
-}
-
-)";
-  if (helpers.count(Helper::TensorMap))
-    os << R"(// A TMA descriptor (CUtensorMap), encoded by the runtime, passed by value.
-struct alignas(64) fusec_tensor_map {
-  unsigned long long opaque[16];
-};
-
-)";
-  if (helpers.count(Helper::MaximumF))
-    os << R"(// arith.maximumf: NaN if either operand is NaN (fmaxf returns the other).
-__device__ __forceinline__ float fusec_maximumf(float a, float b) {
-  float r;
-  asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
-  return r;
-}
-
-)";
-  if (helpers.count(Helper::MinimumF))
-    os << R"(// arith.minimumf: NaN if either operand is NaN (fminf returns the other).
-__device__ __forceinline__ float fusec_minimumf(float a, float b) {
-  float r;
-  asm("min.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
-  return r;
-}
-
-)";
-  if (helpers.count(Helper::SharedMemory))
-    os << R"(// All of a block's shared memory: the launch's dynamic shared memory.
-extern __shared__ __align__(1024) signed char fusec_smem[];
-
-)";
+  for (const PreludeSection &section : preludeSections())
+    if (helpers.count(section.helper))
+      os << section.text << "\n\n";
 }
 
 LogicalResult fusec::printCUDA(ModuleOp module, raw_ostream &os) {
