@@ -25,6 +25,7 @@
 
 #include "Families.h"
 #include "MmaSync.h"
+#include "fusec/Transforms/FusionPolicy.h"
 
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 
@@ -102,7 +103,8 @@ bool fusec::tiling::isMmaSyncAttention(AttentionOp op) {
   return (element.isF16() || element.isBF16()) &&
          getElementTypeOrSelf(op.getKey().getType()) == element &&
          getElementTypeOrSelf(op.getValue().getType()) == element &&
-         s.d % 8 == 0 && s.dv % 8 == 0 && s.d <= 256 && s.dv <= 256;
+         s.d % 8 == 0 && s.dv % 8 == 0 && s.d <= 256 && s.dv <= 256 &&
+         fusec::policy::loadsThroughCopyChunks(op);
 }
 
 /// Shared memory of `tile`: Q, and two stages of K and V.
