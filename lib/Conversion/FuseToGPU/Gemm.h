@@ -183,6 +183,11 @@ protected:
 
   GemmTile tile;
 
+  /// The m and n of this block's output tile, the block's x walking the
+  /// tiles of one batch in GemmSchedule's grouped raster.
+  std::pair<Value, Value> emitTileOrigin(const GemmShape &shape,
+                                         const GemmTile &tile);
+
   /// Stores the results at `coords` (channel coordinate of lane 0 along
   /// `axis`) from accumulators `acc` of `columns`.
   void storeGemmResults(ArrayRef<Value> coords, int64_t axis,

@@ -24,6 +24,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Families.h"
+#include "GemmSchedule.h"
 #include "Wgmma.h"
 
 using namespace fusec::tiling;
@@ -198,6 +199,11 @@ int64_t stageBytes(const GemmTile &tile, int64_t bytes) {
   return (tile.bm + tile.bn) * tile.bk * bytes;
 }
 
+/// Shared memory of `stages` stages of `tile` and their two mbarriers each.
+int64_t sharedBytesOf(const GemmTile &tile, int64_t bytes, int64_t stages) {
+  return stages * stageBytes(tile, bytes) + 16 * stages;
+}
+
 class GemmWgmmaKernel : public GemmKernel {
 public:
   GemmWgmmaKernel(KernelOp kernel, gpu::GPUModuleOp module,
@@ -266,7 +272,7 @@ LogicalResult fusec::tiling::verifyWgmmaTile(KernelOp kernel,
                                              bool quiet) {
   int64_t bytes = shape.elementType.getIntOrFloatBitWidth() / 8;
   std::optional<WgmmaOperands> ops = wgmmaOperands(anchor);
-  int64_t shared = tile.stages * stageBytes(tile, bytes) + 16 * tile.stages;
+  int64_t shared = sharedBytesOf(tile, bytes, tile.stages);
   bool ok = ops && (tile.bm == 64 || tile.bm == 128) && tile.bn % 64 == 0 &&
             tile.bn >= 64 && tile.bn <= 256 && tile.bk * bytes == 128 &&
             tile.warpsM == 4 * consumersOf(tile) && tile.warpsN == 1 &&
@@ -275,10 +281,9 @@ LogicalResult fusec::tiling::verifyWgmmaTile(KernelOp kernel,
             shared <= target.sharedBytesPerBlockOptIn;
   if (ok || quiet)
     return success(ok);
-  return kernel.emitOpError("tile ")
-         << tile.toAttr(kernel.getContext())
-         << " does not suit the warpgroup GEMM: it needs bm 64 or 128 with "
-            "warps_m = bm / 16 and warps_n = 1 (a warpgroup per 64 rows), bn "
+  return unsuitableTile(kernel, tile, "the warpgroup GEMM")
+         << "it needs bm 64 or 128 with warps_m = bm / 16 and warps_n = 1 (a "
+            "warpgroup per 64 rows), bn "
             "a multiple of 64 up to 256 (and of every merged weight's rows), "
             "bk "
          << 128 / bytes << " (128 bytes), 2 to 8 stages, and at most "
@@ -302,8 +307,7 @@ GemmTile fusec::tiling::chooseWgmmaTile(Operation *anchor,
   Candidate candidates[] = {
       {128, 256, 1.0}, {128, 192, 0.95}, {128, 128, 0.85},
       {64, 256, 0.7},  {128, 64, 0.6},   {64, 128, 0.6},  {64, 64, 0.4}};
-  GemmTile best;
-  double bestTime = 0;
+  TileRanking ranking;
   for (const Candidate &c : candidates) {
     GemmTile t;
     t.bm = c.bm;
@@ -311,29 +315,19 @@ GemmTile fusec::tiling::chooseWgmmaTile(Operation *anchor,
     t.bk = bk;
     t.warpsM = 4 * consumersOf(t);
     t.warpsN = 1;
-    t.stages = 4;
-    while (t.stages > 2 && t.stages * stageBytes(t, bytes) + 16 * t.stages >
-                               target.sharedBytesPerBlockOptIn)
-      --t.stages;
-    if (!ops || !partsAligned(ops->b, t.bn))
+    t.stages =
+        fitStages(4, 2, target.sharedBytesPerBlockOptIn, [&](int64_t stages) {
+          return sharedBytesOf(t, bytes, stages);
+        });
+    if (!ops || !partsAligned(ops->b, t.bn) || isMostlyPadding(shape, t))
       continue;
-    // A tile far wider than the problem computes mostly padding.
-    if ((t.bn > 64 && t.bn >= 2 * shape.n) || (t.bm > 64 && t.bm >= 2 * shape.m))
-      continue;
-    int64_t tiles =
-        ceilDiv(shape.m, t.bm) * ceilDiv(shape.n, t.bn) * shape.batch;
-    double time = static_cast<double>(ceilDiv(tiles, target.smCount)) * t.bm *
-                  t.bn / c.efficiency;
-    if (!best.bm || time < bestTime * 0.97) {
-      best = t;
-      bestTime = time;
-    }
+    double time =
+        static_cast<double>(GemmSchedule::of(shape, t).tilesPerSM(target)) *
+        t.bm * t.bn / c.efficiency;
+    ranking.consider(t, time);
   }
-  if (!best.bm) {
-    // Only merged weights whose parts no tile width divides: the narrowest.
-    best = {128, 64, bk, 0, 0, 8, 1, 4};
-  }
-  return best;
+  // Only merged weights whose parts no tile width divides: the narrowest.
+  return ranking.winner().value_or(GemmTile{128, 64, bk, 0, 0, 8, 1, 4});
 }
 
 std::vector<GemmTile> fusec::tiling::wgmmaTuningTiles(Operation *anchor,
@@ -345,10 +339,10 @@ std::vector<GemmTile> fusec::tiling::wgmmaTuningTiles(Operation *anchor,
     for (int64_t bn : {64, 128, 192, 256}) {
       GemmTile t{bm, bn, 128 / bytes, 0, 0, 4 * (bm / 64), 1, 0};
       // The deepest pipeline that fits (up to 6), and 3.
-      int64_t deepest = 6;
-      while (deepest > 2 && deepest * stageBytes(t, bytes) + 16 * deepest >
-                                target.sharedBytesPerBlockOptIn)
-        --deepest;
+      int64_t deepest =
+          fitStages(6, 2, target.sharedBytesPerBlockOptIn, [&](int64_t stages) {
+            return sharedBytesOf(t, bytes, stages);
+          });
       SmallVector<int64_t> depths{deepest};
       if (deepest > 3)
         depths.push_back(3);
@@ -494,17 +488,8 @@ GemmWgmmaKernel::emitGemm(const GemmProblem &problem) {
   auto empty = [&](Value s) { return barrier(addi(s, idx(t.stages))); };
 
   Value tid = threadId();
-  // Blocks walk the tiles in groups of rows of tiles (mma.sync's order), so
-  // that blocks running together share A rows and B columns in L2.
-  int64_t tilesM = ceilDiv(shape.m, t.bm), tilesN = ceilDiv(shape.n, t.bn);
-  int64_t group = std::min<int64_t>(tilesM, 8);
-  Value pid = blockId(gpu::Dimension::x);
-  Value firstM = muli(divi(pid, group * tilesN), idx(group));
-  Value rows = mini(subi(idx(tilesM), firstM), idx(group));
-  Value inGroup = remi(pid, group * tilesN);
-  Value tileM = muli(addi(firstM, arith::RemUIOp::create(b, inGroup, rows)),
-                     idx(t.bm));
-  Value tileN = muli(arith::DivUIOp::create(b, inGroup, rows), idx(t.bn));
+  Value tileM, tileN;
+  std::tie(tileM, tileN) = emitTileOrigin(shape, t);
   Value batch = blockId(gpu::Dimension::y);
   // Each operand's own batch coordinate (broadcast from the GEMM's).
   auto batchCoord = [&](const WgmmaOperand &operand) -> Value {
@@ -642,5 +627,7 @@ GemmWgmmaKernel::emitGemm(const GemmProblem &problem) {
 
   // One block per SM holds the registers setmaxnreg moves.
   func->setAttr("nvvm.minctasm", b.getI32IntegerAttr(1));
-  return LaunchConfig{{tilesM * tilesN, shape.batch, 1}, {threads, 1, 1}};
+  return LaunchConfig{
+      {GemmSchedule::of(shape, t).tilesPerBatch(), shape.batch, 1},
+      {threads, 1, 1}};
 }
