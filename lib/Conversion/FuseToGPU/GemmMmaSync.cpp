@@ -293,9 +293,9 @@ GemmMmaSyncKernel::makeTile(const GemmOperand &operand, int64_t extent) {
   // cp.async needs aligned 16-byte runs. Along m or n, ldmatrix can
   // transpose 16-bit elements only; other operands are transposed on their
   // way through registers.
-  tile.async = operand.vector == type.chunk() &&
-               (operand.kContiguous || type.bytes == 2);
-  tile.kMajor = operand.kContiguous || !tile.async;
+  tile.async = operand.layout.vector == type.chunk() &&
+               (operand.layout.kContiguous || type.bytes == 2);
+  tile.kMajor = operand.layout.kContiguous || !tile.async;
   tile.rows = tile.kMajor ? extent : this->tile.bk;
   tile.cols = tile.kMajor ? this->tile.bk : extent;
   tile.buffer = allocShared({this->tile.stages, tile.rows, tile.cols},
@@ -339,7 +339,7 @@ std::pair<Value, Value> GemmMmaSyncKernel::elementPos(const SmemTile &tile,
   Value e = addi(tid, idx(r * threads));
   // Along k when k is contiguous in memory, else along m or n; the tile is
   // k-major here.
-  if (tile.operand->kContiguous)
+  if (tile.operand->layout.kContiguous)
     return {divi(e, tile.cols), remi(e, tile.cols)};
   return {remi(e, tile.rows), divi(e, tile.rows)};
 }

@@ -126,12 +126,13 @@ GemmSimtKernel::emitGemm(const GemmProblem &problem) {
     bool kContiguous;
   };
   auto operand = [&](const GemmOperand &gemm, Value tile, int64_t extent) {
-    int64_t width = gemm.vector;
-    if (!gemm.kContiguous || t.bk % width != 0)
+    int64_t width = gemm.layout.vector;
+    bool kContiguous = gemm.layout.kContiguous;
+    if (!kContiguous || t.bk % width != 0)
       width = 1;
     int64_t items = (t.bk / width) * extent;
     return Operand{&gemm,    tile,  extent, width, items,
-                   ceilDiv(items, threads), gemm.kContiguous};
+                   ceilDiv(items, threads), kContiguous};
   };
   Operand opA = operand(problem.a, aTile, t.bm);
   Operand opB = operand(problem.b, bTile, t.bn);
