@@ -1291,16 +1291,15 @@ bool mlir::fuse::keepsLastAxis(TransposeOp op) {
   return perm.back() == static_cast<int64_t>(perm.size()) - 1;
 }
 
-bool mlir::fuse::isAnchorView(Operation *op) {
+bool mlir::fuse::isAnchorView(Operation *op,
+                              function_ref<bool(SliceOp)> canLoadThrough) {
   auto transpose = dyn_cast<TransposeOp>(op);
   auto slice = dyn_cast<SliceOp>(op);
   if (!transpose && !slice && !isa<RopeOp>(op))
     return false;
   if (transpose && !keepsLastAxis(transpose))
     return false;
-  // Rows of the slice start on 16-byte chunks for cp.async.
-  if (slice && (slice.getOffsets().back() % 8 ||
-                slice.getInput().getType().getShape().back() % 8))
+  if (slice && canLoadThrough && !canLoadThrough(slice))
     return false;
   // A transpose of the attention's result: stored permuted.
   if (transpose && transpose.getInput().getDefiningOp<AttentionOp>())
@@ -1317,6 +1316,6 @@ bool mlir::fuse::isAnchorView(Operation *op) {
     // Moves under a rope or another move: the rope comes last, so that it
     // rotates rows of the attention's own positions.
     return moves && isa<TransposeOp, RopeOp, SliceOp>(user) &&
-           use.getOperandNumber() == 0 && isAnchorView(user);
+           use.getOperandNumber() == 0 && isAnchorView(user, canLoadThrough);
   });
 }

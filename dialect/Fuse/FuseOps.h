@@ -82,13 +82,16 @@ std::string shapeProblem(RankedTensorType type);
 
 namespace mlir::fuse {
 /// Whether `op` only changes how an attention anchor loads or stores:
-/// a transpose keeping the last axis, a slice keeping rows 16-byte aligned,
-/// or a rope, whose result feeds only
-/// attention operands (through other such ops), or a transpose keeping the
-/// last axis of an attention's result. The attention applies it on the way
-/// (strided copies, a rotation in shared memory, permuted stores), so it
-/// joins that kernel without being its anchor.
-bool isAnchorView(Operation *op);
+/// a transpose keeping the last axis, a slice, or a rope, whose result
+/// feeds only attention operands (through other such ops), or a transpose
+/// keeping the last axis of an attention's result. The attention applies it
+/// on the way (strided copies, a rotation in shared memory, permuted
+/// stores), so it joins that kernel without being its anchor.
+/// `canLoadThrough` says which slices the kernels can load through (the
+/// fusion policy's rule, fusec/Transforms/FusionPolicy.h); without it, any:
+/// the structural rule by which a kernel holds one anchor.
+bool isAnchorView(Operation *op,
+                  function_ref<bool(SliceOp)> canLoadThrough = nullptr);
 /// A transpose that keeps the last axis in place (rows stay contiguous).
 bool keepsLastAxis(TransposeOp op);
 } // namespace mlir::fuse

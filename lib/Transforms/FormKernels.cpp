@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "fusec/Transforms/FusionPolicy.h"
 #include "fusec/Transforms/Passes.h"
 
 #include "Fuse/FuseOps.h"
@@ -22,6 +23,7 @@ namespace fusec {
 
 using namespace mlir;
 using namespace mlir::fuse;
+namespace policy = fusec::policy;
 
 static StringRef shortName(Operation *op) {
   return op->getName().stripDialect();
@@ -123,7 +125,7 @@ void KernelFormer::growEpilogue(Group &group) {
       return;
     if (groupOf.count(user))
       return;
-    if (isa<AttentionOp>(group.ops.front()) && isAnchorView(user)) {
+    if (isa<AttentionOp>(group.ops.front()) && policy::isAnchorView(user)) {
       group.ops.insert(user);
       groupOf[user] = &group;
       remarkAt(user) << "fused " << user->getName() << " into kernel "
@@ -239,7 +241,8 @@ void KernelFormer::growOperandViews(Group &group) {
   for (Value operand : {attention.getQuery(), attention.getKey(),
                         attention.getValue()}) {
     Operation *producer = operand.getDefiningOp();
-    while (producer && !groupOf.count(producer) && isAnchorView(producer) &&
+    while (producer && !groupOf.count(producer) &&
+           policy::isAnchorView(producer) &&
            producer->getResult(0).hasOneUse()) {
       group.ops.insert(producer);
       groupOf[producer] = &group;
@@ -275,7 +278,7 @@ void KernelFormer::pullInProducers(Group &group) {
         bool addressed = group.byAddress.contains(&use);
         if (!producer || groupOf.count(producer) ||
             (addressed && !(isa_and_nonnull<AttentionOp>(anchor) &&
-                            isAnchorView(producer))) ||
+                            policy::isAnchorView(producer))) ||
             !(isView(producer) || (isElementwise(producer) &&
                                    (!anchor || isParameterOnly(producer)))))
           continue;
@@ -356,7 +359,8 @@ void KernelFormer::run() {
   // it leaves get kernels of their own after.
   for (bool views : {false, true}) {
     for (Operation &op : block) {
-      if (!isAnchor(&op) || groupOf.count(&op) || isAnchorView(&op) != views)
+      if (!isAnchor(&op) || groupOf.count(&op) ||
+          policy::isAnchorView(&op) != views)
         continue;
       Group &group = startGroup(&op);
       remarkAt(&op) << "kernel " << group.name << " is anchored on "

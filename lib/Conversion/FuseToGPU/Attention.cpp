@@ -7,6 +7,7 @@
 
 #include "Attention.h"
 #include "Families.h"
+#include "fusec/Transforms/FusionPolicy.h"
 
 using namespace fusec::tiling;
 
@@ -25,7 +26,8 @@ bool fusec::tiling::isMmaSyncAttention(AttentionOp op) {
   return (element.isF16() || element.isBF16()) &&
          getElementTypeOrSelf(op.getKey().getType()) == element &&
          getElementTypeOrSelf(op.getValue().getType()) == element &&
-         s.d % 8 == 0 && s.dv % 8 == 0 && s.d <= 256 && s.dv <= 256;
+         s.d % 8 == 0 && s.dv % 8 == 0 && s.d <= 256 && s.dv <= 256 &&
+         fusec::policy::loadsThroughCopyChunks(op);
 }
 
 FailureOr<LaunchConfig> AttentionKernel::emitBody() {

@@ -42,11 +42,81 @@ struct GemmShape {
   int64_t outVector = 1;
 };
 
+/// Elements of the operands' type in 16 bytes.
+inline int64_t vectorElements(Value tensor) {
+  return 128 / cast<ShapedType>(tensor.getType()).getElementTypeBitWidth();
+}
+
 /// Whether `anchor` runs as a GEMM: linear, matmul, and convolutions whose
 /// groups are wide enough to fill a tile (the rest run as direct
 /// convolutions).
 bool isGemmAnchor(Operation *anchor);
 GemmShape getGemmShape(Operation *anchor);
+
+/// A convolution as an implicit GEMM per group: the geometry both of its
+/// operands' layouts carry.
+struct GemmConvGeometry {
+  Layout layout = Layout::NHWC;
+  /// The input's [n, ci, h, w], the output's channels and pixels, the
+  /// filter's taps.
+  int64_t n = 0, ci = 0, h = 0, w = 0, co = 0, ho = 0, wo = 0, kh = 0, kw = 0;
+  int64_t groups = 1;
+  /// Padding (top, bottom, left, right), strides and dilation (h, w).
+  std::array<int64_t, 4> pads = {};
+  std::array<int64_t, 2> strides = {}, dilation = {};
+
+  bool nhwc() const { return layout == Layout::NHWC; }
+  /// Input and output channels per group.
+  int64_t cig() const { return ci / groups; }
+  int64_t cog() const { return co / groups; }
+};
+
+/// One GEMM operand as it is stored, A (m x k) or B (n x k), worked out once
+/// from the anchor without building IR. Both ways of reading it derive from
+/// it: GemmOperand's address function (cp.async, element loads) and the TMA
+/// tensor maps of the warpgroup family.
+struct GemmOperandLayout {
+  enum class Kind {
+    /// [batch..., rows..., cols]: the rows index i and the cols k where k
+    /// is contiguous, the other way round otherwise.
+    Matrix,
+    /// A convolution's input, read through the filter window.
+    ConvInput,
+    /// A convolution's filter, [Co, kh, kw, Ci] (NHWC) or [Co, Ci, kh, kw].
+    ConvFilter,
+  };
+  Kind kind = Kind::Matrix;
+  bool isA = true;
+  /// The operand in the kernel's body and, when it is a concatenation read
+  /// in place, its parts along `partsAxis`, each with the index there at
+  /// which it starts.
+  Value tensor;
+  SmallVector<std::pair<Value, int64_t>> parts;
+  int64_t partsAxis = 0;
+  SmallVector<int64_t> shape;
+  int64_t elementBytes = 0;
+  /// Whether consecutive k are adjacent in memory (otherwise consecutive m
+  /// for A, n for B are).
+  bool kContiguous = true;
+  /// Runs of `vector` elements along the contiguous axis, starting at a
+  /// multiple of `vector`, are contiguous, 16-byte aligned and entirely
+  /// inside or outside the operand, so a tile load may move each as one
+  /// 16-byte vector (or cp.async). 1: element by element.
+  int64_t vector = 1;
+  /// A matrix's own batch dimensions, which broadcast to the GEMM's
+  /// (matmul's result batch), and the dimensions its row index runs over.
+  SmallVector<int64_t> batchShape, gemmBatchShape, rowShape;
+  std::optional<GemmConvGeometry> conv;
+
+  int64_t rows() const { return product(rowShape); }
+  int64_t cols() const { return shape.back(); }
+};
+
+struct GemmOperandLayouts {
+  GemmOperandLayout a, b;
+};
+/// The layouts of the operands of a GEMM anchor (isGemmAnchor).
+GemmOperandLayouts getGemmOperandLayouts(Operation *anchor);
 
 /// One tile configuration; the fields a family does not use are 0. See
 /// #fuse.tile (FuseAttrs.td).
@@ -79,29 +149,21 @@ struct GemmAddress {
   std::function<SmallVector<Value>()> indices;
 };
 
-/// A (m x k) or B (n x k) as the GEMM families read it.
+/// A (m x k) or B (n x k) as the GEMM families read it: its layout, and
+/// what derives from it in the kernel.
 struct GemmOperand {
+  GemmOperandLayout layout;
   /// The kernel argument holding the operand.
   Value memref;
-  /// Whether consecutive k are adjacent in memory (otherwise consecutive m
-  /// for A, n for B are).
-  bool kContiguous = true;
-  /// Runs of `vector` elements along the contiguous axis, starting at a
-  /// multiple of `vector`, are contiguous, 16-byte aligned and entirely
-  /// inside or outside the operand, so a tile load may move each as one
-  /// 16-byte vector (or cp.async). 1: element by element.
-  int64_t vector = 1;
   /// The element at (batch, i, k), i being m for A and n for B.
   std::function<GemmAddress(Value batch, Value i, Value k)> address;
   /// When not empty, `memref` is unused and the operand is these kernel
-  /// arguments concatenated along `partsAxis`, each with the index there at
-  /// which it starts: the weights of linear layers merged into one, or a
-  /// convolution's input joined along channels (fuse.concat, read in
-  /// place). `address` indexes the concatenation;
+  /// arguments (layout.parts) concatenated along layout.partsAxis, each with
+  /// the index there at which it starts: the weights of linear layers
+  /// merged into one, or a convolution's input joined along channels
+  /// (fuse.concat, read in place). `address` indexes the concatenation;
   /// GemmKernel::accessOperand finds the part.
   SmallVector<std::pair<Value, int64_t>> parts;
-  /// The memref axis along which the parts are concatenated.
-  int64_t partsAxis = 0;
 };
 
 /// What the epilogue reads of columns n...n+width-1 alone, computed once
@@ -183,6 +245,11 @@ protected:
 
   GemmTile tile;
 
+  /// The m and n of this block's output tile, the block's x walking the
+  /// tiles of one batch in GemmSchedule's grouped raster.
+  std::pair<Value, Value> emitTileOrigin(const GemmShape &shape,
+                                         const GemmTile &tile);
+
   /// Stores the results at `coords` (channel coordinate of lane 0 along
   /// `axis`) from accumulators `acc` of `columns`.
   void storeGemmResults(ArrayRef<Value> coords, int64_t axis,
@@ -212,9 +279,23 @@ protected:
                       function_ref<Value(Value, SmallVector<Value>)> access);
 
 private:
-  GemmProblem convProblem(Conv2dOp op);
-  GemmProblem linearProblem(LinearOp op);
-  GemmProblem matmulProblem(MatmulOp op);
+  /// The operand `layout` describes, its address function derived from it.
+  GemmOperand operandOf(const GemmOperandLayout &layout,
+                        const GemmShape &shape);
+  std::function<GemmAddress(Value, Value, Value)>
+  matrixAddress(const GemmOperandLayout &layout, const GemmShape &shape);
+  std::function<GemmAddress(Value, Value, Value)>
+  convInputAddress(const GemmConvGeometry &g);
+  std::function<GemmAddress(Value, Value, Value)>
+  convFilterAddress(const GemmConvGeometry &g);
+  /// (c, kh, kw) of a convolution's reduction index k.
+  std::tuple<Value, Value, Value> splitConvK(const GemmConvGeometry &g,
+                                             Value k);
+  /// The epilogue of each anchor.
+  void convEpilogue(Conv2dOp op, const GemmConvGeometry &geometry,
+                    GemmProblem &problem);
+  void linearEpilogue(LinearOp op, GemmProblem &problem);
+  void matmulEpilogue(MatmulOp op, GemmProblem &problem);
 };
 
 } // namespace fusec::tiling

@@ -23,6 +23,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Families.h"
+#include "GemmSchedule.h"
 #include "MmaSync.h"
 
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
@@ -145,6 +146,12 @@ static int64_t sharedBytesOf(const GemmTile &tile, int64_t bytes) {
                                       stagingPasses(tile, bytes)));
 }
 
+/// `tile` with `stages` pipeline stages.
+static GemmTile withStages(GemmTile tile, int64_t stages) {
+  tile.stages = stages;
+  return tile;
+}
+
 /// Estimated registers per thread of `tile`: the accumulators, the A and B
 /// fragments of one k-step, addressing and the epilogue.
 static int64_t estimatedRegisters(const GemmTile &tile) {
@@ -166,9 +173,10 @@ fusec::tiling::mmaSyncTuningTiles(const GemmShape &shape,
                       {64, 64, k128, 0, 0, 2, 2, 4, 2}};
   std::vector<GemmTile> out;
   for (GemmTile t : tiles) {
-    while (t.stages > 2 &&
-           sharedBytesOf(t, bytes) > target.sharedBytesPerBlockOptIn)
-      --t.stages;
+    t.stages = fitStages(t.stages, 2, target.sharedBytesPerBlockOptIn,
+                         [&](int64_t stages) {
+                           return sharedBytesOf(withStages(t, stages), bytes);
+                         });
     if (sharedBytesOf(t, bytes) <= target.sharedBytesPerBlockOptIn)
       out.push_back(t);
   }
@@ -202,15 +210,14 @@ GemmTile fusec::tiling::chooseMmaSyncTile(const GemmShape &shape,
   // The estimated time of each: rounds of tiles over the SMs (the busiest
   // SM's share), times a tile's work over its efficiency, slowed where the
   // busiest SM holds too few warps to hide latency.
-  const GemmTile *best = nullptr;
-  double bestTime = 0;
+  TileRanking ranking;
   for (Candidate &c : candidates) {
     GemmTile &t = c.tile;
-    while (t.stages > 2 &&
-           pipelineBytes(t, bytes) > target.sharedBytesPerBlockOptIn)
-      --t.stages;
-    // A tile far wider than the problem computes mostly padding.
-    if ((t.bn > 64 && t.bn >= 2 * shape.n) || (t.bm > 64 && t.bm >= 2 * shape.m))
+    t.stages = fitStages(t.stages, 2, target.sharedBytesPerBlockOptIn,
+                         [&](int64_t stages) {
+                           return pipelineBytes(withStages(t, stages), bytes);
+                         });
+    if (isMostlyPadding(shape, t))
       continue;
     int64_t threads = 32 * t.warpsM * t.warpsN * t.kGroups();
     int64_t shared = sharedBytesOf(t, bytes);
@@ -219,9 +226,7 @@ GemmTile fusec::tiling::chooseMmaSyncTile(const GemmShape &shape,
          target.registersPerSM / (estimatedRegisters(t) * threads)});
     if (resident < 1)
       continue;
-    int64_t tiles =
-        ceilDiv(shape.m, t.bm) * ceilDiv(shape.n, t.bn) * shape.batch;
-    int64_t perSM = ceilDiv(tiles, target.smCount);
+    int64_t perSM = GemmSchedule::of(shape, t).tilesPerSM(target);
     // A short reduction leaves little to overlap within a block: its copies
     // and epilogue hide behind other blocks only.
     int64_t warps = std::min(perSM, resident) * threads / 32;
@@ -229,12 +234,9 @@ GemmTile fusec::tiling::chooseMmaSyncTile(const GemmShape &shape,
     double latency = std::min(1.0, static_cast<double>(warps) / wantWarps);
     double time = static_cast<double>(perSM) * t.bm * t.bn /
                   (c.efficiency * latency);
-    if (!best || time < bestTime * 0.97) {
-      best = &t;
-      bestTime = time;
-    }
+    ranking.consider(t, time);
   }
-  return best ? *best : candidates[std::size(candidates) - 1].tile;
+  return ranking.winner().value_or(candidates[std::size(candidates) - 1].tile);
 }
 
 LogicalResult fusec::tiling::verifyMmaSyncTile(KernelOp kernel,
@@ -259,10 +261,9 @@ LogicalResult fusec::tiling::verifyMmaSyncTile(KernelOp kernel,
   int64_t shared = ok ? sharedBytesOf(tile, bytes) : 0;
   if (ok && shared <= target.sharedBytesPerBlockOptIn)
     return success();
-  return kernel.emitOpError("tile ")
-         << tile.toAttr(kernel.getContext())
-         << " does not suit the tensor-core GEMM: it needs warps_m, warps_n "
-            "(at most 32 warps) and stages >= 2, bm and bn powers of two "
+  return unsuitableTile(kernel, tile, "the tensor-core GEMM")
+         << "it needs warps_m, warps_n (at most 32 warps) and stages >= 2, bm "
+            "and bn powers of two "
             "that are multiples of 16 * warps_m and 8 * warps_n, and bk a "
             "multiple of "
          << 32 / bytes << " (" << 128 / bytes
@@ -292,9 +293,9 @@ GemmMmaSyncKernel::makeTile(const GemmOperand &operand, int64_t extent) {
   // cp.async needs aligned 16-byte runs. Along m or n, ldmatrix can
   // transpose 16-bit elements only; other operands are transposed on their
   // way through registers.
-  tile.async = operand.vector == type.chunk() &&
-               (operand.kContiguous || type.bytes == 2);
-  tile.kMajor = operand.kContiguous || !tile.async;
+  tile.async = operand.layout.vector == type.chunk() &&
+               (operand.layout.kContiguous || type.bytes == 2);
+  tile.kMajor = operand.layout.kContiguous || !tile.async;
   tile.rows = tile.kMajor ? extent : this->tile.bk;
   tile.cols = tile.kMajor ? this->tile.bk : extent;
   tile.buffer = allocShared({this->tile.stages, tile.rows, tile.cols},
@@ -338,7 +339,7 @@ std::pair<Value, Value> GemmMmaSyncKernel::elementPos(const SmemTile &tile,
   Value e = addi(tid, idx(r * threads));
   // Along k when k is contiguous in memory, else along m or n; the tile is
   // k-major here.
-  if (tile.operand->kContiguous)
+  if (tile.operand->layout.kContiguous)
     return {divi(e, tile.cols), remi(e, tile.cols)};
   return {remi(e, tile.rows), divi(e, tile.rows)};
 }
@@ -456,19 +457,8 @@ GemmMmaSyncKernel::emitGemm(const GemmProblem &problem) {
   warpM = remi(divi(warp, t.warpsN), t.warpsM);
   warpN = remi(warp, t.warpsN);
   Value kGroup0 = muli(warpK, idx(kSteps * type.instK()));
-  // Blocks walk the tiles in groups of `group` rows of tiles, column by
-  // column within a group, so that the A rows and B columns that blocks
-  // running together read stay in L2.
-  int64_t tilesM = ceilDiv(shape.m, t.bm), tilesN = ceilDiv(shape.n, t.bn);
-  int64_t group = std::min<int64_t>(tilesM, 8);
-  Value pid = blockId(gpu::Dimension::x);
-  Value groupId = divi(pid, group * tilesN);
-  Value firstM = muli(groupId, idx(group));
-  Value rows = mini(subi(idx(tilesM), firstM), idx(group));
-  Value inGroup = remi(pid, group * tilesN);
-  Value tileM = muli(addi(firstM, arith::RemUIOp::create(b, inGroup, rows)),
-                     idx(t.bm));
-  Value tileN = muli(arith::DivUIOp::create(b, inGroup, rows), idx(t.bn));
+  Value tileM, tileN;
+  std::tie(tileM, tileN) = emitTileOrigin(shape, t);
   batch = blockId(gpu::Dimension::y);
   int64_t numK = ceilDiv(shape.k, t.bk);
 
@@ -614,5 +604,7 @@ GemmMmaSyncKernel::emitGemm(const GemmProblem &problem) {
     emitStagedEpilogue(problem, layout, acc, tileM, tileN, batch);
   else
     emitFragmentEpilogue(problem, layout, acc, tileM, tileN, batch);
-  return LaunchConfig{{tilesM * tilesN, shape.batch, 1}, {threads, 1, 1}};
+  return LaunchConfig{
+      {GemmSchedule::of(shape, t).tilesPerBatch(), shape.batch, 1},
+      {threads, 1, 1}};
 }

@@ -26,11 +26,6 @@ bool fusec::tiling::isGemmAnchor(Operation *anchor) {
   return isa<LinearOp, MatmulOp>(anchor);
 }
 
-/// Elements of the operands' type in 16 bytes.
-static int64_t vectorElements(Value tensor) {
-  return 128 / cast<ShapedType>(tensor.getType()).getElementTypeBitWidth();
-}
-
 /// The widest aligned run of output columns: a power of two up to `width`
 /// that divides every extent of `extents`.
 static int64_t widestRun(ArrayRef<int64_t> extents, int64_t width) {
@@ -91,96 +86,128 @@ void GemmKernel::storeGemmResults(ArrayRef<Value> coords, int64_t axis,
 }
 
 FailureOr<LaunchConfig> GemmKernel::emitBody() {
-  GemmProblem problem =
-      llvm::TypeSwitch<Operation *, GemmProblem>(anchor)
-          .Case([&](Conv2dOp op) { return convProblem(op); })
-          .Case([&](LinearOp op) { return linearProblem(op); })
-          .Case([&](MatmulOp op) { return matmulProblem(op); });
+  GemmProblem problem;
   problem.shape = getGemmShape(anchor);
+  GemmOperandLayouts layouts = getGemmOperandLayouts(anchor);
+  problem.a = operandOf(layouts.a, problem.shape);
+  problem.b = operandOf(layouts.b, problem.shape);
+  llvm::TypeSwitch<Operation *>(anchor)
+      .Case([&](Conv2dOp op) { convEpilogue(op, *layouts.a.conv, problem); })
+      .Case([&](LinearOp op) { linearEpilogue(op, problem); })
+      .Case([&](MatmulOp op) { matmulEpilogue(op, problem); });
   return emitGemm(problem);
 }
 
+//===----------------------------------------------------------------------===//
+// Addresses, from the operands' layouts
+//===----------------------------------------------------------------------===//
 
-GemmProblem GemmKernel::convProblem(Conv2dOp op) {
-  Layout layout = op.getLayout();
-  bool nhwc = layout == Layout::NHWC;
-  ArrayRef<int64_t> outShape = shapeOf(op.getResult());
-  auto [n, ci, h, w] = dimsNCHW(shapeOf(op.getInput()), layout);
-  auto outDims = dimsNCHW(outShape, layout);
-  int64_t co = outDims[1], ho = outDims[2], wo = outDims[3];
-  ArrayRef<int64_t> fs = shapeOf(op.getFilter());
-  int64_t kh = nhwc ? fs[1] : fs[2], kw = nhwc ? fs[2] : fs[3];
-  int64_t groups = op.getGroups(), cig = ci / groups, cog = co / groups;
-  std::array<int64_t, 4> pads = op.getPads();
-  ArrayRef<int64_t> s = op.getStrides(), d = op.getDilation();
-  Value x = argOf.lookup(op.getInput()), filter = argOf.lookup(op.getFilter());
-  Value bias = op.getBias() ? argOf.lookup(op.getBias()) : Value();
-  int64_t kTotal = cig * kh * kw, mTotal = n * ho * wo;
+GemmOperand GemmKernel::operandOf(const GemmOperandLayout &layout,
+                                  const GemmShape &shape) {
+  GemmOperand operand;
+  operand.layout = layout;
+  operand.memref = argOf.lookup(layout.tensor);
+  for (auto [part, start] : layout.parts)
+    operand.parts.emplace_back(argOf.lookup(part), start);
+  switch (layout.kind) {
+  case GemmOperandLayout::Kind::Matrix:
+    operand.address = matrixAddress(layout, shape);
+    break;
+  case GemmOperandLayout::Kind::ConvInput:
+    operand.address = convInputAddress(*layout.conv);
+    break;
+  case GemmOperandLayout::Kind::ConvFilter:
+    operand.address = convFilterAddress(*layout.conv);
+    break;
+  }
+  return operand;
+}
 
-  // (c, kh, kw) of reduction index k.
-  auto splitK = [=, this](Value k) {
-    if (nhwc)
-      return std::tuple(remi(k, cig), remi(divi(k, cig * kw), kh),
-                        remi(divi(k, cig), kw));
-    return std::tuple(divi(k, kh * kw), remi(divi(k, kw), kh), remi(k, kw));
+std::function<GemmAddress(Value, Value, Value)>
+GemmKernel::matrixAddress(const GemmOperandLayout &layout,
+                          const GemmShape &shape) {
+  int64_t extent = layout.isA ? shape.m : shape.n, k = shape.k;
+  bool isA = layout.isA, kContiguous = layout.kContiguous;
+  SmallVector<int64_t> gemmBatch = layout.gemmBatchShape;
+  SmallVector<int64_t> batchShape = layout.batchShape;
+  SmallVector<int64_t> rowShape = layout.rowShape;
+  return [=, this](Value bi, Value i, Value ki) {
+    Value inBounds = isA ? andi(ltc(i, extent), ltc(ki, k))
+                         : andi(ltc(ki, k), ltc(i, extent));
+    return GemmAddress{inBounds, [=, this] {
+                         // The batch coordinates (broadcast), the rows',
+                         // then the column.
+                         SmallVector<Value> c = broadcastCoords(
+                             delinearize(bi, gemmBatch), batchShape);
+                         Value row = kContiguous ? i : ki;
+                         llvm::append_range(c, delinearize(row, rowShape));
+                         c.push_back(kContiguous ? ki : i);
+                         return c;
+                       }};
   };
-  GemmProblem problem;
+}
+
+std::tuple<Value, Value, Value>
+GemmKernel::splitConvK(const GemmConvGeometry &g, Value k) {
+  int64_t cig = g.cig(), kh = g.kh, kw = g.kw;
+  if (g.nhwc())
+    return std::tuple(remi(k, cig), remi(divi(k, cig * kw), kh),
+                      remi(divi(k, cig), kw));
+  return std::tuple(divi(k, kh * kw), remi(divi(k, kw), kh), remi(k, kw));
+}
+
+std::function<GemmAddress(Value, Value, Value)>
+GemmKernel::convInputAddress(const GemmConvGeometry &g) {
+  int64_t mTotal = g.n * g.ho * g.wo, kTotal = g.cig() * g.kh * g.kw;
   // A(g, m, k): the input pixel under filter tap k of output pixel m, zero
   // in the padding.
-  problem.a.memref = x;
-  // Inputs joined along channels are read in place (a U-Net skip).
-  bool partsAligned = true;
-  if (auto concat = op.getInput().getDefiningOp<ConcatOp>()) {
-    problem.a.partsAxis = nhwc ? 3 : 1;
-    int64_t start = 0;
-    for (Value part : concat.getInputs()) {
-      problem.a.parts.emplace_back(argOf.lookup(part), start);
-      int64_t channels = shapeOf(part)[problem.a.partsAxis];
-      partsAligned &= channels % vectorElements(op.getInput()) == 0;
-      start += channels;
-    }
-  }
-  problem.a.kContiguous = nhwc;
-  problem.a.address = [=, this](Value g, Value m, Value k) {
-    SmallVector<Value> p = delinearize(m, {n, ho, wo});
+  return [=, this](Value group, Value m, Value k) {
+    SmallVector<Value> p = delinearize(m, {g.n, g.ho, g.wo});
     Value c, khi, kwi;
-    std::tie(c, khi, kwi) = splitK(k);
-    Value ih = addi(subi(muli(p[1], idx(s[0])), idx(pads[0])),
-                    muli(khi, idx(d[0])));
-    Value iw = addi(subi(muli(p[2], idx(s[1])), idx(pads[2])),
-                    muli(kwi, idx(d[1])));
+    std::tie(c, khi, kwi) = splitConvK(g, k);
+    Value ih = addi(subi(muli(p[1], idx(g.strides[0])), idx(g.pads[0])),
+                    muli(khi, idx(g.dilation[0])));
+    Value iw = addi(subi(muli(p[2], idx(g.strides[1])), idx(g.pads[2])),
+                    muli(kwi, idx(g.dilation[1])));
     Value ok = andi(andi(ltc(m, mTotal), ltc(k, kTotal)),
-                    andi(inRange(ih, h), inRange(iw, w)));
+                    andi(inRange(ih, g.h), inRange(iw, g.w)));
     std::function<SmallVector<Value>()> at = [=, this] {
-      return joinNCHW(p[0], addi(muli(g, idx(cig)), c), ih, iw, layout);
+      return joinNCHW(p[0], addi(muli(group, idx(g.cig())), c), ih, iw,
+                      g.layout);
     };
     return GemmAddress{ok, at};
   };
+}
+
+std::function<GemmAddress(Value, Value, Value)>
+GemmKernel::convFilterAddress(const GemmConvGeometry &g) {
+  int64_t kTotal = g.cig() * g.kh * g.kw, cog = g.cog();
   // B(g, n, k): the filter.
-  problem.b.memref = filter;
-  problem.b.kContiguous = true;
-  problem.b.address = [=, this](Value g, Value nn, Value k) {
+  return [=, this](Value group, Value nn, Value k) {
     Value c, khi, kwi;
-    std::tie(c, khi, kwi) = splitK(k);
+    std::tie(c, khi, kwi) = splitConvK(g, k);
     Value ok = andi(ltc(k, kTotal), ltc(nn, cog));
     std::function<SmallVector<Value>()> at = [=, this]() -> SmallVector<Value> {
-      Value o = addi(muli(g, idx(cog)), nn);
-      if (nhwc)
+      Value o = addi(muli(group, idx(cog)), nn);
+      if (g.nhwc())
         return {o, khi, kwi, c};
       return {o, c, khi, kwi};
     };
     return GemmAddress{ok, at};
   };
-  // NHWC runs of input channels (and the filter's matching runs) are
-  // contiguous; they are aligned when the channel counts are multiples of
-  // the vector width.
-  int64_t width = vectorElements(op.getInput());
-  if (nhwc && cig % width == 0 && ci % width == 0)
-    problem.a.vector = problem.b.vector = width;
-  // A vector never straddles two parts.
-  if (!partsAligned)
-    problem.a.vector = 1;
-  int64_t channelAxis = nhwc ? 3 : 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Epilogues
+//===----------------------------------------------------------------------===//
+
+void GemmKernel::convEpilogue(Conv2dOp op, const GemmConvGeometry &geometry,
+                              GemmProblem &problem) {
+  Layout layout = geometry.layout;
+  int64_t n = geometry.n, ho = geometry.ho, wo = geometry.wo;
+  int64_t cog = geometry.cog();
+  Value bias = op.getBias() ? argOf.lookup(op.getBias()) : Value();
+  int64_t channelAxis = geometry.nhwc() ? 3 : 1;
   problem.columns = [=, this](Value g, Value nn, int64_t width) {
     GemmColumns columns{nn, width};
     for (int64_t i = 0; i < width; ++i) {
@@ -201,43 +228,13 @@ GemmProblem GemmKernel::convProblem(Conv2dOp op) {
                        channelAxis, columns, acc);
     };
   };
-  return problem;
 }
 
-GemmProblem GemmKernel::linearProblem(LinearOp op) {
+void GemmKernel::linearEpilogue(LinearOp op, GemmProblem &problem) {
   ArrayRef<int64_t> inShape = shapeOf(op.getInput());
-  int64_t k = inShape.back(), n = shapeOf(op.getResult()).back();
-  int64_t m = product(inShape) / k;
+  int64_t n = shapeOf(op.getResult()).back();
   ArrayRef<int64_t> lead = inShape.drop_back();
-  Value x = argOf.lookup(op.getInput()), weight = argOf.lookup(op.getWeight());
   Value bias = op.getBias();
-  GemmProblem problem;
-  // Merged linear layers read their weights in place (fusec-simplify).
-  if (auto concat = op.getWeight().getDefiningOp<ConcatOp>()) {
-    int64_t start = 0;
-    for (Value part : concat.getInputs()) {
-      problem.b.parts.emplace_back(argOf.lookup(part), start);
-      start += shapeOf(part).front();
-    }
-  }
-  problem.a.memref = x;
-  problem.a.address = [=, this](Value, Value mi, Value ki) {
-    return GemmAddress{andi(ltc(mi, m), ltc(ki, k)), [=, this] {
-                         SmallVector<Value> c = delinearize(mi, lead);
-                         c.push_back(ki);
-                         return c;
-                       }};
-  };
-  // The weight is [N, K]: B transposed, k contiguous.
-  problem.b.memref = weight;
-  problem.b.address = [=, this](Value, Value ni, Value ki) {
-    return GemmAddress{andi(ltc(ki, k), ltc(ni, n)), [=] {
-                         return SmallVector<Value>{ni, ki};
-                       }};
-  };
-  int64_t width = vectorElements(op.getInput());
-  if (k % width == 0)
-    problem.a.vector = problem.b.vector = width;
   int64_t channelAxis = inShape.size() - 1;
   problem.columns = [=, this](Value, Value ni, int64_t width) {
     GemmColumns columns{ni, width};
@@ -260,51 +257,12 @@ GemmProblem GemmKernel::linearProblem(LinearOp op) {
       storeGemmResults(c, channelAxis, columns, acc);
     };
   };
-  return problem;
 }
 
-GemmProblem GemmKernel::matmulProblem(MatmulOp op) {
-  ArrayRef<int64_t> ls = shapeOf(op.getLhs()), rs = shapeOf(op.getRhs());
+void GemmKernel::matmulEpilogue(MatmulOp op, GemmProblem &problem) {
   ArrayRef<int64_t> os = shapeOf(op.getResult());
-  bool ta = op.getTransposeLhs(), tb = op.getTransposeRhs();
-  int64_t m = os.end()[-2], n = os.back();
-  int64_t k = ta ? ls.end()[-2] : ls.back();
+  int64_t n = os.back();
   ArrayRef<int64_t> batchShape = os.drop_back(2);
-  Value lhs = argOf.lookup(op.getLhs()), rhs = argOf.lookup(op.getRhs());
-  // Indices of (r, c) of batch `batchIdx` in an operand of `shape`, whose
-  // batch dimensions broadcast.
-  auto operandIndex = [=, this](Value batchIdx, ArrayRef<int64_t> shape,
-                                Value r, Value c) {
-    SmallVector<Value> bc = broadcastCoords(delinearize(batchIdx, batchShape),
-                                            shape.drop_back(2));
-    bc.push_back(r);
-    bc.push_back(c);
-    return bc;
-  };
-  GemmProblem problem;
-  problem.a.memref = lhs;
-  problem.a.kContiguous = !ta;
-  problem.a.address = [=, this](Value bi, Value mi, Value ki) {
-    return GemmAddress{andi(ltc(mi, m), ltc(ki, k)), [=] {
-                         return ta ? operandIndex(bi, ls, ki, mi)
-                                   : operandIndex(bi, ls, mi, ki);
-                       }};
-  };
-  problem.b.memref = rhs;
-  problem.b.kContiguous = tb;
-  problem.b.address = [=, this](Value bi, Value ni, Value ki) {
-    return GemmAddress{andi(ltc(ki, k), ltc(ni, n)), [=] {
-                         return tb ? operandIndex(bi, rs, ni, ki)
-                                   : operandIndex(bi, rs, ki, ni);
-                       }};
-  };
-  // Runs along each operand's contiguous axis are aligned when that axis's
-  // extent is a multiple of the vector width.
-  int64_t width = vectorElements(op.getLhs());
-  if ((ta ? m : k) % width == 0)
-    problem.a.vector = width;
-  if ((tb ? k : n) % width == 0)
-    problem.b.vector = width;
   int64_t channelAxis = os.size() - 1;
   problem.columns = [=, this](Value, Value ni, int64_t width) {
     GemmColumns columns{ni, width};
@@ -325,7 +283,6 @@ GemmProblem GemmKernel::matmulProblem(MatmulOp op) {
       storeGemmResults(c, channelAxis, columns, acc);
     };
   };
-  return problem;
 }
 
 Value GemmKernel::accessOperand(
@@ -337,7 +294,7 @@ Value GemmKernel::accessOperand(
     auto [memref, start] = operand.parts[i];
     auto here = [&, memref = memref, start = start]() -> Value {
       SmallVector<Value> at(indices);
-      int64_t axis = operand.partsAxis;
+      int64_t axis = operand.layout.partsAxis;
       if (start)
         at[axis] = subi(at[axis], idx(start));
       return access(memref, at);
@@ -345,7 +302,7 @@ Value GemmKernel::accessOperand(
     if (i + 1 == operand.parts.size())
       return here();
     Value inPart =
-        ltc(indices[operand.partsAxis], operand.parts[i + 1].second);
+        ltc(indices[operand.layout.partsAxis], operand.parts[i + 1].second);
     auto ifOp = scf::IfOp::create(b, type ? TypeRange(type) : TypeRange(),
                                   inPart, /*withElseRegion=*/true);
     OpBuilder::InsertionGuard guard(b);

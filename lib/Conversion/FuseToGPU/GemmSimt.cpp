@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Families.h"
+#include "GemmSchedule.h"
 
 using namespace fusec::tiling;
 
@@ -33,8 +34,7 @@ GemmTile fusec::tiling::chooseSimtTile(const GemmShape &shape,
     // A tile wider than the problem computes mostly padding.
     if ((t.bn > 64 && t.bn > shape.n) || (t.bm > 64 && t.bm > shape.m))
       continue;
-    if (ceilDiv(shape.m, t.bm) * ceilDiv(shape.n, t.bn) * shape.batch >=
-        target.smCount)
+    if (GemmSchedule::of(shape, t).tiles() >= target.smCount)
       return t;
   }
   return candidates[2];
@@ -50,10 +50,9 @@ LogicalResult fusec::tiling::verifySimtTile(KernelOp kernel,
   if (!tile.tm || !tile.tn || tile.bm % tile.tm || tile.bn % tile.tn ||
       threads > 1024 || threads % 32 ||
       sharedBytes > target.sharedBytesPerBlock)
-    return kernel.emitOpError("tile ")
-           << tile.toAttr(kernel.getContext())
-           << " does not suit the CUDA-core GEMM: it needs tm and tn, bm/tm "
-              "and bn/tn must divide exactly and give a multiple of 32 "
+    return unsuitableTile(kernel, tile, "the CUDA-core GEMM")
+           << "it needs tm and tn, bm/tm and bn/tn must divide exactly and "
+              "give a multiple of 32 "
               "threads up to 1024, and the two buffers must fit in "
            << target.sharedBytesPerBlock << " bytes of shared memory (needs "
            << sharedBytes << ")";
@@ -127,12 +126,13 @@ GemmSimtKernel::emitGemm(const GemmProblem &problem) {
     bool kContiguous;
   };
   auto operand = [&](const GemmOperand &gemm, Value tile, int64_t extent) {
-    int64_t width = gemm.vector;
-    if (!gemm.kContiguous || t.bk % width != 0)
+    int64_t width = gemm.layout.vector;
+    bool kContiguous = gemm.layout.kContiguous;
+    if (!kContiguous || t.bk % width != 0)
       width = 1;
     int64_t items = (t.bk / width) * extent;
     return Operand{&gemm,    tile,  extent, width, items,
-                   ceilDiv(items, threads), gemm.kContiguous};
+                   ceilDiv(items, threads), kContiguous};
   };
   Operand opA = operand(problem.a, aTile, t.bm);
   Operand opB = operand(problem.b, bTile, t.bn);
@@ -244,7 +244,7 @@ GemmSimtKernel::emitGemm(const GemmProblem &problem) {
                [&] { store(columns[j], {acc[i * t.tn + j]}); });
     });
   }
-  return LaunchConfig{{ceilDiv(shape.m, t.bm), ceilDiv(shape.n, t.bn),
-                       shape.batch},
+  GemmSchedule schedule = GemmSchedule::of(shape, t);
+  return LaunchConfig{{schedule.tilesM, schedule.tilesN, shape.batch},
                       {threads, 1, 1}};
 }

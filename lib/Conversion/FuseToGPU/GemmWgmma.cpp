@@ -26,7 +26,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "Families.h"
+#include "GemmSchedule.h"
 #include "Pipeline.h"
+#include "Wgmma.h"
 
 using namespace fusec::tiling;
 
@@ -74,89 +76,67 @@ std::optional<unsigned> paramOf(Value v) {
   return std::nullopt;
 }
 
-int64_t elementBytes(Value v) {
-  return cast<ShapedType>(v.getType()).getElementTypeBitWidth() / 8;
-}
-
-/// A [batch..., rows, cols] operand as a (cols, rows[, batch]) view; whether
-/// its rows are the GEMM's i (then k is contiguous) or its k.
-std::optional<WgmmaOperand> matrixOperand(Value v, bool kMajor) {
-  std::optional<unsigned> param = paramOf(v);
-  if (!param)
-    return std::nullopt;
-  ArrayRef<int64_t> s = shapeOf(v);
-  int64_t rows = s.end()[-2], cols = s.back(), bytes = elementBytes(v);
+/// A matrix operand's maps: (cols, rows[, batch]) per part, K-major where
+/// k is contiguous; its rows must span multiples of 16 bytes.
+std::optional<WgmmaOperand> matrixOperand(const GemmOperandLayout &layout) {
+  int64_t cols = layout.cols(), bytes = layout.elementBytes;
   if (cols * bytes % 16)
     return std::nullopt;
   WgmmaOperand op;
-  op.kMajor = kMajor;
-  op.batchShape = llvm::to_vector(s.drop_back(2));
-  int64_t batches = product(op.batchShape);
-  op.parts.push_back({*param, 0, {cols, rows}});
+  op.kMajor = layout.kContiguous;
+  // The operand, or the parts of merged linear weights joined along their
+  // rows.
+  SmallVector<std::tuple<Value, int64_t, int64_t>> parts;
+  if (layout.parts.empty())
+    parts.emplace_back(layout.tensor, 0, layout.rows());
+  for (auto [part, start] : layout.parts)
+    parts.emplace_back(part, start, shapeOf(part)[layout.partsAxis]);
+  for (auto [tensor, start, rows] : parts) {
+    std::optional<unsigned> param = paramOf(tensor);
+    if (!param)
+      return std::nullopt;
+    op.parts.push_back({*param, start, {cols, rows}});
+  }
   op.strides.push_back(cols * bytes);
+  op.batchShape = layout.batchShape;
+  int64_t batches = product(op.batchShape);
   if (batches > 1) {
     op.parts[0].dims.push_back(batches);
-    op.strides.push_back(rows * cols * bytes);
+    op.strides.push_back(layout.rows() * cols * bytes);
   } else {
     op.batchShape.clear();
   }
   return op;
 }
 
-std::optional<WgmmaOperands> wgmmaOperands(Operation *anchor) {
+/// The TMA view of a GEMM's operands, derived from their layouts, where TMA
+/// can read them.
+std::optional<WgmmaOperands> wgmmaOperands(const GemmOperandLayout &a,
+                                           const GemmOperandLayout &b) {
   WgmmaOperands ops;
-  if (auto linear = dyn_cast<LinearOp>(anchor)) {
-    Value x = linear.getInput();
-    std::optional<unsigned> xp = paramOf(x);
-    int64_t k = shapeOf(x).back(), bytes = elementBytes(x);
-    if (!xp || k * bytes % 16)
+  if (a.kind == GemmOperandLayout::Kind::Matrix) {
+    std::optional<WgmmaOperand> aOp = matrixOperand(a);
+    std::optional<WgmmaOperand> bOp = matrixOperand(b);
+    if (!aOp || !bOp)
       return std::nullopt;
-    ops.a.parts.push_back({*xp, 0, {k, product(shapeOf(x)) / k}});
-    ops.a.strides.push_back(k * bytes);
-    // The weight [N, K], or the weights of merged layers joined along N.
-    SmallVector<Value> weights{linear.getWeight()};
-    if (auto concat = linear.getWeight().getDefiningOp<ConcatOp>())
-      weights = llvm::to_vector(concat.getInputs());
-    int64_t start = 0;
-    for (Value w : weights) {
-      std::optional<unsigned> wp = paramOf(w);
-      if (!wp)
-        return std::nullopt;
-      ops.b.parts.push_back({*wp, start, {k, shapeOf(w).front()}});
-      start += shapeOf(w).front();
-    }
-    ops.b.strides.push_back(k * bytes);
+    ops.a = *aOp;
+    ops.b = *bOp;
+    ops.batchShape = a.gemmBatchShape;
     return ops;
   }
-  if (auto matmul = dyn_cast<MatmulOp>(anchor)) {
-    // lhs [.., M, K] is K-major, transposed [.., K, M] M-major; rhs
-    // transposed [.., N, K] is K-major, [.., K, N] N-major.
-    std::optional<WgmmaOperand> a =
-        matrixOperand(matmul.getLhs(), !matmul.getTransposeLhs());
-    std::optional<WgmmaOperand> b =
-        matrixOperand(matmul.getRhs(), matmul.getTransposeRhs());
-    if (!a || !b)
-      return std::nullopt;
-    ops.a = *a;
-    ops.b = *b;
-    ops.batchShape = llvm::to_vector(shapeOf(matmul.getResult()).drop_back(2));
-    return ops;
-  }
-  auto conv = dyn_cast<Conv2dOp>(anchor);
-  if (!conv || conv.getLayout() != Layout::NHWC || conv.getGroups() != 1 ||
-      llvm::any_of(conv.getStrides(), [](int64_t s) { return s != 1; }))
+  const GemmConvGeometry &g = *a.conv;
+  if (!g.nhwc() || g.groups != 1 || g.strides[0] != 1 || g.strides[1] != 1)
     return std::nullopt;
-  ArrayRef<int64_t> xs = shapeOf(conv.getInput()), fs = shapeOf(conv.getFilter());
-  std::array<int64_t, 4> pads = conv.getPads();
-  std::optional<unsigned> xp = paramOf(conv.getInput());
-  std::optional<unsigned> wp = paramOf(conv.getFilter());
-  int64_t ci = fs[3], co = fs[0], kh = fs[1], kw = fs[2];
-  int64_t bytes = elementBytes(conv.getInput());
+  std::optional<unsigned> xp = paramOf(a.tensor);
+  std::optional<unsigned> wp = paramOf(b.tensor);
+  int64_t ci = g.ci, co = g.co, kh = g.kh, kw = g.kw;
+  int64_t bytes = a.elementBytes;
   if (!xp || !wp || ci * bytes % 16)
     return std::nullopt;
   // A 1x1 convolution without padding is a linear layer over the pixels.
-  if (kh == 1 && kw == 1 && llvm::all_of(pads, [](int64_t p) { return !p; })) {
-    ops.a.parts.push_back({*xp, 0, {ci, product(xs) / ci}});
+  if (kh == 1 && kw == 1 &&
+      llvm::all_of(g.pads, [](int64_t p) { return !p; })) {
+    ops.a.parts.push_back({*xp, 0, {ci, product(a.shape) / ci}});
     ops.a.strides.push_back(ci * bytes);
     ops.b.parts.push_back({*wp, 0, {ci, co}});
     ops.b.strides.push_back(ci * bytes);
@@ -165,23 +145,33 @@ std::optional<WgmmaOperands> wgmmaOperands(Operation *anchor) {
   // Otherwise an implicit GEMM: the input's im2col map walks each image's
   // output pixels, its bounding box [-pad, H + pad - span) shifted over the
   // taps; TMA's rank-4 corners lie in [-128, 127].
-  ArrayRef<int64_t> d = conv.getDilation();
-  ArrayRef<int64_t> os = shapeOf(conv.getResult());
-  WgmmaOperand::Conv geometry{kh,     kw,     d[0],  d[1], pads[0],
-                              pads[2], os[1], os[2], xs[0], ci};
-  int64_t lowerW = -pads[2], lowerH = -pads[0];
-  int64_t upperW = pads[3] - (kw - 1) * d[1], upperH = pads[1] - (kh - 1) * d[0];
-  if (llvm::any_of(std::initializer_list<int64_t>{lowerW, lowerH, upperW, upperH},
-                   [](int64_t c) { return c < -128 || c > 127; }))
+  WgmmaOperand::Conv geometry{
+      kh,        kw,   g.dilation[0], g.dilation[1], g.pads[0],
+      g.pads[2], g.ho, g.wo,          g.n,           ci};
+  int64_t lowerW = -g.pads[2], lowerH = -g.pads[0];
+  int64_t upperW = g.pads[3] - (kw - 1) * g.dilation[1];
+  int64_t upperH = g.pads[1] - (kh - 1) * g.dilation[0];
+  if (llvm::any_of(
+          std::initializer_list<int64_t>{lowerW, lowerH, upperW, upperH},
+          [](int64_t c) { return c < -128 || c > 127; }))
     return std::nullopt;
-  ops.a.parts.push_back({*xp, 0, {ci, xs[2], xs[1], xs[0]}});
-  ops.a.strides = {ci * bytes, xs[2] * ci * bytes, xs[1] * xs[2] * ci * bytes};
+  int64_t h = g.h, w = g.w;
+  ops.a.parts.push_back({*xp, 0, {ci, w, h, g.n}});
+  ops.a.strides = {ci * bytes, w * ci * bytes, h * w * ci * bytes};
   ops.a.conv = geometry;
   ops.a.im2col = true;
   ops.b.parts.push_back({*wp, 0, {ci, kw, kh, co}});
   ops.b.strides = {ci * bytes, kw * ci * bytes, kh * kw * ci * bytes};
   ops.b.conv = geometry;
   return ops;
+}
+
+/// The TMA view of a GEMM anchor's operands.
+std::optional<WgmmaOperands> wgmmaOperands(Operation *anchor) {
+  if (!isa<Conv2dOp, LinearOp, MatmulOp>(anchor))
+    return std::nullopt;
+  GemmOperandLayouts layouts = getGemmOperandLayouts(anchor);
+  return wgmmaOperands(layouts.a, layouts.b);
 }
 
 /// Whether tiles `extent` wide keep within one part of the operand (one
@@ -198,6 +188,11 @@ int64_t consumersOf(const GemmTile &tile) { return tile.bm / 64; }
 /// Shared memory of one pipeline stage: a bm x bk tile of A, bn x bk of B.
 int64_t stageBytes(const GemmTile &tile, int64_t bytes) {
   return (tile.bm + tile.bn) * tile.bk * bytes;
+}
+
+/// Shared memory of `stages` stages of `tile` and their two mbarriers each.
+int64_t sharedBytesOf(const GemmTile &tile, int64_t bytes, int64_t stages) {
+  return stages * stageBytes(tile, bytes) + 16 * stages;
 }
 
 class GemmWgmmaKernel : public GemmKernel {
@@ -261,7 +256,7 @@ LogicalResult fusec::tiling::verifyWgmmaTile(KernelOp kernel,
                                              bool quiet) {
   int64_t bytes = shape.elementType.getIntOrFloatBitWidth() / 8;
   std::optional<WgmmaOperands> ops = wgmmaOperands(anchor);
-  int64_t shared = tile.stages * stageBytes(tile, bytes) + 16 * tile.stages;
+  int64_t shared = sharedBytesOf(tile, bytes, tile.stages);
   bool ok = ops && (tile.bm == 64 || tile.bm == 128) && tile.bn % 64 == 0 &&
             tile.bn >= 64 && tile.bn <= 256 && tile.bk * bytes == 128 &&
             tile.warpsM == 4 * consumersOf(tile) && tile.warpsN == 1 &&
@@ -270,10 +265,9 @@ LogicalResult fusec::tiling::verifyWgmmaTile(KernelOp kernel,
             shared <= target.sharedBytesPerBlockOptIn;
   if (ok || quiet)
     return success(ok);
-  return kernel.emitOpError("tile ")
-         << tile.toAttr(kernel.getContext())
-         << " does not suit the warpgroup GEMM: it needs bm 64 or 128 with "
-            "warps_m = bm / 16 and warps_n = 1 (a warpgroup per 64 rows), bn "
+  return unsuitableTile(kernel, tile, "the warpgroup GEMM")
+         << "it needs bm 64 or 128 with warps_m = bm / 16 and warps_n = 1 (a "
+            "warpgroup per 64 rows), bn "
             "a multiple of 64 up to 256 (and of every merged weight's rows), "
             "bk "
          << 128 / bytes << " (128 bytes), 2 to 8 stages, and at most "
@@ -297,8 +291,7 @@ GemmTile fusec::tiling::chooseWgmmaTile(Operation *anchor,
   Candidate candidates[] = {
       {128, 256, 1.0}, {128, 192, 0.95}, {128, 128, 0.85},
       {64, 256, 0.7},  {128, 64, 0.6},   {64, 128, 0.6},  {64, 64, 0.4}};
-  GemmTile best;
-  double bestTime = 0;
+  TileRanking ranking;
   for (const Candidate &c : candidates) {
     GemmTile t;
     t.bm = c.bm;
@@ -306,29 +299,19 @@ GemmTile fusec::tiling::chooseWgmmaTile(Operation *anchor,
     t.bk = bk;
     t.warpsM = 4 * consumersOf(t);
     t.warpsN = 1;
-    t.stages = 4;
-    while (t.stages > 2 && t.stages * stageBytes(t, bytes) + 16 * t.stages >
-                               target.sharedBytesPerBlockOptIn)
-      --t.stages;
-    if (!ops || !partsAligned(ops->b, t.bn))
+    t.stages =
+        fitStages(4, 2, target.sharedBytesPerBlockOptIn, [&](int64_t stages) {
+          return sharedBytesOf(t, bytes, stages);
+        });
+    if (!ops || !partsAligned(ops->b, t.bn) || isMostlyPadding(shape, t))
       continue;
-    // A tile far wider than the problem computes mostly padding.
-    if ((t.bn > 64 && t.bn >= 2 * shape.n) || (t.bm > 64 && t.bm >= 2 * shape.m))
-      continue;
-    int64_t tiles =
-        ceilDiv(shape.m, t.bm) * ceilDiv(shape.n, t.bn) * shape.batch;
-    double time = static_cast<double>(ceilDiv(tiles, target.smCount)) * t.bm *
-                  t.bn / c.efficiency;
-    if (!best.bm || time < bestTime * 0.97) {
-      best = t;
-      bestTime = time;
-    }
+    double time =
+        static_cast<double>(GemmSchedule::of(shape, t).tilesPerSM(target)) *
+        t.bm * t.bn / c.efficiency;
+    ranking.consider(t, time);
   }
-  if (!best.bm) {
-    // Only merged weights whose parts no tile width divides: the narrowest.
-    best = {128, 64, bk, 0, 0, 8, 1, 4};
-  }
-  return best;
+  // Only merged weights whose parts no tile width divides: the narrowest.
+  return ranking.winner().value_or(GemmTile{128, 64, bk, 0, 0, 8, 1, 4});
 }
 
 std::vector<GemmTile> fusec::tiling::wgmmaTuningTiles(Operation *anchor,
@@ -340,10 +323,10 @@ std::vector<GemmTile> fusec::tiling::wgmmaTuningTiles(Operation *anchor,
     for (int64_t bn : {64, 128, 192, 256}) {
       GemmTile t{bm, bn, 128 / bytes, 0, 0, 4 * (bm / 64), 1, 0};
       // The deepest pipeline that fits (up to 6), and 3.
-      int64_t deepest = 6;
-      while (deepest > 2 && deepest * stageBytes(t, bytes) + 16 * deepest >
-                                target.sharedBytesPerBlockOptIn)
-        --deepest;
+      int64_t deepest =
+          fitStages(6, 2, target.sharedBytesPerBlockOptIn, [&](int64_t stages) {
+            return sharedBytesOf(t, bytes, stages);
+          });
       SmallVector<int64_t> depths{deepest};
       if (deepest > 3)
         depths.push_back(3);
@@ -442,7 +425,7 @@ FailureOr<LaunchConfig>
 GemmWgmmaKernel::emitGemm(const GemmProblem &problem) {
   const GemmTile &t = tile;
   const GemmShape &shape = problem.shape;
-  operands = *wgmmaOperands(anchor);
+  operands = *wgmmaOperands(problem.a.layout, problem.b.layout);
   bytes = shape.elementType.getIntOrFloatBitWidth() / 8;
   int64_t consumers = consumersOf(t);
   int64_t threads = 128 * (1 + consumers);
@@ -491,17 +474,8 @@ GemmWgmmaKernel::emitGemm(const GemmProblem &problem) {
   TmaPipeline pipeline(b, wgmma::sharedAddress(b, barrierSmem), pipe);
 
   Value tid = threadId();
-  // Blocks walk the tiles in groups of rows of tiles (mma.sync's order), so
-  // that blocks running together share A rows and B columns in L2.
-  int64_t tilesM = ceilDiv(shape.m, t.bm), tilesN = ceilDiv(shape.n, t.bn);
-  int64_t group = std::min<int64_t>(tilesM, 8);
-  Value pid = blockId(gpu::Dimension::x);
-  Value firstM = muli(divi(pid, group * tilesN), idx(group));
-  Value rows = mini(subi(idx(tilesM), firstM), idx(group));
-  Value inGroup = remi(pid, group * tilesN);
-  Value tileM = muli(addi(firstM, arith::RemUIOp::create(b, inGroup, rows)),
-                     idx(t.bm));
-  Value tileN = muli(arith::DivUIOp::create(b, inGroup, rows), idx(t.bn));
+  Value tileM, tileN;
+  std::tie(tileM, tileN) = emitTileOrigin(shape, t);
   Value batch = blockId(gpu::Dimension::y);
   // Each operand's own batch coordinate (broadcast from the GEMM's).
   auto batchCoord = [&](const WgmmaOperand &operand) -> Value {
@@ -613,5 +587,7 @@ GemmWgmmaKernel::emitGemm(const GemmProblem &problem) {
 
   // One block per SM holds the registers setmaxnreg moves.
   func->setAttr("nvvm.minctasm", b.getI32IntegerAttr(1));
-  return LaunchConfig{{tilesM * tilesN, shape.batch, 1}, {threads, 1, 1}};
+  return LaunchConfig{
+      {GemmSchedule::of(shape, t).tilesPerBatch(), shape.batch, 1},
+      {threads, 1, 1}};
 }

@@ -1,0 +1,46 @@
+//===- GemmSchedule.cpp - How the GEMM families cover C -------------------===//
+//
+// The grouped tile raster, stage fitting and candidate ranking that the
+// GEMM families share (GemmSchedule.h).
+//
+//===----------------------------------------------------------------------===//
+
+#include "GemmSchedule.h"
+
+using namespace fusec::tiling;
+
+int64_t fusec::tiling::fitStages(int64_t deepest, int64_t shallowest,
+                                 int64_t limit,
+                                 function_ref<int64_t(int64_t)> bytes) {
+  int64_t stages = deepest;
+  while (stages > shallowest && bytes(stages) > limit)
+    --stages;
+  return stages;
+}
+
+bool fusec::tiling::isMostlyPadding(const GemmShape &shape,
+                                    const GemmTile &tile) {
+  return (tile.bn > 64 && tile.bn >= 2 * shape.n) ||
+         (tile.bm > 64 && tile.bm >= 2 * shape.m);
+}
+
+InFlightDiagnostic fusec::tiling::unsuitableTile(KernelOp kernel,
+                                                 const GemmTile &tile,
+                                                 StringRef family) {
+  return kernel.emitOpError("tile ") << tile.toAttr(kernel.getContext())
+                                     << " does not suit " << family << ": ";
+}
+
+std::pair<Value, Value> GemmKernel::emitTileOrigin(const GemmShape &shape,
+                                                   const GemmTile &tile) {
+  GemmSchedule s = GemmSchedule::of(shape, tile);
+  Value pid = blockId(gpu::Dimension::x);
+  Value groupId = divi(pid, s.group * s.tilesN);
+  Value firstM = muli(groupId, idx(s.group));
+  Value rows = mini(subi(idx(s.tilesM), firstM), idx(s.group));
+  Value inGroup = remi(pid, s.group * s.tilesN);
+  Value tileM = muli(addi(firstM, arith::RemUIOp::create(b, inGroup, rows)),
+                     idx(tile.bm));
+  Value tileN = muli(arith::DivUIOp::create(b, inGroup, rows), idx(tile.bn));
+  return {tileM, tileN};
+}
