@@ -78,7 +78,7 @@ LaunchConfig AttentionDirectKernel::emitAttention(AttentionOp op) {
     Value l = state[1];
     Value nonEmpty =
         arith::CmpFOp::create(b, arith::CmpFPredicate::OGT, l, f32(0));
-    storeResults(storedCoords(c),
-                 select(nonEmpty, divf(state[2], l), f32(0)));
+    epilogue.storeResults(storedCoords(c),
+                          select(nonEmpty, divf(state[2], l), f32(0)));
   });
 }

@@ -98,7 +98,7 @@ LaunchConfig DirectConvKernel::emitDepthwiseVector(Conv2dOp op, int64_t width) {
       }
     SmallVector<llvm::DenseMap<Value, Value>> values;
     for (int64_t l = 0; l < width; ++l)
-      values.push_back(evalChannel(3, addi(c0, idx(l))));
+      values.push_back(epilogue.evalChannel(3, addi(c0, idx(l))));
     Value ih0 = subi(muli(oh, idx(s[0])), idx(pads[0]));
     Value iw0 = subi(muli(wo0, idx(s[1])), idx(pads[2]));
     SmallVector<SmallVector<Value>> acc(tw, SmallVector<Value>(width, f32(0)));
@@ -123,11 +123,13 @@ LaunchConfig DirectConvKernel::emitDepthwiseVector(Conv2dOp op, int64_t width) {
         for (int64_t p = 0; p < tw; ++p)
           acc[p][l] = addf(acc[p][l], bv);
       }
-    channelAxis = 3;
-    channelValues = values;
+    epilogue.channelAxis = 3;
+    epilogue.channelValues = values;
     for (int64_t p = 0; p < tw; ++p) {
       Value ow = addi(wo0, idx(p));
-      auto store = [&] { storeVectorResults({n, oh, ow, c0}, width, acc[p]); };
+      auto store = [&] {
+        epilogue.storeVectorResults({n, oh, ow, c0}, width, acc[p]);
+      };
       Value ok = wo % tw == 0 ? Value() : ltc(ow, wo);
       if (ho % rt)
         ok = ok ? andi(ok, ltc(row, ho)) : ltc(row, ho);
@@ -136,8 +138,8 @@ LaunchConfig DirectConvKernel::emitDepthwiseVector(Conv2dOp op, int64_t width) {
       else
         store();
     }
-    channelAxis = -1;
-    channelValues = {};
+    epilogue.channelAxis = -1;
+    epilogue.channelValues = {};
   });
 }
 
@@ -193,6 +195,6 @@ LaunchConfig DirectConvKernel::emitDirectConv(Conv2dOp op) {
     }
     if (Value bias = op.getBias())
       acc = addf(acc, load(argOf.lookup(bias), {o.c}));
-    storeResults(coords, acc);
+    epilogue.storeResults(coords, acc);
   });
 }

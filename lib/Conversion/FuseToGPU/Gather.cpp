@@ -43,12 +43,12 @@ FailureOr<LaunchConfig> GatherKernel::emitBody() {
     return perElement(product(shape) / width, [&](Value group) {
       SmallVector<Value> coords =
           delinearize(muli(group, idx(width)), shape);
-      storeVectorResults(coords, width,
-                         loadVectorThroughViews(anchorResult, coords, width));
+      epilogue.storeVectorResults(
+          coords, width, loadVectorThroughViews(anchorResult, coords, width));
     });
   return perElement(product(shape), [&](Value linear) {
     SmallVector<Value> coords = delinearize(linear, shape);
-    storeResults(coords, loadThroughViews(anchorResult, coords));
+    epilogue.storeResults(coords, loadThroughViews(anchorResult, coords));
   });
 }
 
@@ -127,14 +127,14 @@ LaunchConfig GatherKernel::emitTiledTranspose(TransposeOp op) {
           b, buffer, ValueRange{addi(muli(tx, idx(pack)), idx(p)), row}));
     if (vectors) {
       ifThen(andi(ltc(toIndex, rowsTo), ltc(lastBase, colsLast)), [&] {
-        storeVectorResults(outCoords(toIndex, lastBase), pack, values);
+        epilogue.storeVectorResults(outCoords(toIndex, lastBase), pack, values);
       });
       continue;
     }
     for (int64_t p = 0; p < pack; ++p) {
       Value lastIndex = addi(lastBase, idx(p));
       ifThen(andi(ltc(toIndex, rowsTo), ltc(lastIndex, colsLast)), [&] {
-        storeResults(outCoords(toIndex, lastIndex), values[p]);
+        epilogue.storeResults(outCoords(toIndex, lastIndex), values[p]);
       });
     }
   }

@@ -51,9 +51,9 @@ private:
   void storeChannels(ArrayRef<Value> coords, ArrayRef<Value> values,
                      int64_t width) {
     if (!width)
-      storeResults(coords, values[0]);
+      epilogue.storeResults(coords, values[0]);
     else
-      storeVectorResults(coords, width, values);
+      epilogue.storeVectorResults(coords, width, values);
   }
 };
 } // namespace
@@ -139,7 +139,7 @@ LaunchConfig PoolResampleKernel::emitGlobalAvgPool(GlobalAvgPoolOp op) {
                                                   remi(r, w), layout));
                        return {addf(args[0], v)};
                      })[0];
-    storeResults(coords, mulf(sum, f32(1.0 / (h * w))));
+    epilogue.storeResults(coords, mulf(sum, f32(1.0 / (h * w))));
   });
 }
 

@@ -235,15 +235,15 @@ FailureOr<LaunchConfig> RowReductionKernel::emitBody() {
         lanes.push_back(toF32(vector::ExtractOp::create(b, vec, i)));
       return lanes;
     }
-    Full full = width ? loadFullInputs(coords, width) : Full();
+    Full full = width ? epilogue.loadFullInputs(coords, width) : Full();
     for (int64_t i = 0; i < step; ++i) {
       SmallVector<Value> at(coords);
       at.back() = addi(coords.back(), idx(i));
-      selectLane(full, i);
-      lanes.push_back(evalAt(input, at));
+      epilogue.selectLane(full, i);
+      lanes.push_back(epilogue.evalAt(input, at));
     }
-    preloaded.clear();
-    cache.clear();
+    epilogue.preloaded.clear();
+    epilogue.cache.clear();
     if (keep)
       *keep = std::move(full);
     return lanes;
@@ -259,7 +259,7 @@ FailureOr<LaunchConfig> RowReductionKernel::emitBody() {
       at.back() = addi(coords.back(), idx(i));
       anchorValues.push_back(value(lanes[i], at));
     }
-    storeVectorResults(coords, width, anchorValues, full);
+    epilogue.storeVectorResults(coords, width, anchorValues, full);
   };
   std::function<Value(std::function<Value(Value)>, bool)> rowSum =
       [&](std::function<Value(Value)> term, bool isMax) {
@@ -284,7 +284,7 @@ FailureOr<LaunchConfig> RowReductionKernel::emitBody() {
                      elementCoords(muli(g, idx(step)));
                  SmallVector<Value> lanes = inputLanes(coords);
                  if (!width) {
-                   storeResults(coords, value(lanes[0], coords));
+                   epilogue.storeResults(coords, value(lanes[0], coords));
                    return {};
                  }
                  storeLanes(coords, lanes, value, nullptr);
@@ -367,7 +367,7 @@ LaunchConfig RowReductionKernel::emitStreamed(Value input,
   reduceBuffer = allocShared({threads / 32}, b.getF32Type());
   // Rows of several chunks keep their inputs in shared memory for the
   // second pass when they fit; otherwise that pass reads them again.
-  SmallVector<BlockArgument> full = fullInputs();
+  SmallVector<BlockArgument> full = epilogue.fullInputs();
   llvm::DenseMap<BlockArgument, Value> staged;
   int64_t stagedBytes = 0;
   for (BlockArgument arg : full)
@@ -398,9 +398,9 @@ LaunchConfig RowReductionKernel::emitStreamed(Value input,
                              addi(tid, muli(vectors, idx(width)))),
                       idx(0));
   auto inputAt = [&](Value j) {
-    preloaded.clear();
-    cache.clear();
-    return evalAt(input, coordsAt(j));
+    epilogue.preloaded.clear();
+    epilogue.cache.clear();
+    return epilogue.evalAt(input, coordsAt(j));
   };
 
   // Per-thread statistics: {max, sum of exp(x - max)} (online softmax),
@@ -477,11 +477,11 @@ LaunchConfig RowReductionKernel::emitStreamed(Value input,
     for (int64_t i = 0; i < width; ++i) {
       SmallVector<Value> at(slot.coords);
       at.back() = addi(at.back(), idx(i));
-      selectLane(loaded, i);
-      values.push_back(evalAt(input, at));
+      epilogue.selectLane(loaded, i);
+      values.push_back(epilogue.evalAt(input, at));
     }
-    preloaded.clear();
-    cache.clear();
+    epilogue.preloaded.clear();
+    epilogue.cache.clear();
     return values;
   };
   auto sharedType = [&](BlockArgument arg) {
@@ -499,7 +499,7 @@ LaunchConfig RowReductionKernel::emitStreamed(Value input,
     SmallVector<Full> loaded;
     for (int64_t u = 0; u < unroll; ++u) {
       slots.push_back(slotOf(c, u));
-      loaded.push_back(loadFullInputs(slots.back().coords, width));
+      loaded.push_back(epilogue.loadFullInputs(slots.back().coords, width));
     }
     for (auto [slot, vecs] : llvm::zip_equal(slots, loaded))
       for (auto [arg, vec] : vecs)
@@ -555,7 +555,7 @@ LaunchConfig RowReductionKernel::emitStreamed(Value input,
   ifThen(hasEdge, [&] {
     Value v = inputAt(edge);
     SmallVector<Value> coords = coordsAt(edge);
-    storeResults(coords, rowValue(v, coords, params));
+    epilogue.storeResults(coords, rowValue(v, coords, params));
   });
   auto secondPass = [&](Value c) {
     SmallVector<Slot> slots = kept;
@@ -564,7 +564,7 @@ LaunchConfig RowReductionKernel::emitStreamed(Value input,
       for (int64_t u = 0; u < unroll; ++u) {
         slots.push_back(slotOf(c, u));
         if (staged.empty()) {
-          loaded.push_back(loadFullInputs(slots.back().coords, width));
+          loaded.push_back(epilogue.loadFullInputs(slots.back().coords, width));
           continue;
         }
         Full &vecs = loaded.emplace_back();
@@ -591,7 +591,7 @@ LaunchConfig RowReductionKernel::emitStreamed(Value input,
             perLane.push_back(operandLanes[i]);
           anchorValues.push_back(rowValue(v, at, params, perLane));
         }
-        storeVectorResults(slot.coords, width, anchorValues, &vecs);
+        epilogue.storeVectorResults(slot.coords, width, anchorValues, &vecs);
       });
   };
   if (chunks == 1)
