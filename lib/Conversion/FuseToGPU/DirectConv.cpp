@@ -170,10 +170,12 @@ LaunchConfig DirectConvKernel::emitDirectConv(Conv2dOp op) {
       Value ic = addi(muli(g, idx(cig)), c);
       auto at = [&] { return joinNCHW(o.n, ic, ih, iw, layout); };
       Value inside = andi(inRange(ih, h), inRange(iw, w));
-      Value xv = x ? loadOrZero(inside, x, at)
-                   : ifElse(inside,
-                            [&] { return readThroughViews(op.getInput(), at()); },
-                            [&] { return f32(0.0); });
+      Value xv =
+          x ? loadOrZero(inside, x, at)
+            : ifElse(
+                  inside,
+                  [&] { return views.readThroughViews(op.getInput(), at()); },
+                  [&] { return f32(0.0); });
       SmallVector<Value> fi = nhwc ? SmallVector<Value>{o.c, khi, kwi, c}
                                    : SmallVector<Value>{o.c, c, khi, kwi};
       return fma(xv, load(filter, fi), acc);

@@ -39,16 +39,17 @@ FailureOr<LaunchConfig> GatherKernel::emitBody() {
   // Each output reads its sources through the op, as an attention reads its
   // operands through such views (KernelBuilder).
   int64_t width = vectorWidth(shape);
-  if (width && canLoadVectorThroughViews(anchorResult, width))
+  if (width && views.canLoadVectorThroughViews(anchorResult, width))
     return perElement(product(shape) / width, [&](Value group) {
       SmallVector<Value> coords =
           delinearize(muli(group, idx(width)), shape);
       epilogue.storeVectorResults(
-          coords, width, loadVectorThroughViews(anchorResult, coords, width));
+          coords, width,
+          views.loadVectorThroughViews(anchorResult, coords, width));
     });
   return perElement(product(shape), [&](Value linear) {
     SmallVector<Value> coords = delinearize(linear, shape);
-    epilogue.storeResults(coords, loadThroughViews(anchorResult, coords));
+    epilogue.storeResults(coords, views.loadThroughViews(anchorResult, coords));
   });
 }
 
@@ -102,13 +103,12 @@ LaunchConfig GatherKernel::emitTiledTranspose(TransposeOp op) {
       Value toIndex = addi(to0, col), lastIndex = addi(last0, row);
       ifThen(andi(ltc(toIndex, rowsTo), ltc(lastIndex, colsLast)), [&] {
         SmallVector<Value> coords = outCoords(toIndex, lastIndex);
-        Value v = loadThroughViews(op.getInput(),
-                                   [&] {
-                                     SmallVector<Value> in(rank);
-                                     for (auto [i, q] : llvm::enumerate(perm))
-                                       in[q] = coords[i];
-                                     return in;
-                                   }());
+        Value v = views.loadThroughViews(op.getInput(), [&] {
+          SmallVector<Value> in(rank);
+          for (auto [i, q] : llvm::enumerate(perm))
+            in[q] = coords[i];
+          return in;
+        }());
         memref::StoreOp::create(b, v, buffer, ValueRange{row, col});
       });
     }

@@ -5,8 +5,9 @@
 // offers the small builders and structured control flow (Builders.h), shared
 // memory, TMA tensor maps and the launch shapes that the families share. The
 // fused epilogue (the kernel's elementwise ops evaluated at one output
-// element) is its member `epilogue` (EpilogueEvaluator.h). A family derives
-// from it and emits the body (Families.h).
+// element) is its member `epilogue` (EpilogueEvaluator.h), the reads through
+// the views an anchor applies on the way its member `views` (ViewReader.h).
+// A family derives from it and emits the body (Families.h).
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,6 +16,7 @@
 
 #include "Builders.h"
 #include "EpilogueEvaluator.h"
+#include "ViewReader.h"
 #include "fusec/Target/TargetDescription.h"
 
 #include "mlir/IR/IRMapping.h"
@@ -164,42 +166,24 @@ protected:
   }
 
   //===--------------------------------------------------------------------===//
-  // Views an attention anchor applies on the way (isAnchorView)
+  // Transitional: the view reads' interface as it was, for the files whose
+  // call sites move to `views` in a commit of their own.
   //===--------------------------------------------------------------------===//
 
-  /// Where the anchor's element at `coords` is stored: permuted by the
-  /// transposes between the anchor and the kernel's results.
-  SmallVector<Value> storedCoords(ArrayRef<Value> coords);
-  /// `v`, computed from kernel arguments through views (slices, concats),
-  /// at `coords`, read anew on each call (unlike evalAt, which computes a
-  /// value once per element).
-  Value readThroughViews(Value v, ArrayRef<Value> coords) {
-    epilogue.cache.clear();
-    Value value = epilogue.evalAt(v, coords);
-    epilogue.cache.clear();
-    return value;
+  SmallVector<Value> storedCoords(ArrayRef<Value> coords) {
+    return views.storedCoords(coords);
   }
-  /// The kernel argument (a memref) under `v`'s transposes and slices, and `coords`
-  /// (in `v`'s shape) mapped to it.
+  Value readThroughViews(Value v, ArrayRef<Value> coords) {
+    return views.readThroughViews(v, coords);
+  }
   std::pair<Value, SmallVector<Value>> viewSource(Value v,
-                                                  ArrayRef<Value> coords);
-  /// `v`, a kernel argument under transposes and a rope, at `coords` (f32),
-  /// read from memory on every call.
-  Value loadThroughViews(Value v, ArrayRef<Value> coords);
-  /// Whether loadVectorThroughViews can read `v` in runs of `width` along
-  /// the innermost axis: every view keeps that axis innermost and aligned.
-  bool canLoadVectorThroughViews(Value v, int64_t width);
-  /// The `width` elements of `v` from `coords` on along the innermost axis
-  /// (f32), read as aligned vectors.
-  SmallVector<Value> loadVectorThroughViews(Value v, ArrayRef<Value> coords,
-                                            int64_t width);
-  /// The `width` angles of a rope's cos or sin `table` ([N, D/2]) at row
-  /// `pos` from column `pair` on (f32). The table is a kernel argument or
-  /// was fused into the kernel (a slice that applies a position offset, a
-  /// cast): read as one aligned vector where its views allow, else element
-  /// by element through them.
+                                                  ArrayRef<Value> coords) {
+    return views.viewSource(v, coords);
+  }
   SmallVector<Value> loadRopeAngles(Value table, Value pos, Value pair,
-                                    int64_t width);
+                                    int64_t width) {
+    return views.loadRopeAngles(table, pos, pair, width);
+  }
 
   YieldOp yield() { return epilogue.yield(); }
 
@@ -233,6 +217,8 @@ protected:
   Value anchorResult;
   /// The kernel's yielded values at one element.
   EpilogueEvaluator epilogue;
+  /// Reads through the views an anchor applies on the way.
+  ViewReader views;
   /// Transitional: the epilogue's channel values as they were.
   int64_t &channelAxis = epilogue.channelAxis;
   ArrayRef<llvm::DenseMap<Value, Value>> &channelValues =
