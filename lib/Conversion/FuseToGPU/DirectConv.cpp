@@ -123,8 +123,7 @@ LaunchConfig DirectConvKernel::emitDepthwiseVector(Conv2dOp op, int64_t width) {
         for (int64_t p = 0; p < tw; ++p)
           acc[p][l] = addf(acc[p][l], bv);
       }
-    epilogue.channelAxis = 3;
-    epilogue.channelValues = values;
+    EpilogueEvaluator::ChannelScope channels(epilogue, 3, values);
     for (int64_t p = 0; p < tw; ++p) {
       Value ow = addi(wo0, idx(p));
       auto store = [&] {
@@ -138,8 +137,6 @@ LaunchConfig DirectConvKernel::emitDepthwiseVector(Conv2dOp op, int64_t width) {
       else
         store();
     }
-    epilogue.channelAxis = -1;
-    epilogue.channelValues = {};
   });
 }
 

@@ -47,8 +47,7 @@ private:
       SmallVector<llvm::DenseMap<Value, Value>> values;
       for (int64_t l = 0; l < width; ++l)
         values.push_back(epilogue.evalChannel(last, addi(c0, idx(l))));
-      epilogue.channelAxis = last;
-      epilogue.channelValues = values;
+      EpilogueEvaluator::ChannelScope channels(epilogue, last, values);
       for (int64_t r = 0; r < kRows; ++r) {
         Value row = addi(row0, idx(r));
         auto store = [&] {
@@ -61,8 +60,6 @@ private:
         else
           ifThen(ltc(row, rows), store);
       }
-      epilogue.channelAxis = -1;
-      epilogue.channelValues = {};
     });
   }
 

@@ -11,6 +11,57 @@ using namespace mlir;
 using namespace mlir::fuse;
 using namespace fusec::tiling;
 
+//===----------------------------------------------------------------------===//
+// Scopes
+//===----------------------------------------------------------------------===//
+
+void EpilogueEvaluator::clearElement() {
+  cache.clear();
+  preloaded.clear();
+  channelLane = 0;
+}
+
+EpilogueEvaluator::ElementScope::ElementScope(EpilogueEvaluator &evaluator)
+    : evaluator(evaluator) {
+  assert(!evaluator.inElement && "element scopes do not nest");
+  evaluator.inElement = true;
+  evaluator.clearElement();
+}
+
+EpilogueEvaluator::ElementScope::ElementScope(
+    EpilogueEvaluator &evaluator,
+    ArrayRef<std::pair<BlockArgument, Value>> full, int64_t lane)
+    : ElementScope(evaluator) {
+  for (auto [arg, vec] : full)
+    evaluator.preloaded[arg] =
+        evaluator.toF32(vector::ExtractOp::create(evaluator.b, vec, lane));
+  // One map per lane, or one for all.
+  evaluator.channelLane = evaluator.channelValues.size() > 1 ? lane : 0;
+}
+
+EpilogueEvaluator::ElementScope::~ElementScope() {
+  evaluator.clearElement();
+  evaluator.inElement = false;
+}
+
+EpilogueEvaluator::ChannelScope::ChannelScope(EpilogueEvaluator &evaluator,
+                                              int64_t axis,
+                                              ArrayRef<ChannelValues> values)
+    : evaluator(evaluator), savedAxis(evaluator.channelAxis),
+      savedValues(evaluator.channelValues) {
+  evaluator.channelAxis = axis;
+  evaluator.channelValues = values;
+}
+
+EpilogueEvaluator::ChannelScope::~ChannelScope() {
+  evaluator.channelAxis = savedAxis;
+  evaluator.channelValues = savedValues;
+}
+
+//===----------------------------------------------------------------------===//
+// Evaluation
+//===----------------------------------------------------------------------===//
+
 /// Calls `fn(operand, axis)` for each per-channel operand in `kernel`.
 static void forEachChannelOperand(KernelOp kernel,
                                   function_ref<void(Value, int64_t)> fn) {
@@ -44,17 +95,15 @@ SmallVector<Value> EpilogueEvaluator::channelOperands(int64_t axis) {
 EpilogueEvaluator::ChannelValues EpilogueEvaluator::evalChannel(int64_t axis,
                                                                 Value c) {
   ChannelValues values;
-  cache.clear();
+  ElementScope element(*this);
   for (Value v : channelOperands(axis))
     values[v] = evalAt(v, {c});
-  cache.clear();
   return values;
 }
 
 SmallVector<Value> EpilogueEvaluator::evalResults(ArrayRef<Value> coords,
                                                   Value anchorValue) {
   anchorScalar = anchorValue;
-  cache.clear();
   SmallVector<Value> values;
   for (Value value : yield().getValues())
     values.push_back(evalAt(value, coords));
@@ -63,6 +112,7 @@ SmallVector<Value> EpilogueEvaluator::evalResults(ArrayRef<Value> coords,
 
 void EpilogueEvaluator::storeResults(ArrayRef<Value> coords,
                                      Value anchorValue) {
+  ElementScope element(*this);
   for (auto [value, out] :
        llvm::zip_equal(evalResults(coords, anchorValue), outputs))
     store(value, out, coords);
@@ -241,14 +291,6 @@ SmallVector<BlockArgument> EpilogueEvaluator::fullInputs() {
   return args;
 }
 
-void EpilogueEvaluator::selectLane(
-    ArrayRef<std::pair<BlockArgument, Value>> full, int64_t lane) {
-  preloaded.clear();
-  cache.clear();
-  for (auto [arg, vec] : full)
-    preloaded[arg] = toF32(vector::ExtractOp::create(b, vec, lane));
-}
-
 void EpilogueEvaluator::storeVectorResults(ArrayRef<Value> coords,
                                            int64_t width,
                                            ArrayRef<Value> anchorValues,
@@ -258,8 +300,7 @@ void EpilogueEvaluator::storeVectorResults(ArrayRef<Value> coords,
   for (int64_t i = 0; i < width; ++i) {
     SmallVector<Value> at(coords);
     at.back() = addi(coords.back(), idx(i));
-    selectLane(full, i);
-    channelLane = channelValues.size() > 1 ? i : 0;
+    ElementScope element(*this, full, i);
     Value anchorValue = anchorValues.empty() ? Value() : anchorValues[i];
     for (auto [k, value] : llvm::enumerate(evalResults(at, anchorValue))) {
       Type type = cast<MemRefType>(outputs[k].getType()).getElementType();
@@ -269,8 +310,6 @@ void EpilogueEvaluator::storeVectorResults(ArrayRef<Value> coords,
               : arith::TruncFOp::create(b, type, value).getResult());
     }
   }
-  preloaded.clear();
-  channelLane = 0;
   for (auto [out, values] : llvm::zip_equal(outputs, lanes))
     vector::StoreOp::create(
         b, vector::FromElementsOp::create(b, vectorOf(out, width), values), out,

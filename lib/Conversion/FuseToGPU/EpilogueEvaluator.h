@@ -5,10 +5,10 @@
 // (elementwise ops recursively, operands read at their broadcast coordinates,
 // the anchor's value taken from registers). The evaluator does that, and owns
 // the state it keeps while doing it:
-//  - per element: the values computed for the element, each
+//  - per element (ElementScope): the values computed for the element, each
 //    once (a value is always read at the same function of the element's
 //    coordinates), and the kernel inputs a family already read for it;
-//  - per run of channels: the per-channel operands' values
+//  - per run of channels (ChannelScope): the per-channel operands' values
 //    (bias, batch-norm coefficients), which a family that knows a thread's
 //    channels stay fixed computes once.
 // Every global access is guarded by the family, so any shape works.
@@ -44,12 +44,49 @@ public:
       : Builders(b), kernel(kernel), memrefOf(memrefOf), outputs(outputs),
         anchorResult(anchorResult) {}
 
+  /// The evaluation of one element, or of lane `lane` of a run of elements
+  /// whose full inputs `full` holds (loadFullInputs): what is computed for
+  /// it is forgotten when it ends (values computed inside a branch do not
+  /// dominate what follows it, and the next element reads other
+  /// coordinates). Scopes do not nest.
+  class ElementScope {
+  public:
+    explicit ElementScope(EpilogueEvaluator &evaluator);
+    ElementScope(
+        EpilogueEvaluator &evaluator,
+        llvm::ArrayRef<std::pair<mlir::BlockArgument, mlir::Value>> full,
+        int64_t lane);
+    ~ElementScope();
+    ElementScope(const ElementScope &) = delete;
+    ElementScope &operator=(const ElementScope &) = delete;
+
+  private:
+    EpilogueEvaluator &evaluator;
+  };
+
+  /// While it lives, evalAt takes the per-channel operands of the channels
+  /// along `axis` from `values` (evalChannel's results, one map per lane of
+  /// the vectors storeVectorResults stores) rather than reading them.
+  class ChannelScope {
+  public:
+    ChannelScope(EpilogueEvaluator &evaluator, int64_t axis,
+                 llvm::ArrayRef<ChannelValues> values);
+    ~ChannelScope();
+    ChannelScope(const ChannelScope &) = delete;
+    ChannelScope &operator=(const ChannelScope &) = delete;
+
+  private:
+    EpilogueEvaluator &evaluator;
+    int64_t savedAxis;
+    llvm::ArrayRef<ChannelValues> savedValues;
+  };
+
   mlir::fuse::YieldOp yield() {
     return llvm::cast<mlir::fuse::YieldOp>(
         kernel.getBody().front().getTerminator());
   }
 
-  /// `v` at `coords` (f32).
+  /// `v` at `coords` (f32), within an ElementScope.
   mlir::Value evalAt(mlir::Value v, llvm::ArrayRef<mlir::Value> coords);
   /// Stores every kernel result at `coords`, given the anchor's value there.
   void storeResults(llvm::ArrayRef<mlir::Value> coords,
@@ -67,31 +104,17 @@ public:
   /// result.
   llvm::SmallVector<mlir::Value> channelOperands(int64_t axis);
   /// Their values at channel `c`: a family that knows a thread's channels
-  /// stay fixed (a GEMM column) computes them once, and sets them as
-  /// `channelValues` (one map per vector lane) for evalAt to use.
+  /// stay fixed (a GEMM column) computes them once, for a ChannelScope.
   ChannelValues evalChannel(int64_t axis, mlir::Value c);
 
   /// The kernel inputs of the iteration shape that are read in place.
   llvm::SmallVector<mlir::BlockArgument> fullInputs();
   /// Those inputs, as vectors at `coords`.
   FullInputs loadFullInputs(llvm::ArrayRef<mlir::Value> coords, int64_t width);
-  /// Makes evalAt read lane `lane` of those vectors.
-  void
-  selectLane(llvm::ArrayRef<std::pair<mlir::BlockArgument, mlir::Value>> full,
-             int64_t lane);
-
-  /// Values computed for the element being computed.
-  llvm::DenseMap<mlir::Value, mlir::Value> cache;
-  /// Kernel inputs already read (as f32) for the element being computed.
-  llvm::DenseMap<mlir::Value, mlir::Value> preloaded;
-  /// The axis whose coordinate `channelValues` hold values for, or -1.
-  int64_t channelAxis = -1;
-  llvm::ArrayRef<ChannelValues> channelValues;
-  /// The lane of channelValues the element being computed reads.
-  int64_t channelLane = 0;
 
 private:
-  /// Every kernel result at `coords` (f32), given the anchor's value there.
+  /// Every kernel result at `coords` (f32), given the anchor's value there,
+  /// within an ElementScope.
   llvm::SmallVector<mlir::Value> evalResults(llvm::ArrayRef<mlir::Value> coords,
                                              mlir::Value anchorValue);
   mlir::Value evalUnary(mlir::Operation *op, mlir::Value x);
@@ -104,8 +127,22 @@ private:
   const llvm::SmallVector<mlir::Value> &outputs;
   mlir::Value anchorResult;
 
+  /// Forgets what was computed for the element.
+  void clearElement();
+
   /// The anchor's value at the element being computed.
   mlir::Value anchorScalar;
+  /// Values computed for the element being computed.
+  llvm::DenseMap<mlir::Value, mlir::Value> cache;
+  /// Kernel inputs already read (as f32) for the element being computed.
+  llvm::DenseMap<mlir::Value, mlir::Value> preloaded;
+  /// Whether an ElementScope is open.
+  bool inElement = false;
+  /// The axis whose coordinate `channelValues` hold values for, or -1.
+  int64_t channelAxis = -1;
+  llvm::ArrayRef<ChannelValues> channelValues;
+  /// The lane of channelValues the element being computed reads.
+  int64_t channelLane = 0;
 };
 
 } // namespace fusec::tiling

@@ -81,13 +81,12 @@ void GemmKernel::storeGemmResults(ArrayRef<Value> coords, int64_t axis,
   SmallVector<Value> values(acc);
   for (auto [value, bias] : llvm::zip(values, columns.bias))
     value = addf(value, bias);
-  channelAxis = axis;
-  channelValues = columns.channelValues;
+  EpilogueEvaluator::ChannelScope channels(epilogue, axis,
+                                           columns.channelValues);
   if (values.size() == 1)
     storeResults(coords, values[0]);
   else
     storeVectorResults(coords, values.size(), values);
-  channelValues = {};
 }
 
 FailureOr<LaunchConfig> GemmKernel::emitBody() {

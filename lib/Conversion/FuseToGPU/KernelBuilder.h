@@ -219,10 +219,6 @@ protected:
   EpilogueEvaluator epilogue;
   /// Reads through the views an anchor applies on the way.
   ViewReader views;
-  /// Transitional: the epilogue's channel values as they were.
-  int64_t &channelAxis = epilogue.channelAxis;
-  ArrayRef<llvm::DenseMap<Value, Value>> &channelValues =
-      epilogue.channelValues;
 
 private:
   Value dynamicShared;

@@ -221,7 +221,7 @@ FailureOr<LaunchConfig> RowReductionKernel::emitBody() {
   int64_t step = width ? width : 1;
   // The `step` input values from `coords` on: read from memory, or computed
   // by the fused prologue (elementwise ops producing the input).
-  using Full = SmallVector<std::pair<BlockArgument, Value>>;
+  using Full = EpilogueEvaluator::FullInputs;
   // With `keep`, the full-size inputs loaded on the way are kept there for
   // the stores (register-resident rows).
   auto inputLanes = [&](ArrayRef<Value> coords, Full *keep = nullptr) {
@@ -239,11 +239,9 @@ FailureOr<LaunchConfig> RowReductionKernel::emitBody() {
     for (int64_t i = 0; i < step; ++i) {
       SmallVector<Value> at(coords);
       at.back() = addi(coords.back(), idx(i));
-      epilogue.selectLane(full, i);
+      EpilogueEvaluator::ElementScope element(epilogue, full, i);
       lanes.push_back(epilogue.evalAt(input, at));
     }
-    epilogue.preloaded.clear();
-    epilogue.cache.clear();
     if (keep)
       *keep = std::move(full);
     return lanes;
@@ -398,8 +396,7 @@ LaunchConfig RowReductionKernel::emitStreamed(Value input,
                              addi(tid, muli(vectors, idx(width)))),
                       idx(0));
   auto inputAt = [&](Value j) {
-    epilogue.preloaded.clear();
-    epilogue.cache.clear();
+    EpilogueEvaluator::ElementScope element(epilogue);
     return epilogue.evalAt(input, coordsAt(j));
   };
 
@@ -471,17 +468,15 @@ LaunchConfig RowReductionKernel::emitStreamed(Value input,
     v = mini(v, subi(vectors, idx(1)));
     return Slot{v, active, coordsAt(addi(head, muli(v, idx(width))))};
   };
-  using Full = SmallVector<std::pair<BlockArgument, Value>>;
+  using Full = EpilogueEvaluator::FullInputs;
   auto laneValues = [&](const Slot &slot, const Full &loaded) {
     SmallVector<Value> values;
     for (int64_t i = 0; i < width; ++i) {
       SmallVector<Value> at(slot.coords);
       at.back() = addi(at.back(), idx(i));
-      epilogue.selectLane(loaded, i);
+      EpilogueEvaluator::ElementScope element(epilogue, loaded, i);
       values.push_back(epilogue.evalAt(input, at));
     }
-    epilogue.preloaded.clear();
-    epilogue.cache.clear();
     return values;
   };
   auto sharedType = [&](BlockArgument arg) {

@@ -23,10 +23,8 @@ SmallVector<Value> ViewReader::storedCoords(ArrayRef<Value> coords) {
 }
 
 Value ViewReader::readThroughViews(Value v, ArrayRef<Value> coords) {
-  epilogue.cache.clear();
-  Value value = epilogue.evalAt(v, coords);
-  epilogue.cache.clear();
-  return value;
+  EpilogueEvaluator::ElementScope element(epilogue);
+  return epilogue.evalAt(v, coords);
 }
 
 std::pair<Value, SmallVector<Value>>
