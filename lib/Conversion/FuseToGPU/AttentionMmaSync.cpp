@@ -28,6 +28,8 @@
 
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 
+using namespace mlir;
+using namespace mlir::fuse;
 using namespace fusec::tiling;
 
 namespace {
@@ -179,7 +181,7 @@ void AttentionMmaSyncKernel::copyRows(Value dst, Value stage, int64_t rows,
       if (auto rope = src.getDefiningOp<RopeOp>())
         below = rope.getInput();
       auto [memref, indices] =
-          viewSource(below, {batchIndex, head, srcRow, col});
+          views.viewSource(below, {batchIndex, head, srcRow, col});
       emitCopyChunk(b, type, dst,
                     {stage, row, swizzleColumn(b, type, cols, row, col)},
                     memref, indices, inBounds);
@@ -221,8 +223,8 @@ void AttentionMmaSyncKernel::rotateRows(Value buffer, Value stage,
         Value c1 = addi(p0, idx(half));
         Value x0 = loadVector(buffer, at(p0), v);
         Value x1 = loadVector(buffer, at(c1), v);
-        SmallVector<Value> c = loadRopeAngles(rope.getCos(), pos, p0, v);
-        SmallVector<Value> sn = loadRopeAngles(rope.getSin(), pos, p0, v);
+        SmallVector<Value> c = views.loadRopeAngles(rope.getCos(), pos, p0, v);
+        SmallVector<Value> sn = views.loadRopeAngles(rope.getSin(), pos, p0, v);
         SmallVector<Value> y0, y1;
         for (int64_t l = 0; l < v; ++l) {
           auto lane = [&](Value vec) {
@@ -261,8 +263,8 @@ void AttentionMmaSyncKernel::rotateRows(Value buffer, Value stage,
       };
       Value x0 = toF32(memref::LoadOp::create(b, buffer, at(c0)));
       Value x1 = toF32(memref::LoadOp::create(b, buffer, at(c1)));
-      Value c = loadRopeAngles(rope.getCos(), pos, pair, 1)[0];
-      Value s = loadRopeAngles(rope.getSin(), pos, pair, 1)[0];
+      Value c = views.loadRopeAngles(rope.getCos(), pos, pair, 1)[0];
+      Value s = views.loadRopeAngles(rope.getSin(), pos, pair, 1)[0];
       store(fma(x0, c, arith::NegFOp::create(b, mulf(x1, s))), buffer,
             at(c0));
       store(fma(x1, c, mulf(x0, s)), buffer, at(c1));
@@ -521,7 +523,7 @@ FailureOr<LaunchConfig> AttentionMmaSyncKernel::emitBody() {
         Value col = addi(idx(8 * f), muli(t, idx(2)));
         SmallVector<Value> values = {mulf(state[f * 4 + 2 * r], inv),
                                      mulf(state[f * 4 + 2 * r + 1], inv)};
-        storeVectorResults(storedCoords({batchIndex, head, rows[r], col}), 2,
+        epilogue.storeVectorResults(views.storedCoords({batchIndex, head, rows[r], col}), 2,
                            values);
       }
     });

@@ -27,6 +27,8 @@
 #include "MmaSync.h"
 #include "Wgmma.h"
 
+using namespace mlir;
+using namespace mlir::fuse;
 using namespace fusec::tiling;
 
 namespace {
@@ -502,7 +504,7 @@ FailureOr<LaunchConfig> AttentionWgmmaKernel::emitBody() {
         Value col = addi(idx(8 * f), muli(t, idx(2)));
         SmallVector<Value> values = {mulf(o[f * 4 + 2 * r], inv),
                                      mulf(o[f * 4 + 2 * r + 1], inv)};
-        storeVectorResults(storedCoords({batchIndex, head, rows[r], col}), 2,
+        epilogue.storeVectorResults(views.storedCoords({batchIndex, head, rows[r], col}), 2,
                            values);
       }
     });

@@ -27,6 +27,8 @@
 
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 
+using namespace mlir;
+using namespace mlir::fuse;
 using namespace fusec::tiling;
 
 namespace {

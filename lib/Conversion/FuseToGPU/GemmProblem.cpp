@@ -11,6 +11,8 @@
 
 #include "llvm/ADT/TypeSwitch.h"
 
+using namespace mlir;
+using namespace mlir::fuse;
 using namespace fusec::tiling;
 
 /// A grouped convolution whose groups are too narrow to fill a GEMM tile
@@ -84,9 +86,9 @@ void GemmKernel::storeGemmResults(ArrayRef<Value> coords, int64_t axis,
   EpilogueEvaluator::ChannelScope channels(epilogue, axis,
                                            columns.channelValues);
   if (values.size() == 1)
-    storeResults(coords, values[0]);
+    epilogue.storeResults(coords, values[0]);
   else
-    storeVectorResults(coords, values.size(), values);
+    epilogue.storeVectorResults(coords, values.size(), values);
 }
 
 FailureOr<LaunchConfig> GemmKernel::emitBody() {
@@ -189,7 +191,7 @@ GemmProblem GemmKernel::convProblem(Conv2dOp op) {
         columns.channel = o;
       if (bias)
         columns.bias.push_back(load(bias, {o}));
-      columns.channelValues.push_back(evalChannel(channelAxis, o));
+      columns.channelValues.push_back(epilogue.evalChannel(channelAxis, o));
     }
     return columns;
   };
@@ -246,8 +248,8 @@ GemmProblem GemmKernel::linearProblem(LinearOp op) {
         columns.channel = lane;
       // A kernel argument, or the concatenated biases of merged layers.
       if (bias)
-        columns.bias.push_back(readThroughViews(bias, {lane}));
-      columns.channelValues.push_back(evalChannel(channelAxis, lane));
+        columns.bias.push_back(views.readThroughViews(bias, {lane}));
+      columns.channelValues.push_back(epilogue.evalChannel(channelAxis, lane));
     }
     return columns;
   };
@@ -311,7 +313,7 @@ GemmProblem GemmKernel::matmulProblem(MatmulOp op) {
       Value lane = mini(i ? addi(ni, idx(i)) : ni, idx(n - 1));
       if (i == 0)
         columns.channel = lane;
-      columns.channelValues.push_back(evalChannel(channelAxis, lane));
+      columns.channelValues.push_back(epilogue.evalChannel(channelAxis, lane));
     }
     return columns;
   };

@@ -26,6 +26,8 @@
 #include "Families.h"
 #include "Wgmma.h"
 
+using namespace mlir;
+using namespace mlir::fuse;
 using namespace fusec::tiling;
 
 namespace {

@@ -5,6 +5,8 @@
 #include "Families.h"
 #include "fusec/Conversion/FuseToGPU.h"
 
+using namespace mlir;
+using namespace mlir::fuse;
 using namespace fusec::tiling;
 
 llvm::StringRef fusec::tiling::familyName(KernelFamily family) {

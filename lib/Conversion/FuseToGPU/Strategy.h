@@ -49,14 +49,15 @@ struct KernelStrategy {
 /// Picks the family and configuration of `kernel`; fails with an error at
 /// the kernel when none fits (a tile that does not suit, an anchor no family
 /// handles).
-FailureOr<KernelStrategy> selectStrategy(KernelOp kernel,
-                                         const TargetDescription &target,
-                                         const TilingOptions &options);
+mlir::FailureOr<KernelStrategy> selectStrategy(mlir::fuse::KernelOp kernel,
+                                               const TargetDescription &target,
+                                               const TilingOptions &options);
 
 /// Generates `kernel` into `module` as `strategy` says.
-FailureOr<LaunchConfig> emitKernel(KernelOp kernel, gpu::GPUModuleOp module,
-                                   const KernelStrategy &strategy,
-                                   const TargetDescription &target);
+mlir::FailureOr<LaunchConfig> emitKernel(mlir::fuse::KernelOp kernel,
+                                         mlir::gpu::GPUModuleOp module,
+                                         const KernelStrategy &strategy,
+                                         const TargetDescription &target);
 
 } // namespace fusec::tiling
 
