@@ -5,8 +5,8 @@
 # it again and nothing changes. Delete it once merged.
 #  - .cpp: calls of the epilogue and of the view reads go through the
 #    KernelBuilder members `epilogue` and `views`; the file says
-#    `using namespace mlir; using namespace mlir::fuse;` (the headers no
-#    longer do).
+#    `using namespace mlir; using namespace mlir::fuse;` and, where it
+#    names it, `using fusec::TargetDescription;` (the headers no longer do).
 #  - .h: names from mlir, mlir::fuse and llvm are qualified (no
 #    `using namespace` in headers).
 set -euo pipefail
@@ -31,7 +31,9 @@ for f in "${files[@]}"; do
       unless (/^using namespace mlir;$/m) {
         s/^(using namespace )/using namespace mlir;\nusing namespace mlir::fuse;\n$1/m
           or s/\A(.*^#include [^\n]*\n)/$1\nusing namespace mlir;\nusing namespace mlir::fuse;\n/ms;
-      }' "$f"
+      }
+      s/^(using namespace mlir::fuse;\n)/$1using fusec::TargetDescription;\n/m
+        if /\bTargetDescription\b/ && !/^using fusec::TargetDescription;$/m;' "$f"
     ;;
   *.h)
     before=$(mktemp)

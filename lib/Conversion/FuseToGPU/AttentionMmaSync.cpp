@@ -30,6 +30,7 @@
 
 using namespace mlir;
 using namespace mlir::fuse;
+using fusec::TargetDescription;
 using namespace fusec::tiling;
 
 namespace {

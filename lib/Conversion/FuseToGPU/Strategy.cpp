@@ -7,6 +7,7 @@
 
 using namespace mlir;
 using namespace mlir::fuse;
+using fusec::TargetDescription;
 using namespace fusec::tiling;
 
 llvm::StringRef fusec::tiling::familyName(KernelFamily family) {
