@@ -10,6 +10,9 @@
 #include "mlir/Dialect/DLTI/DLTI.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 
+using namespace mlir;
+using namespace mlir::fuse;
+using fusec::TargetDescription;
 using namespace fusec::tiling;
 
 void fusec::tiling::setIndexBitwidth(gpu::GPUModuleOp module, unsigned bits) {

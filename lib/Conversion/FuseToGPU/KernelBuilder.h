@@ -26,19 +26,15 @@
 
 namespace fusec::tiling {
 
-using namespace mlir;
-using namespace mlir::fuse;
-using fusec::TargetDescription;
-
 /// A TMA tensor map the kernel takes by value, over one of its memref
 /// parameters (fuse.tensor_map says what each field means).
 struct TensorMapParam {
   /// The gpu.func parameter (a kernel input or result) the map views.
   unsigned memref = 0;
-  SmallVector<int64_t> dims, strides, box;
+  llvm::SmallVector<int64_t> dims, strides, box;
   int64_t offset = 0, swizzle = 128;
   /// An im2col map's bounding-box corners (empty for a tiled map).
-  SmallVector<int64_t> im2colLower, im2colUpper;
+  llvm::SmallVector<int64_t> im2colLower, im2colUpper;
 };
 
 /// Kernels index in 32 bits (faster) while every tensor they read or write
@@ -49,7 +45,7 @@ struct TensorMapParam {
 constexpr int64_t kNarrowIndexElements = int64_t(1) << 30;
 
 /// Sets the width of `index` in `module`'s data layout.
-void setIndexBitwidth(gpu::GPUModuleOp module, unsigned bits);
+void setIndexBitwidth(mlir::gpu::GPUModuleOp module, unsigned bits);
 
 /// How the host launches a generated kernel.
 struct LaunchConfig {
@@ -62,23 +58,26 @@ struct LaunchConfig {
 };
 
 /// (N, C, H, W) extents of a 4-D shape in `layout`.
-inline std::array<int64_t, 4> dimsNCHW(ArrayRef<int64_t> s, Layout layout) {
-  if (layout == Layout::NHWC)
+inline std::array<int64_t, 4> dimsNCHW(llvm::ArrayRef<int64_t> s,
+                                       mlir::fuse::Layout layout) {
+  if (layout == mlir::fuse::Layout::NHWC)
     return {s[0], s[3], s[1], s[2]};
   return {s[0], s[1], s[2], s[3]};
 }
 
 struct NCHW {
-  Value n, c, h, w;
+  mlir::Value n, c, h, w;
 };
-inline NCHW splitNCHW(ArrayRef<Value> coords, Layout layout) {
-  if (layout == Layout::NHWC)
+inline NCHW splitNCHW(llvm::ArrayRef<mlir::Value> coords,
+                      mlir::fuse::Layout layout) {
+  if (layout == mlir::fuse::Layout::NHWC)
     return {coords[0], coords[3], coords[1], coords[2]};
   return {coords[0], coords[1], coords[2], coords[3]};
 }
-inline SmallVector<Value> joinNCHW(Value n, Value c, Value h, Value w,
-                                   Layout layout) {
-  if (layout == Layout::NHWC)
+inline llvm::SmallVector<mlir::Value> joinNCHW(mlir::Value n, mlir::Value c,
+                                               mlir::Value h, mlir::Value w,
+                                               mlir::fuse::Layout layout) {
+  if (layout == mlir::fuse::Layout::NHWC)
     return {n, h, w, c};
   return {n, c, h, w};
 }
@@ -96,7 +95,7 @@ struct OwnedBuilder {
 
 class KernelBuilder : private detail::OwnedBuilder, protected Builders {
 public:
-  KernelBuilder(KernelOp kernel, gpu::GPUModuleOp module,
+  KernelBuilder(mlir::fuse::KernelOp kernel, mlir::gpu::GPUModuleOp module,
                 const TargetDescription &target);
   virtual ~KernelBuilder() = default;
   // The members refer to each other.
@@ -106,19 +105,21 @@ public:
   /// Appends to the module a gpu.func named after the kernel that computes
   /// its results, taking one memref per kernel input, then one per result.
   /// Fails with an error at the kernel.
-  FailureOr<LaunchConfig> build();
+  mlir::FailureOr<LaunchConfig> build();
   /// Launches a grid whose y or z passes 65535 along x alone, rewriting the
   /// body's block ids; fails past 2^31 - 1 blocks.
-  LogicalResult foldGridIntoX(LaunchConfig &config);
+  mlir::LogicalResult foldGridIntoX(LaunchConfig &config);
 
 protected:
   /// Emits the function body (the entry block is the insertion point; the
   /// terminator comes after) and says how to launch it.
-  virtual FailureOr<LaunchConfig> emitBody() = 0;
+  virtual mlir::FailureOr<LaunchConfig> emitBody() = 0;
 
   /// The integer type an index converts through to and from floats: as wide
   /// as the kernel's index arithmetic.
-  IntegerType indexInt() { return wideIndex ? b.getI64Type() : b.getI32Type(); }
+  mlir::IntegerType indexInt() {
+    return wideIndex ? b.getI64Type() : b.getI32Type();
+  }
 
   //===--------------------------------------------------------------------===//
   // Shared memory
@@ -128,11 +129,12 @@ protected:
   /// buffer is a view into the kernel's one dynamic shared memory
   /// allocation (gpu.dynamic_shared_memory next to static attributions would
   /// overlap them), whose size the launch records.
-  Value allocShared(ArrayRef<int64_t> shape, Type elementType,
-                    int64_t align = 128);
+  mlir::Value allocShared(llvm::ArrayRef<int64_t> shape, mlir::Type elementType,
+                          int64_t align = 128);
   /// A view of `shape` at byte `offset` of the shared memory, which may
   /// overlap buffers allocated before (for a phase that follows their use).
-  Value aliasShared(int64_t offset, ArrayRef<int64_t> shape, Type elementType);
+  mlir::Value aliasShared(int64_t offset, llvm::ArrayRef<int64_t> shape,
+                          mlir::Type elementType);
   /// Bytes of shared memory allocated so far.
   int64_t sharedBytes = 0;
 
@@ -144,48 +146,11 @@ protected:
   /// makes over one of its memrefs and passes by value (the PTX backend
   /// marks it a grid constant), and returns it: a generic pointer to the
   /// map, what cp.async.bulk.tensor takes.
-  Value addTensorMap(TensorMapParam map);
+  mlir::Value addTensorMap(TensorMapParam map);
   /// The tensor maps added so far.
   std::vector<TensorMapParam> tensorMaps;
 
-  //===--------------------------------------------------------------------===//
-  // Transitional: the epilogue's interface as it was, for the files whose
-  // call sites move to `epilogue` in a commit of their own.
-  //===--------------------------------------------------------------------===//
-
-  void storeResults(ArrayRef<Value> coords, Value anchorValue) {
-    epilogue.storeResults(coords, anchorValue);
-  }
-  void storeVectorResults(
-      ArrayRef<Value> coords, int64_t width, ArrayRef<Value> anchorValues,
-      const SmallVector<std::pair<BlockArgument, Value>> *full = nullptr) {
-    epilogue.storeVectorResults(coords, width, anchorValues, full);
-  }
-  llvm::DenseMap<Value, Value> evalChannel(int64_t axis, Value c) {
-    return epilogue.evalChannel(axis, c);
-  }
-
-  //===--------------------------------------------------------------------===//
-  // Transitional: the view reads' interface as it was, for the files whose
-  // call sites move to `views` in a commit of their own.
-  //===--------------------------------------------------------------------===//
-
-  SmallVector<Value> storedCoords(ArrayRef<Value> coords) {
-    return views.storedCoords(coords);
-  }
-  Value readThroughViews(Value v, ArrayRef<Value> coords) {
-    return views.readThroughViews(v, coords);
-  }
-  std::pair<Value, SmallVector<Value>> viewSource(Value v,
-                                                  ArrayRef<Value> coords) {
-    return views.viewSource(v, coords);
-  }
-  SmallVector<Value> loadRopeAngles(Value table, Value pos, Value pair,
-                                    int64_t width) {
-    return views.loadRopeAngles(table, pos, pair, width);
-  }
-
-  YieldOp yield() { return epilogue.yield(); }
+  mlir::fuse::YieldOp yield() { return epilogue.yield(); }
 
   //===--------------------------------------------------------------------===//
   // Element and vector parallelism
@@ -196,32 +161,33 @@ protected:
 
   /// Runs `body(linear)` for every linear index below `total`, one per
   /// thread of a 1-D grid of kBlock-thread blocks.
-  LaunchConfig perElement(int64_t total, function_ref<void(Value)> body);
+  LaunchConfig perElement(int64_t total,
+                          llvm::function_ref<void(mlir::Value)> body);
 
   /// How many elements of the innermost axis one thread moves as a 16-byte
   /// vector, or 0 when `shape` does not allow it.
-  int64_t vectorWidth(ArrayRef<int64_t> shape);
+  int64_t vectorWidth(llvm::ArrayRef<int64_t> shape);
   /// How many elements of the widest operand of `shape` fill 16 bytes.
-  int64_t vectorLanes(ArrayRef<int64_t> shape);
+  int64_t vectorLanes(llvm::ArrayRef<int64_t> shape);
 
-  KernelOp kernel;
-  gpu::GPUModuleOp module;
+  mlir::fuse::KernelOp kernel;
+  mlir::gpu::GPUModuleOp module;
   const TargetDescription &target;
-  gpu::GPUFuncOp func;
+  mlir::gpu::GPUFuncOp func;
   /// Whether a tensor of the kernel has kNarrowIndexElements or more.
   bool wideIndex = false;
   /// The anchor, or null for a chain of elementwise ops.
-  Operation *anchor = nullptr;
-  IRMapping argOf; // kernel body argument -> gpu.func memref argument
-  SmallVector<Value> outputs;
-  Value anchorResult;
+  mlir::Operation *anchor = nullptr;
+  mlir::IRMapping argOf; // kernel body argument -> gpu.func memref argument
+  llvm::SmallVector<mlir::Value> outputs;
+  mlir::Value anchorResult;
   /// The kernel's yielded values at one element.
   EpilogueEvaluator epilogue;
   /// Reads through the views an anchor applies on the way.
   ViewReader views;
 
 private:
-  Value dynamicShared;
+  mlir::Value dynamicShared;
 };
 
 } // namespace fusec::tiling
