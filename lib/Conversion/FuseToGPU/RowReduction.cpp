@@ -50,6 +50,22 @@ private:
   SmallVector<SmallVector<Value>> affineLanes(Value base, Value head,
                                               int64_t width, int64_t length);
 
+  /// `m`, or 0 where it is -inf (a row, or a thread's part of one, whose
+  /// elements are all masked).
+  Value notNegInf(Value m);
+  /// emitStreamed's per-thread statistics `acc` with runs of input values
+  /// added (each run valid where `active`): {max, sum of exp(x - max)}
+  /// (online softmax), {sum of x - k, sum of (x - k)^2} with k = `shiftK`,
+  /// the row's first element (shifted sums: no cancellation when the mean
+  /// is large), {sum of x^2}.
+  SmallVector<Value> accumulateStatistics(ArrayRef<Value> acc,
+                                          ArrayRef<SmallVector<Value>> runs,
+                                          ArrayRef<Value> active, Value shiftK);
+  /// The row's parameters (as rowValue takes them) from the threads'
+  /// statistics `acc` of a row of `length`.
+  SmallVector<Value> streamedParams(ArrayRef<Value> acc, Value shiftK,
+                                    int64_t length);
+
   Value reduceBuffer;
   int64_t threads = kBlock;
   /// The most 16-byte vectors of a row one thread keeps in registers.
@@ -350,6 +366,76 @@ FailureOr<LaunchConfig> RowReductionKernel::emitBody() {
   return LaunchConfig{{rows, 1, 1}, {kBlock, 1, 1}};
 }
 
+Value RowReductionKernel::notNegInf(Value m) {
+  return select(
+      arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, m, f32(-INFINITY)),
+      f32(0), m);
+}
+
+SmallVector<Value>
+RowReductionKernel::accumulateStatistics(ArrayRef<Value> acc,
+                                         ArrayRef<SmallVector<Value>> runs,
+                                         ArrayRef<Value> active, Value shiftK) {
+  if (isa<SoftmaxOp>(anchor)) {
+    Value m = acc[0];
+    for (auto [run, on] : llvm::zip_equal(runs, active)) {
+      Value runMax = f32(-INFINITY);
+      for (Value v : run)
+        runMax = maxf(runMax, v);
+      m = maxf(m, select(on, runMax, f32(-INFINITY)));
+    }
+    // Rescale the running sum to the new maximum (exp(-inf) = 0 for a
+    // thread that has seen only masked elements).
+    Value safe = notNegInf(m);
+    Value sum = mulf(acc[1], exp(subf(acc[0], safe)));
+    for (auto [run, on] : llvm::zip_equal(runs, active)) {
+      Value t = f32(0);
+      for (Value v : run)
+        t = addf(t, exp(subf(v, safe)));
+      sum = addf(sum, select(on, t, f32(0)));
+    }
+    return {m, sum};
+  }
+  SmallVector<Value> out(acc);
+  for (auto [run, on] : llvm::zip_equal(runs, active)) {
+    Value s1 = f32(0), s2 = f32(0);
+    for (Value v : run) {
+      Value d = shiftK ? subf(v, shiftK) : v;
+      s1 = addf(s1, d);
+      s2 = fma(d, d, s2);
+    }
+    if (shiftK) {
+      out[0] = addf(out[0], select(on, s1, f32(0)));
+      out[1] = addf(out[1], select(on, s2, f32(0)));
+    } else {
+      out[0] = addf(out[0], select(on, s2, f32(0)));
+    }
+  }
+  return out;
+}
+
+SmallVector<Value> RowReductionKernel::streamedParams(ArrayRef<Value> acc,
+                                                      Value shiftK,
+                                                      int64_t length) {
+  Value invLength = f32(1.0 / static_cast<double>(length));
+  if (isa<SoftmaxOp>(anchor)) {
+    Value max = notNegInf(blockReduce(acc[0], /*isMax=*/true));
+    Value sum = blockReduce(mulf(acc[1], exp(subf(acc[0], max))), false);
+    return {max, divf(f32(1), sum)};
+  }
+  double epsilon =
+      isa<LayerNormOp>(anchor)
+          ? cast<LayerNormOp>(anchor).getEpsilon().convertToDouble()
+          : cast<RmsNormOp>(anchor).getEpsilon().convertToDouble();
+  Value meanSq = mulf(blockReduce(acc.back(), false), invLength);
+  if (!shiftK)
+    return {math::RsqrtOp::create(b, addf(meanSq, f32(epsilon)))};
+  Value meanShift = mulf(blockReduce(acc[0], false), invLength);
+  Value var = maxf(subf(meanSq, mulf(meanShift, meanShift)), f32(0));
+  return {addf(shiftK, meanShift),
+          math::RsqrtOp::create(b, addf(var, f32(epsilon)))};
+}
+
 LaunchConfig RowReductionKernel::emitStreamed(Value input,
                                               ArrayRef<int64_t> shape,
                                               int64_t length, int64_t rows) {
@@ -403,59 +489,14 @@ LaunchConfig RowReductionKernel::emitStreamed(Value input,
     return epilogue.evalAt(input, coordsAt(j));
   };
 
-  // Per-thread statistics: {max, sum of exp(x - max)} (online softmax),
-  // {sum of x - k, sum of (x - k)^2} with k the row's first element
-  // (shifted sums: no cancellation when the mean is large), {sum of x^2}.
   Value shiftK = isa<LayerNormOp>(anchor) ? inputAt(idx(0)) : Value();
-  auto notNegInf = [&](Value m) {
-    return select(arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, m,
-                                        f32(-INFINITY)),
-                  f32(0), m);
-  };
-  SmallVector<Value> init =
-      isa<SoftmaxOp>(anchor)
-          ? SmallVector<Value>{f32(-INFINITY), f32(0)}
-          : (shiftK ? SmallVector<Value>{f32(0), f32(0)}
-                    : SmallVector<Value>{f32(0)});
-  // Adds a group of input values (each run of `lanes` valid when `active`).
+  SmallVector<Value> init = isa<SoftmaxOp>(anchor)
+                                ? SmallVector<Value>{f32(-INFINITY), f32(0)}
+                                : (shiftK ? SmallVector<Value>{f32(0), f32(0)}
+                                          : SmallVector<Value>{f32(0)});
   auto accumulate = [&](ArrayRef<Value> acc, ArrayRef<SmallVector<Value>> runs,
-                        ArrayRef<Value> active) -> SmallVector<Value> {
-    if (isa<SoftmaxOp>(anchor)) {
-      Value m = acc[0];
-      for (auto [run, on] : llvm::zip_equal(runs, active)) {
-        Value runMax = f32(-INFINITY);
-        for (Value v : run)
-          runMax = maxf(runMax, v);
-        m = maxf(m, select(on, runMax, f32(-INFINITY)));
-      }
-      // Rescale the running sum to the new maximum (exp(-inf) = 0 for a
-      // thread that has seen only masked elements).
-      Value safe = notNegInf(m);
-      Value sum = mulf(acc[1], exp(subf(acc[0], safe)));
-      for (auto [run, on] : llvm::zip_equal(runs, active)) {
-        Value t = f32(0);
-        for (Value v : run)
-          t = addf(t, exp(subf(v, safe)));
-        sum = addf(sum, select(on, t, f32(0)));
-      }
-      return {m, sum};
-    }
-    SmallVector<Value> out(acc);
-    for (auto [run, on] : llvm::zip_equal(runs, active)) {
-      Value s1 = f32(0), s2 = f32(0);
-      for (Value v : run) {
-        Value d = shiftK ? subf(v, shiftK) : v;
-        s1 = addf(s1, d);
-        s2 = fma(d, d, s2);
-      }
-      if (shiftK) {
-        out[0] = addf(out[0], select(on, s1, f32(0)));
-        out[1] = addf(out[1], select(on, s2, f32(0)));
-      } else {
-        out[0] = addf(out[0], select(on, s2, f32(0)));
-      }
-    }
-    return out;
+                        ArrayRef<Value> active) {
+    return accumulateStatistics(acc, runs, active, shiftK);
   };
 
   // Vector `u` of chunk `c` of this thread: its index (clamped so that the
@@ -526,28 +567,7 @@ LaunchConfig RowReductionKernel::emitStreamed(Value input,
                  return firstPass(c, carried);
                });
 
-  // The row's parameters.
-  Value invLength = f32(1.0 / static_cast<double>(length));
-  SmallVector<Value> params;
-  if (isa<SoftmaxOp>(anchor)) {
-    Value max = notNegInf(blockReduce(acc[0], /*isMax=*/true));
-    Value sum = blockReduce(mulf(acc[1], exp(subf(acc[0], max))), false);
-    params = {max, divf(f32(1), sum)};
-  } else {
-    double epsilon = isa<LayerNormOp>(anchor)
-                         ? cast<LayerNormOp>(anchor).getEpsilon().convertToDouble()
-                         : cast<RmsNormOp>(anchor).getEpsilon().convertToDouble();
-    Value meanSq = mulf(blockReduce(acc.back(), false), invLength);
-    if (shiftK) {
-      Value meanShift = mulf(blockReduce(acc[0], false), invLength);
-      Value var =
-          maxf(subf(meanSq, mulf(meanShift, meanShift)), f32(0));
-      params = {addf(shiftK, meanShift),
-                math::RsqrtOp::create(b, addf(var, f32(epsilon)))};
-    } else {
-      params = {math::RsqrtOp::create(b, addf(meanSq, f32(epsilon)))};
-    }
-  }
+  SmallVector<Value> params = streamedParams(acc, shiftK, length);
 
   // Second pass: the results.
   ifThen(hasEdge, [&] {
