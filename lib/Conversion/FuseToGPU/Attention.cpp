@@ -9,6 +9,8 @@
 #include "Families.h"
 #include "fusec/Transforms/FusionPolicy.h"
 
+using namespace mlir;
+using namespace mlir::fuse;
 using namespace fusec::tiling;
 
 static constexpr double kLog2e = 1.4426950408889634;
@@ -194,7 +196,7 @@ void AttentionKernel::normaliseAndStore(ArrayRef<Value> o, ArrayRef<Value> l,
         Value col = addi(idx(8 * f), muli(frags.t, idx(2)));
         SmallVector<Value> values = {mulf(o[f * 4 + 2 * r], inv),
                                      mulf(o[f * 4 + 2 * r + 1], inv)};
-        storeVectorResults(storedCoords({batchIndex, head, frags.rows[r], col}),
+        epilogue.storeVectorResults(views.storedCoords({batchIndex, head, frags.rows[r], col}),
                            2, values);
       }
     });

@@ -23,7 +23,7 @@ namespace fusec::tiling {
 struct AttentionShape {
   int64_t batch, hq, hkv, nq, nk, d, dv;
 
-  static AttentionShape of(AttentionOp op);
+  static AttentionShape of(mlir::fuse::AttentionOp op);
 };
 
 /// Where a thread's scores S (a tile of keys) and outputs O (the head dims)
@@ -33,9 +33,9 @@ struct AttentionShape {
 /// wgmma warpgroup holds 16 rows the same way).
 struct AttentionFragments {
   /// The thread's two query rows: g and g + 8 of its warp's 16.
-  std::array<Value, 2> rows;
+  std::array<mlir::Value, 2> rows;
   /// The thread's place in its quad (lane % 4).
-  Value t;
+  mlir::Value t;
 };
 
 /// The base of the tensor-core attention families.
@@ -46,8 +46,8 @@ public:
 protected:
   /// Reads the anchor and sets up the scale, then lets the family emit the
   /// kernel.
-  FailureOr<LaunchConfig> emitBody() final;
-  virtual FailureOr<LaunchConfig> emitAttention() = 0;
+  mlir::FailureOr<LaunchConfig> emitBody() final;
+  virtual mlir::FailureOr<LaunchConfig> emitAttention() = 0;
 
   //===--------------------------------------------------------------------===//
   // The schedule
@@ -59,7 +59,7 @@ protected:
   void scheduleBlock(int64_t br);
   /// The key tiles of `bc` keys the block visits: all of them, or (causal)
   /// up to the one holding its last row.
-  Value keyTiles(int64_t br, int64_t bc);
+  mlir::Value keyTiles(int64_t br, int64_t bc);
   /// The grid of scheduleBlock.
   std::array<int64_t, 3> grid(int64_t br) const {
     return {ceilDiv(shape.nq, br), shape.batch * shape.hq, 1};
@@ -73,45 +73,49 @@ protected:
   /// adds the mask; sets keys past the end and (causal) after the row to
   /// -inf, only on the tiles that reach past the keys or the block's first
   /// row (interior tiles stay unmasked).
-  void maskScores(SmallVectorImpl<Value> &scores,
-                  const AttentionFragments &frags, Value kv0, int64_t bc);
+  void maskScores(llvm::SmallVectorImpl<mlir::Value> &scores,
+                  const AttentionFragments &frags, mlir::Value kv0, int64_t bc);
   /// One step of the online softmax over the scores `scores` of a tile,
   /// which become P = exp2(S - max): per row of the thread's two, the new
   /// running max m (over the quad), the running sum l (the thread's part)
   /// and O `o` rescaled.
-  void softmaxStep(MutableArrayRef<Value> scores, MutableArrayRef<Value> o,
-                   MutableArrayRef<Value> m, MutableArrayRef<Value> l);
+  void softmaxStep(llvm::MutableArrayRef<mlir::Value> scores,
+                   llvm::MutableArrayRef<mlir::Value> o,
+                   llvm::MutableArrayRef<mlir::Value> m,
+                   llvm::MutableArrayRef<mlir::Value> l);
   /// P's fragments of keys 16 step.. rounded to the input type: the A
   /// operand (m16n8k16's 4 registers) of k-step `step` of O += P V.
-  SmallVector<Value> packP(ArrayRef<Value> p, int64_t step);
+  llvm::SmallVector<mlir::Value> packP(llvm::ArrayRef<mlir::Value> p,
+                                       int64_t step);
   /// O / l, where `l` holds the thread's part of each row's sum (0 for a
   /// row that saw no key), stored through the kernel's epilogue two columns
   /// at a time.
-  void normaliseAndStore(ArrayRef<Value> o, ArrayRef<Value> l,
+  void normaliseAndStore(llvm::ArrayRef<mlir::Value> o,
+                         llvm::ArrayRef<mlir::Value> l,
                          const AttentionFragments &frags);
 
   /// The sum (or max) of `x` over the 4 threads of a quad, which hold one
   /// row of a fragment between them.
-  Value quadReduce(Value x, bool max);
-  Value exp2(Value x) { return math::Exp2Op::create(b, x); }
+  mlir::Value quadReduce(mlir::Value x, bool max);
+  mlir::Value exp2(mlir::Value x) { return mlir::math::Exp2Op::create(b, x); }
 
-  AttentionOp op;
+  mlir::fuse::AttentionOp op;
   AttentionShape shape;
-  Type elementType;
+  mlir::Type elementType;
   MmaType type;
   bool causal = false;
   /// The additive mask's kernel argument, or null.
-  Value mask;
+  mlir::Value mask;
   /// exp(x * scale) = exp2(x * scale * log2(e)); the mask is scaled alike.
   /// Without a mask (and with a positive scale, which keeps the max) the
   /// scale folds into the exponent's fma, exp2(s * c - max * c): mult is c,
   /// and 1 where the scores are scaled first (prescale).
   double scaleLog2 = 0;
   bool prescale = false;
-  Value mult, negInf, zero;
+  mlir::Value mult, negInf, zero;
   /// The block's (batch, head), the head's K and V, and its first query
   /// row (scheduleBlock).
-  Value batchIndex, head, kvHead, q0;
+  mlir::Value batchIndex, head, kvHead, q0;
 };
 
 } // namespace fusec::tiling

@@ -8,6 +8,9 @@
 
 #include "Families.h"
 
+using namespace mlir;
+using namespace mlir::fuse;
+using fusec::TargetDescription;
 using namespace fusec::tiling;
 
 namespace {
@@ -50,12 +53,12 @@ LaunchConfig AttentionDirectKernel::emitAttention(AttentionOp op) {
     SmallVector<Value> state = loop(
         idx(0), end, idx(1), init,
         [&](Value j, ValueRange args) -> SmallVector<Value> {
-          Value dot = loop(idx(0), idx(dim), idx(1), {f32(0)},
-                           [&](Value e, ValueRange acc) -> SmallVector<Value> {
-                             return {fma(loadThroughViews(q, {bi, h, i, e}),
-                                         loadThroughViews(k, {bi, hk, j, e}),
-                                         acc[0])};
-                           })[0];
+          Value dot = loop(
+              idx(0), idx(dim), idx(1), {f32(0)},
+              [&](Value e, ValueRange acc) -> SmallVector<Value> {
+                return {fma(views.loadThroughViews(q, {bi, h, i, e}),
+                            views.loadThroughViews(k, {bi, hk, j, e}), acc[0])};
+              })[0];
           Value s = mulf(dot, f32(scale));
           if (mask)
             s = addf(s, load(mask, broadcastCoords({bi, h, i, j},
@@ -68,7 +71,7 @@ LaunchConfig AttentionDirectKernel::emitAttention(AttentionOp op) {
           Value mNew = select(live, maxf(m, s), m);
           Value alpha = exp(subf(m, mNew));
           Value p = select(live, exp(subf(s, mNew)), f32(0));
-          Value vv = loadThroughViews(v, {bi, hk, j, dv});
+          Value vv = views.loadThroughViews(v, {bi, hk, j, dv});
           // alpha is NaN only while m and mNew are both -inf: nothing yet.
           Value keep = arith::CmpFOp::create(b, arith::CmpFPredicate::OGT,
                                              mNew, f32(-INFINITY));
@@ -78,7 +81,7 @@ LaunchConfig AttentionDirectKernel::emitAttention(AttentionOp op) {
     Value l = state[1];
     Value nonEmpty =
         arith::CmpFOp::create(b, arith::CmpFPredicate::OGT, l, f32(0));
-    storeResults(storedCoords(c),
-                 select(nonEmpty, divf(state[2], l), f32(0)));
+    epilogue.storeResults(views.storedCoords(c),
+                          select(nonEmpty, divf(state[2], l), f32(0)));
   });
 }

@@ -32,6 +32,9 @@
 
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 
+using namespace mlir;
+using namespace mlir::fuse;
+using fusec::TargetDescription;
 using namespace fusec::tiling;
 
 namespace {
@@ -151,7 +154,7 @@ void AttentionMmaSyncKernel::copyRows(Value dst, Value stage, int64_t rows,
       if (auto rope = src.getDefiningOp<RopeOp>())
         below = rope.getInput();
       auto [memref, indices] =
-          viewSource(below, {batchIndex, head, srcRow, col});
+          views.viewSource(below, {batchIndex, head, srcRow, col});
       emitCopyChunk(b, type, dst,
                     {stage, row, swizzleColumn(b, type, cols, row, col)},
                     memref, indices, inBounds);
@@ -193,8 +196,8 @@ void AttentionMmaSyncKernel::rotateRows(Value buffer, Value stage,
         Value c1 = addi(p0, idx(half));
         Value x0 = loadVector(buffer, at(p0), v);
         Value x1 = loadVector(buffer, at(c1), v);
-        SmallVector<Value> c = loadRopeAngles(rope.getCos(), pos, p0, v);
-        SmallVector<Value> sn = loadRopeAngles(rope.getSin(), pos, p0, v);
+        SmallVector<Value> c = views.loadRopeAngles(rope.getCos(), pos, p0, v);
+        SmallVector<Value> sn = views.loadRopeAngles(rope.getSin(), pos, p0, v);
         SmallVector<Value> y0, y1;
         for (int64_t l = 0; l < v; ++l) {
           auto lane = [&](Value vec) {
@@ -233,8 +236,8 @@ void AttentionMmaSyncKernel::rotateRows(Value buffer, Value stage,
       };
       Value x0 = toF32(memref::LoadOp::create(b, buffer, at(c0)));
       Value x1 = toF32(memref::LoadOp::create(b, buffer, at(c1)));
-      Value c = loadRopeAngles(rope.getCos(), pos, pair, 1)[0];
-      Value s = loadRopeAngles(rope.getSin(), pos, pair, 1)[0];
+      Value c = views.loadRopeAngles(rope.getCos(), pos, pair, 1)[0];
+      Value s = views.loadRopeAngles(rope.getSin(), pos, pair, 1)[0];
       store(fma(x0, c, arith::NegFOp::create(b, mulf(x1, s))), buffer,
             at(c0));
       store(fma(x1, c, mulf(x0, s)), buffer, at(c1));

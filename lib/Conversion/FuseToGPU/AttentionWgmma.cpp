@@ -31,6 +31,9 @@
 #include "Families.h"
 #include "Pipeline.h"
 
+using namespace mlir;
+using namespace mlir::fuse;
+using fusec::TargetDescription;
 using namespace fusec::tiling;
 
 namespace {

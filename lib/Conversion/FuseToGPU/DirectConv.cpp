@@ -10,6 +10,9 @@
 
 #include "Families.h"
 
+using namespace mlir;
+using namespace mlir::fuse;
+using fusec::TargetDescription;
 using namespace fusec::tiling;
 
 namespace {
@@ -98,7 +101,7 @@ LaunchConfig DirectConvKernel::emitDepthwiseVector(Conv2dOp op, int64_t width) {
       }
     SmallVector<llvm::DenseMap<Value, Value>> values;
     for (int64_t l = 0; l < width; ++l)
-      values.push_back(evalChannel(3, addi(c0, idx(l))));
+      values.push_back(epilogue.evalChannel(3, addi(c0, idx(l))));
     Value ih0 = subi(muli(oh, idx(s[0])), idx(pads[0]));
     Value iw0 = subi(muli(wo0, idx(s[1])), idx(pads[2]));
     SmallVector<SmallVector<Value>> acc(tw, SmallVector<Value>(width, f32(0)));
@@ -123,11 +126,12 @@ LaunchConfig DirectConvKernel::emitDepthwiseVector(Conv2dOp op, int64_t width) {
         for (int64_t p = 0; p < tw; ++p)
           acc[p][l] = addf(acc[p][l], bv);
       }
-    channelAxis = 3;
-    channelValues = values;
+    EpilogueEvaluator::ChannelScope channels(epilogue, 3, values);
     for (int64_t p = 0; p < tw; ++p) {
       Value ow = addi(wo0, idx(p));
-      auto store = [&] { storeVectorResults({n, oh, ow, c0}, width, acc[p]); };
+      auto store = [&] {
+        epilogue.storeVectorResults({n, oh, ow, c0}, width, acc[p]);
+      };
       Value ok = wo % tw == 0 ? Value() : ltc(ow, wo);
       if (ho % rt)
         ok = ok ? andi(ok, ltc(row, ho)) : ltc(row, ho);
@@ -136,8 +140,6 @@ LaunchConfig DirectConvKernel::emitDepthwiseVector(Conv2dOp op, int64_t width) {
       else
         store();
     }
-    channelAxis = -1;
-    channelValues = {};
   });
 }
 
@@ -168,10 +170,12 @@ LaunchConfig DirectConvKernel::emitDirectConv(Conv2dOp op) {
       Value ic = addi(muli(g, idx(cig)), c);
       auto at = [&] { return joinNCHW(o.n, ic, ih, iw, layout); };
       Value inside = andi(inRange(ih, h), inRange(iw, w));
-      Value xv = x ? loadOrZero(inside, x, at)
-                   : ifElse(inside,
-                            [&] { return readThroughViews(op.getInput(), at()); },
-                            [&] { return f32(0.0); });
+      Value xv =
+          x ? loadOrZero(inside, x, at)
+            : ifElse(
+                  inside,
+                  [&] { return views.readThroughViews(op.getInput(), at()); },
+                  [&] { return f32(0.0); });
       SmallVector<Value> fi = nhwc ? SmallVector<Value>{o.c, khi, kwi, c}
                                    : SmallVector<Value>{o.c, c, khi, kwi};
       return fma(xv, load(filter, fi), acc);
@@ -193,6 +197,6 @@ LaunchConfig DirectConvKernel::emitDirectConv(Conv2dOp op) {
     }
     if (Value bias = op.getBias())
       acc = addf(acc, load(argOf.lookup(bias), {o.c}));
-    storeResults(coords, acc);
+    epilogue.storeResults(coords, acc);
   });
 }

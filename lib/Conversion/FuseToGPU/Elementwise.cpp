@@ -9,6 +9,9 @@
 
 #include "Families.h"
 
+using namespace mlir;
+using namespace mlir::fuse;
+using fusec::TargetDescription;
 using namespace fusec::tiling;
 
 namespace {
@@ -22,14 +25,14 @@ private:
     int64_t width = vectorWidth(shape);
     if (!width)
       return perElement(product(shape), [&](Value linear) {
-        storeResults(delinearize(linear, shape), Value());
+        epilogue.storeResults(delinearize(linear, shape), Value());
       });
     int64_t last = shape.size() - 1;
-    if (!channelOperands(last).empty())
+    if (!epilogue.channelOperands(last).empty())
       return emitChannelRuns(shape, width);
     return perElement(product(shape) / width, [&](Value group) {
-      storeVectorResults(delinearize(muli(group, idx(width)), shape), width,
-                         {});
+      epilogue.storeVectorResults(delinearize(muli(group, idx(width)), shape),
+                                  width, {});
     });
   }
 
@@ -46,23 +49,20 @@ private:
       Value row0 = muli(divi(t, runs), idx(kRows));
       SmallVector<llvm::DenseMap<Value, Value>> values;
       for (int64_t l = 0; l < width; ++l)
-        values.push_back(evalChannel(last, addi(c0, idx(l))));
-      channelAxis = last;
-      channelValues = values;
+        values.push_back(epilogue.evalChannel(last, addi(c0, idx(l))));
+      EpilogueEvaluator::ChannelScope channels(epilogue, last, values);
       for (int64_t r = 0; r < kRows; ++r) {
         Value row = addi(row0, idx(r));
         auto store = [&] {
           SmallVector<Value> coords = delinearize(row, rowShape);
           coords.push_back(c0);
-          storeVectorResults(coords, width, {});
+          epilogue.storeVectorResults(coords, width, {});
         };
         if (rows % kRows == 0)
           store();
         else
           ifThen(ltc(row, rows), store);
       }
-      channelAxis = -1;
-      channelValues = {};
     });
   }
 

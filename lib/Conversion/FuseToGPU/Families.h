@@ -17,34 +17,38 @@ namespace fusec::tiling {
 
 /// Elementwise chains: one thread per 16 bytes of output (Elementwise.cpp).
 std::unique_ptr<KernelBuilder>
-makeElementwiseKernel(KernelOp kernel, gpu::GPUModuleOp module,
+makeElementwiseKernel(mlir::fuse::KernelOp kernel,
+                      mlir::gpu::GPUModuleOp module,
                       const TargetDescription &target);
 
 /// Convolutions with narrow groups, depthwise above all: one thread per
 /// output, or per 16 bytes of NHWC channels (DirectConv.cpp).
 std::unique_ptr<KernelBuilder>
-makeDirectConvKernel(KernelOp kernel, gpu::GPUModuleOp module,
+makeDirectConvKernel(mlir::fuse::KernelOp kernel, mlir::gpu::GPUModuleOp module,
                      const TargetDescription &target);
 
 /// layer_norm, rms_norm, softmax: one block per row (RowReduction.cpp).
 std::unique_ptr<KernelBuilder>
-makeRowReductionKernel(KernelOp kernel, gpu::GPUModuleOp module,
+makeRowReductionKernel(mlir::fuse::KernelOp kernel,
+                       mlir::gpu::GPUModuleOp module,
                        const TargetDescription &target);
 
 /// Pooling, global average pooling and upsampling (PoolResample.cpp).
 std::unique_ptr<KernelBuilder>
-makePoolResampleKernel(KernelOp kernel, gpu::GPUModuleOp module,
+makePoolResampleKernel(mlir::fuse::KernelOp kernel,
+                       mlir::gpu::GPUModuleOp module,
                        const TargetDescription &target);
 
 /// Transposes and rotary embeddings, which gather each output from
 /// elsewhere in their input (Gather.cpp).
 std::unique_ptr<KernelBuilder>
-makeGatherKernel(KernelOp kernel, gpu::GPUModuleOp module,
+makeGatherKernel(mlir::fuse::KernelOp kernel, mlir::gpu::GPUModuleOp module,
                  const TargetDescription &target);
 
 /// Attention, one thread per output element (AttentionDirect.cpp).
 std::unique_ptr<KernelBuilder>
-makeAttentionDirectKernel(KernelOp kernel, gpu::GPUModuleOp module,
+makeAttentionDirectKernel(mlir::fuse::KernelOp kernel,
+                          mlir::gpu::GPUModuleOp module,
                           const TargetDescription &target);
 
 /// Attention on tensor cores, FlashAttention-style (AttentionMmaSync.cpp):
@@ -58,70 +62,75 @@ struct AttentionTile {
 
   /// As #fuse.kernel_config holds it: on mma.sync the warps (16 query rows
   /// each), on wgmma (128 rows) the schedule.
-  AttentionTileAttr toAttr(MLIRContext *context, bool wgmma) const {
-    return wgmma ? AttentionTileAttr::get(context, 128, bc, 0, pingPong)
-                 : AttentionTileAttr::get(context, 16 * warps, bc, warps,
-                                          false);
+  mlir::fuse::AttentionTileAttr toAttr(mlir::MLIRContext *context,
+                                       bool wgmma) const {
+    return wgmma ? mlir::fuse::AttentionTileAttr::get(context, 128, bc, 0,
+                                                      pingPong)
+                 : mlir::fuse::AttentionTileAttr::get(context, 16 * warps, bc,
+                                                      warps, false);
   }
-  static AttentionTile fromAttr(AttentionTileAttr attr) {
+  static AttentionTile fromAttr(mlir::fuse::AttentionTileAttr attr) {
     return {attr.getWarps() ? attr.getWarps() : 4, attr.getKeys(),
             attr.getPingPong()};
   }
 };
-bool isMmaSyncAttention(AttentionOp op);
-AttentionTile chooseAttentionTile(AttentionOp op,
+bool isMmaSyncAttention(mlir::fuse::AttentionOp op);
+AttentionTile chooseAttentionTile(mlir::fuse::AttentionOp op,
                                   const TargetDescription &target);
 /// The tile a #fuse.tile asks for (bm query rows, bn keys, bk = 16), or an
 /// error at the kernel if it does not suit.
-FailureOr<AttentionTile> attentionTileFromAttr(KernelOp kernel, AttentionOp op,
-                                               TileAttr attr,
-                                               const TargetDescription &target);
-std::unique_ptr<KernelBuilder>
-makeAttentionMmaSyncKernel(KernelOp kernel, gpu::GPUModuleOp module,
-                           const TargetDescription &target,
-                           const AttentionTile &tile);
+mlir::FailureOr<AttentionTile>
+attentionTileFromAttr(mlir::fuse::KernelOp kernel, mlir::fuse::AttentionOp op,
+                      mlir::fuse::TileAttr attr,
+                      const TargetDescription &target);
+std::unique_ptr<KernelBuilder> makeAttentionMmaSyncKernel(
+    mlir::fuse::KernelOp kernel, mlir::gpu::GPUModuleOp module,
+    const TargetDescription &target, const AttentionTile &tile);
 
 /// Attention on Hopper's warpgroup MMA (AttentionWgmma.cpp), FlashAttention-3
 /// style: what the mma.sync kernel takes on sm_90a, but ropes, with Q, K and V
 /// read by TMA through their transposes and slices.
-bool isWgmmaAttention(AttentionOp op, const TargetDescription &target);
+bool isWgmmaAttention(mlir::fuse::AttentionOp op,
+                      const TargetDescription &target);
 /// Keys per K/V tile.
-int64_t chooseWgmmaAttentionKeys(AttentionOp op);
+int64_t chooseWgmmaAttentionKeys(mlir::fuse::AttentionOp op);
 /// Whether a #fuse.tile suits it: bm = 128 query rows, bn = 64 or 128 keys,
 /// bk = 16, no warps_m (mma.sync's tiles name their warps), warps_n 0 (the
 /// heuristic's schedule), 1 (consumers free-running) or 2 (ping-pong).
-bool suitsWgmmaAttention(AttentionOp op, TileAttr attr,
+bool suitsWgmmaAttention(mlir::fuse::AttentionOp op, mlir::fuse::TileAttr attr,
                          const TargetDescription &target);
-std::unique_ptr<KernelBuilder>
-makeAttentionWgmmaKernel(KernelOp kernel, gpu::GPUModuleOp module,
-                         const TargetDescription &target,
-                         const AttentionTile &tile);
+std::unique_ptr<KernelBuilder> makeAttentionWgmmaKernel(
+    mlir::fuse::KernelOp kernel, mlir::gpu::GPUModuleOp module,
+    const TargetDescription &target, const AttentionTile &tile);
 
 /// The GEMM on CUDA cores (GemmSimt.cpp).
 std::unique_ptr<KernelBuilder>
-makeGemmSimtKernel(KernelOp kernel, gpu::GPUModuleOp module,
+makeGemmSimtKernel(mlir::fuse::KernelOp kernel, mlir::gpu::GPUModuleOp module,
                    const TargetDescription &target, const GemmTile &tile);
 /// Its tile heuristic (docs/Tiling.md), and whether a given tile suits it
 /// (an error at the kernel if not).
 GemmTile chooseSimtTile(const GemmShape &shape,
                         const TargetDescription &target);
-LogicalResult verifySimtTile(KernelOp kernel, const GemmTile &tile,
-                             const TargetDescription &target);
+mlir::LogicalResult verifySimtTile(mlir::fuse::KernelOp kernel,
+                                   const GemmTile &tile,
+                                   const TargetDescription &target);
 
 /// The GEMM on tensor cores, mma.sync (GemmMmaSync.cpp): f16, bf16, and f32
 /// as TF32.
 bool isMmaSyncGemm(const GemmShape &shape, const TilingOptions &options);
 std::unique_ptr<KernelBuilder>
-makeGemmMmaSyncKernel(KernelOp kernel, gpu::GPUModuleOp module,
+makeGemmMmaSyncKernel(mlir::fuse::KernelOp kernel,
+                      mlir::gpu::GPUModuleOp module,
                       const TargetDescription &target, const GemmTile &tile,
                       const GemmShape &shape, const TilingOptions &options);
 GemmTile chooseMmaSyncTile(const GemmShape &shape,
                            const TargetDescription &target,
                            const TilingOptions &options);
-LogicalResult verifyMmaSyncTile(KernelOp kernel, const GemmShape &shape,
-                                const GemmTile &tile,
-                                const TargetDescription &target,
-                                const TilingOptions &options);
+mlir::LogicalResult verifyMmaSyncTile(mlir::fuse::KernelOp kernel,
+                                      const GemmShape &shape,
+                                      const GemmTile &tile,
+                                      const TargetDescription &target,
+                                      const TilingOptions &options);
 /// The tiles the autotuner tries (the heuristic's candidates).
 std::vector<GemmTile> mmaSyncTuningTiles(const GemmShape &shape,
                                          const TargetDescription &target,
@@ -130,21 +139,21 @@ std::vector<GemmTile> mmaSyncTuningTiles(const GemmShape &shape,
 /// The GEMM on Hopper's warpgroup MMA (GemmWgmma.cpp): f16 and bf16 on
 /// sm_90a, operands read by TMA (1x1 convolutions, linear layers, matrix
 /// products whose operands are kernel inputs with 16-byte rows).
-bool isWgmmaGemm(Operation *anchor, const GemmShape &shape,
+bool isWgmmaGemm(mlir::Operation *anchor, const GemmShape &shape,
                  const TargetDescription &target);
 std::unique_ptr<KernelBuilder>
-makeGemmWgmmaKernel(KernelOp kernel, gpu::GPUModuleOp module,
+makeGemmWgmmaKernel(mlir::fuse::KernelOp kernel, mlir::gpu::GPUModuleOp module,
                     const TargetDescription &target, const GemmTile &tile);
-GemmTile chooseWgmmaTile(Operation *anchor, const GemmShape &shape,
+GemmTile chooseWgmmaTile(mlir::Operation *anchor, const GemmShape &shape,
                          const TargetDescription &target);
 /// With `quiet`, fails without an error (to try another family).
-LogicalResult verifyWgmmaTile(KernelOp kernel, Operation *anchor,
-                              const GemmShape &shape, const GemmTile &tile,
-                              const TargetDescription &target,
-                              bool quiet = false);
+mlir::LogicalResult
+verifyWgmmaTile(mlir::fuse::KernelOp kernel, mlir::Operation *anchor,
+                const GemmShape &shape, const GemmTile &tile,
+                const TargetDescription &target, bool quiet = false);
 /// The tiles the autotuner tries: bm 64 or 128, bn 64 to 256, the deepest
 /// pipeline that fits and 3 stages.
-std::vector<GemmTile> wgmmaTuningTiles(Operation *anchor,
+std::vector<GemmTile> wgmmaTuningTiles(mlir::Operation *anchor,
                                        const GemmShape &shape,
                                        const TargetDescription &target);
 

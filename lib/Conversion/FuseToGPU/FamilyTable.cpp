@@ -11,6 +11,9 @@
 
 #include "FamilyTable.h"
 
+using namespace mlir;
+using namespace mlir::fuse;
+using fusec::TargetDescription;
 using namespace fusec::tiling;
 
 KernelQuery::KernelQuery(KernelOp kernel, const TargetDescription &target,

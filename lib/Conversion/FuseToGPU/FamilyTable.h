@@ -20,42 +20,45 @@ namespace fusec::tiling {
 /// elementwise chain), the target and the options.
 struct KernelQuery {
   /// Mutable: op handles have no const methods; nothing writes through it.
-  mutable KernelOp kernel;
-  Operation *anchor = nullptr;
+  mutable mlir::fuse::KernelOp kernel;
+  mlir::Operation *anchor = nullptr;
   const TargetDescription &target;
   const TilingOptions &options;
 
-  KernelQuery(KernelOp kernel, const TargetDescription &target,
+  KernelQuery(mlir::fuse::KernelOp kernel, const TargetDescription &target,
               const TilingOptions &options);
   /// The GEMM the anchor computes (GEMM families only).
   GemmShape gemmShape() const { return getGemmShape(anchor); }
 };
 
 struct FamilyInfo {
-  KernelFamily family;
+  mlir::fuse::KernelFamily family;
   /// Whether the family generates the kernel (its anchor, types, target).
   bool (*takes)(const KernelQuery &);
   /// Families with a tile: the heuristic's tile (a #fuse.tile or a
   /// #fuse.attention_tile); null for the others.
-  Attribute (*heuristic)(const KernelQuery &) = nullptr;
+  mlir::Attribute (*heuristic)(const KernelQuery &) = nullptr;
   /// The family's tile for what a #fuse.tile asks, or failure (with an
   /// error at the kernel unless `quiet`) if it does not suit.
-  FailureOr<Attribute> (*fromTile)(const KernelQuery &, TileAttr,
-                                   bool quiet) = nullptr;
+  mlir::FailureOr<mlir::Attribute> (*fromTile)(const KernelQuery &,
+                                               mlir::fuse::TileAttr,
+                                               bool quiet) = nullptr;
   /// The tiles the autotuner tries, in #fuse.tile's terms.
-  std::vector<TileAttr> (*tuningTiles)(const KernelQuery &) = nullptr;
+  std::vector<mlir::fuse::TileAttr> (*tuningTiles)(const KernelQuery &) =
+      nullptr;
   /// The kernel's builder, for the config's tile (null without one).
   std::unique_ptr<KernelBuilder> (*build)(const KernelQuery &,
-                                          gpu::GPUModuleOp, Attribute tile);
+                                          mlir::gpu::GPUModuleOp,
+                                          mlir::Attribute tile);
 
   bool hasTile() const { return heuristic != nullptr; }
-  llvm::StringRef name() const { return stringifyKernelFamily(family); }
+  llvm::StringRef name() const { return mlir::fuse::stringifyKernelFamily(family); }
 };
 
 /// Every family, in the order selection tries them: the first that takes a
 /// kernel generates it.
 llvm::ArrayRef<FamilyInfo> familyTable();
-const FamilyInfo &familyInfo(KernelFamily family);
+const FamilyInfo &familyInfo(mlir::fuse::KernelFamily family);
 
 } // namespace fusec::tiling
 

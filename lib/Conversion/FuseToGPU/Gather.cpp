@@ -11,6 +11,9 @@
 
 #include "Families.h"
 
+using namespace mlir;
+using namespace mlir::fuse;
+using fusec::TargetDescription;
 using namespace fusec::tiling;
 
 namespace {
@@ -39,16 +42,17 @@ FailureOr<LaunchConfig> GatherKernel::emitBody() {
   // Each output reads its sources through the op, as an attention reads its
   // operands through such views (KernelBuilder).
   int64_t width = vectorWidth(shape);
-  if (width && canLoadVectorThroughViews(anchorResult, width))
+  if (width && views.canLoadVectorThroughViews(anchorResult, width))
     return perElement(product(shape) / width, [&](Value group) {
       SmallVector<Value> coords =
           delinearize(muli(group, idx(width)), shape);
-      storeVectorResults(coords, width,
-                         loadVectorThroughViews(anchorResult, coords, width));
+      epilogue.storeVectorResults(
+          coords, width,
+          views.loadVectorThroughViews(anchorResult, coords, width));
     });
   return perElement(product(shape), [&](Value linear) {
     SmallVector<Value> coords = delinearize(linear, shape);
-    storeResults(coords, loadThroughViews(anchorResult, coords));
+    epilogue.storeResults(coords, views.loadThroughViews(anchorResult, coords));
   });
 }
 
@@ -102,13 +106,12 @@ LaunchConfig GatherKernel::emitTiledTranspose(TransposeOp op) {
       Value toIndex = addi(to0, col), lastIndex = addi(last0, row);
       ifThen(andi(ltc(toIndex, rowsTo), ltc(lastIndex, colsLast)), [&] {
         SmallVector<Value> coords = outCoords(toIndex, lastIndex);
-        Value v = loadThroughViews(op.getInput(),
-                                   [&] {
-                                     SmallVector<Value> in(rank);
-                                     for (auto [i, q] : llvm::enumerate(perm))
-                                       in[q] = coords[i];
-                                     return in;
-                                   }());
+        Value v = views.loadThroughViews(op.getInput(), [&] {
+          SmallVector<Value> in(rank);
+          for (auto [i, q] : llvm::enumerate(perm))
+            in[q] = coords[i];
+          return in;
+        }());
         memref::StoreOp::create(b, v, buffer, ValueRange{row, col});
       });
     }
@@ -127,14 +130,14 @@ LaunchConfig GatherKernel::emitTiledTranspose(TransposeOp op) {
           b, buffer, ValueRange{addi(muli(tx, idx(pack)), idx(p)), row}));
     if (vectors) {
       ifThen(andi(ltc(toIndex, rowsTo), ltc(lastBase, colsLast)), [&] {
-        storeVectorResults(outCoords(toIndex, lastBase), pack, values);
+        epilogue.storeVectorResults(outCoords(toIndex, lastBase), pack, values);
       });
       continue;
     }
     for (int64_t p = 0; p < pack; ++p) {
       Value lastIndex = addi(lastBase, idx(p));
       ifThen(andi(ltc(toIndex, rowsTo), ltc(lastIndex, colsLast)), [&] {
-        storeResults(outCoords(toIndex, lastIndex), values[p]);
+        epilogue.storeResults(outCoords(toIndex, lastIndex), values[p]);
       });
     }
   }

@@ -35,7 +35,7 @@ struct TilingOptions {
 struct GemmShape {
   int64_t batch = 1, m = 0, n = 0, k = 0;
   /// The operands' element type.
-  Type elementType;
+  mlir::Type elementType;
   /// Runs of `outVector` consecutive n, starting at a multiple of it, are
   /// contiguous and aligned in every output (at most 16 bytes of the
   /// operands' type), so the epilogue may store them as one vector.
@@ -43,20 +43,21 @@ struct GemmShape {
 };
 
 /// Elements of the operands' type in 16 bytes.
-inline int64_t vectorElements(Value tensor) {
-  return 128 / cast<ShapedType>(tensor.getType()).getElementTypeBitWidth();
+inline int64_t vectorElements(mlir::Value tensor) {
+  return 128 / llvm::cast<mlir::ShapedType>(tensor.getType())
+                   .getElementTypeBitWidth();
 }
 
 /// Whether `anchor` runs as a GEMM: linear, matmul, and convolutions whose
 /// groups are wide enough to fill a tile (the rest run as direct
 /// convolutions).
-bool isGemmAnchor(Operation *anchor);
-GemmShape getGemmShape(Operation *anchor);
+bool isGemmAnchor(mlir::Operation *anchor);
+GemmShape getGemmShape(mlir::Operation *anchor);
 
 /// A convolution as an implicit GEMM per group: the geometry both of its
 /// operands' layouts carry.
 struct GemmConvGeometry {
-  Layout layout = Layout::NHWC;
+  mlir::fuse::Layout layout = mlir::fuse::Layout::NHWC;
   /// The input's [n, ci, h, w], the output's channels and pixels, the
   /// filter's taps.
   int64_t n = 0, ci = 0, h = 0, w = 0, co = 0, ho = 0, wo = 0, kh = 0, kw = 0;
@@ -65,7 +66,7 @@ struct GemmConvGeometry {
   std::array<int64_t, 4> pads = {};
   std::array<int64_t, 2> strides = {}, dilation = {};
 
-  bool nhwc() const { return layout == Layout::NHWC; }
+  bool nhwc() const { return layout == mlir::fuse::Layout::NHWC; }
   /// Input and output channels per group.
   int64_t cig() const { return ci / groups; }
   int64_t cog() const { return co / groups; }
@@ -90,10 +91,10 @@ struct GemmOperandLayout {
   /// The operand in the kernel's body and, when it is a concatenation read
   /// in place, its parts along `partsAxis`, each with the index there at
   /// which it starts.
-  Value tensor;
-  SmallVector<std::pair<Value, int64_t>> parts;
+  mlir::Value tensor;
+  llvm::SmallVector<std::pair<mlir::Value, int64_t>> parts;
   int64_t partsAxis = 0;
-  SmallVector<int64_t> shape;
+  llvm::SmallVector<int64_t> shape;
   int64_t elementBytes = 0;
   /// Whether consecutive k are adjacent in memory (otherwise consecutive m
   /// for A, n for B are).
@@ -105,7 +106,7 @@ struct GemmOperandLayout {
   int64_t vector = 1;
   /// A matrix's own batch dimensions, which broadcast to the GEMM's
   /// (matmul's result batch), and the dimensions its row index runs over.
-  SmallVector<int64_t> batchShape, gemmBatchShape, rowShape;
+  llvm::SmallVector<int64_t> batchShape, gemmBatchShape, rowShape;
   std::optional<GemmConvGeometry> conv;
 
   int64_t rows() const { return product(rowShape); }
@@ -116,7 +117,7 @@ struct GemmOperandLayouts {
   GemmOperandLayout a, b;
 };
 /// The layouts of the operands of a GEMM anchor (isGemmAnchor).
-GemmOperandLayouts getGemmOperandLayouts(Operation *anchor);
+GemmOperandLayouts getGemmOperandLayouts(mlir::Operation *anchor);
 
 /// One tile configuration; the fields a family does not use are 0. See
 /// #fuse.tile (FuseAttrs.td).
@@ -128,11 +129,11 @@ struct GemmTile {
   /// of warps splitting each k-tile (0 or 1: one).
   int64_t warpsM = 0, warpsN = 0, stages = 0, warpsK = 0;
 
-  TileAttr toAttr(MLIRContext *context) const {
-    return TileAttr::get(context, bm, bn, bk, tm, tn, warpsM, warpsN, stages,
-                         warpsK);
+  mlir::fuse::TileAttr toAttr(mlir::MLIRContext *context) const {
+    return mlir::fuse::TileAttr::get(context, bm, bn, bk, tm, tn, warpsM,
+                                     warpsN, stages, warpsK);
   }
-  static GemmTile fromAttr(TileAttr attr) {
+  static GemmTile fromAttr(mlir::fuse::TileAttr attr) {
     return {attr.getBm(),     attr.getBn(),     attr.getBk(),
             attr.getTm(),     attr.getTn(),     attr.getWarpsM(),
             attr.getWarpsN(), attr.getStages(), attr.getWarpsK()};
@@ -145,8 +146,8 @@ struct GemmTile {
 /// the guarded access is), and whether it is inside the operand (false for
 /// convolution padding and past every edge).
 struct GemmAddress {
-  Value inBounds;
-  std::function<SmallVector<Value>()> indices;
+  mlir::Value inBounds;
+  std::function<llvm::SmallVector<mlir::Value>()> indices;
 };
 
 /// A (m x k) or B (n x k) as the GEMM families read it: its layout, and
@@ -154,35 +155,36 @@ struct GemmAddress {
 struct GemmOperand {
   GemmOperandLayout layout;
   /// The kernel argument holding the operand.
-  Value memref;
+  mlir::Value memref;
   /// The element at (batch, i, k), i being m for A and n for B.
-  std::function<GemmAddress(Value batch, Value i, Value k)> address;
+  std::function<GemmAddress(mlir::Value batch, mlir::Value i, mlir::Value k)>
+      address;
   /// When not empty, `memref` is unused and the operand is these kernel
   /// arguments (layout.parts) concatenated along layout.partsAxis, each with
   /// the index there at which it starts: the weights of linear layers
   /// merged into one, or a convolution's input joined along channels
   /// (fuse.concat, read in place). `address` indexes the concatenation;
   /// GemmKernel::accessOperand finds the part.
-  SmallVector<std::pair<Value, int64_t>> parts;
+  llvm::SmallVector<std::pair<mlir::Value, int64_t>> parts;
 };
 
 /// What the epilogue reads of columns n...n+width-1 alone, computed once
 /// where a thread's columns stay fixed: per lane, the output channel and the
 /// per-channel values (bias, batch-norm coefficients, ...).
 struct GemmColumns {
-  Value n;
+  mlir::Value n;
   int64_t width = 1;
   /// Output coordinate of lane 0 along the channel axis.
-  Value channel;
-  SmallVector<Value> bias;
-  SmallVector<llvm::DenseMap<Value, Value>> channelValues;
+  mlir::Value channel;
+  llvm::SmallVector<mlir::Value> bias;
+  llvm::SmallVector<llvm::DenseMap<mlir::Value, mlir::Value>> channelValues;
 };
 
 /// Stores the kernel's results at row m of `columns` from the accumulators
 /// there (`columns.width` of them, all inside the result when more than
 /// one: a width of GemmShape::outVector).
-using GemmRowStore =
-    std::function<void(const GemmColumns &columns, ArrayRef<Value> acc)>;
+using GemmRowStore = std::function<void(const GemmColumns &columns,
+                                        llvm::ArrayRef<mlir::Value> acc)>;
 
 struct GemmProblem {
   GemmShape shape;
@@ -192,8 +194,9 @@ struct GemmProblem {
   /// result are clamped, so the group may start outside it), row m of
   /// `batch` (once per row), and the store the latter returns (once per
   /// element or vector).
-  std::function<GemmColumns(Value batch, Value n, int64_t width)> columns;
-  std::function<GemmRowStore(Value batch, Value m)> epilogue;
+  std::function<GemmColumns(mlir::Value batch, mlir::Value n, int64_t width)>
+      columns;
+  std::function<GemmRowStore(mlir::Value batch, mlir::Value m)> epilogue;
 };
 
 /// Where the f32 accumulators of a tensor-core tile live: m16n8 fragments
@@ -206,7 +209,7 @@ struct AccumulatorLayout {
   /// The threads holding accumulators, who run the epilogue.
   int64_t threads = 0;
   /// This thread among them, its lane, and its warp's place in the grid.
-  Value tid, lane, warpM, warpN, warpK;
+  mlir::Value tid, lane, warpM, warpN, warpK;
   /// Bytes of shared memory, from offset 0, the staged epilogue may use
   /// (the pipeline's, idle by then).
   int64_t stagingBytes = 0;
@@ -235,25 +238,27 @@ inline int64_t stagingBytesPerPass(int64_t bm, int64_t bn, int64_t kGroups,
 /// lets the family compute it.
 class GemmKernel : public KernelBuilder {
 public:
-  GemmKernel(KernelOp kernel, gpu::GPUModuleOp module,
+  GemmKernel(mlir::fuse::KernelOp kernel, mlir::gpu::GPUModuleOp module,
              const TargetDescription &target, GemmTile tile)
       : KernelBuilder(kernel, module, target), tile(tile) {}
 
 protected:
-  FailureOr<LaunchConfig> emitBody() final;
-  virtual FailureOr<LaunchConfig> emitGemm(const GemmProblem &problem) = 0;
+  mlir::FailureOr<LaunchConfig> emitBody() final;
+  virtual mlir::FailureOr<LaunchConfig>
+  emitGemm(const GemmProblem &problem) = 0;
 
   GemmTile tile;
 
   /// The m and n of this block's output tile, the block's x walking the
   /// tiles of one batch in GemmSchedule's grouped raster.
-  std::pair<Value, Value> emitTileOrigin(const GemmShape &shape,
-                                         const GemmTile &tile);
+  std::pair<mlir::Value, mlir::Value> emitTileOrigin(const GemmShape &shape,
+                                                     const GemmTile &tile);
 
   /// Stores the results at `coords` (channel coordinate of lane 0 along
   /// `axis`) from accumulators `acc` of `columns`.
-  void storeGemmResults(ArrayRef<Value> coords, int64_t axis,
-                        const GemmColumns &columns, ArrayRef<Value> acc);
+  void storeGemmResults(llvm::ArrayRef<mlir::Value> coords, int64_t axis,
+                        const GemmColumns &columns,
+                        llvm::ArrayRef<mlir::Value> acc);
 
   /// Applies the epilogue to accumulators `acc` (layout's fragments, 4 per
   /// m16n8 fragment, fragment (fm, fn) at 4 (fm fragsN + fn)) of the tile
@@ -261,41 +266,44 @@ protected:
   /// a time...
   void emitFragmentEpilogue(const GemmProblem &problem,
                             const AccumulatorLayout &layout,
-                            ArrayRef<Value> acc, Value tileM, Value tileN,
-                            Value batch);
+                            llvm::ArrayRef<mlir::Value> acc, mlir::Value tileM,
+                            mlir::Value tileN, mlir::Value batch);
   /// ... or after staging them through shared memory, GemmShape::outVector
   /// columns at a time (canStageEpilogue), summing the k groups' slices.
   void emitStagedEpilogue(const GemmProblem &problem,
                           const AccumulatorLayout &layout,
-                          ArrayRef<Value> acc, Value tileM, Value tileN,
-                          Value batch);
+                          llvm::ArrayRef<mlir::Value> acc, mlir::Value tileM,
+                          mlir::Value tileN, mlir::Value batch);
 
   /// Emits `access(memref, indices)` on the memref holding `operand`'s
   /// element at `indices`: its memref, or the part of a concatenation, in a
   /// branch per part (indices past the end go to the last part). Returns
   /// what `access` returns, of type `type` (none when null).
-  Value accessOperand(const GemmOperand &operand, SmallVector<Value> indices,
-                      Type type,
-                      function_ref<Value(Value, SmallVector<Value>)> access);
+  mlir::Value
+  accessOperand(const GemmOperand &operand,
+                llvm::SmallVector<mlir::Value> indices, mlir::Type type,
+                llvm::function_ref<mlir::Value(mlir::Value,
+                                               llvm::SmallVector<mlir::Value>)>
+                    access);
 
 private:
   /// The operand `layout` describes, its address function derived from it.
   GemmOperand operandOf(const GemmOperandLayout &layout,
                         const GemmShape &shape);
-  std::function<GemmAddress(Value, Value, Value)>
+  std::function<GemmAddress(mlir::Value, mlir::Value, mlir::Value)>
   matrixAddress(const GemmOperandLayout &layout, const GemmShape &shape);
-  std::function<GemmAddress(Value, Value, Value)>
+  std::function<GemmAddress(mlir::Value, mlir::Value, mlir::Value)>
   convInputAddress(const GemmConvGeometry &g);
-  std::function<GemmAddress(Value, Value, Value)>
+  std::function<GemmAddress(mlir::Value, mlir::Value, mlir::Value)>
   convFilterAddress(const GemmConvGeometry &g);
   /// (c, kh, kw) of a convolution's reduction index k.
-  std::tuple<Value, Value, Value> splitConvK(const GemmConvGeometry &g,
-                                             Value k);
+  std::tuple<mlir::Value, mlir::Value, mlir::Value>
+  splitConvK(const GemmConvGeometry &g, mlir::Value k);
   /// The epilogue of each anchor.
-  void convEpilogue(Conv2dOp op, const GemmConvGeometry &geometry,
+  void convEpilogue(mlir::fuse::Conv2dOp op, const GemmConvGeometry &geometry,
                     GemmProblem &problem);
-  void linearEpilogue(LinearOp op, GemmProblem &problem);
-  void matmulEpilogue(MatmulOp op, GemmProblem &problem);
+  void linearEpilogue(mlir::fuse::LinearOp op, GemmProblem &problem);
+  void matmulEpilogue(mlir::fuse::MatmulOp op, GemmProblem &problem);
 };
 
 } // namespace fusec::tiling

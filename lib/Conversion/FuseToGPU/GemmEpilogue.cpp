@@ -9,6 +9,8 @@
 
 #include "Gemm.h"
 
+using namespace mlir;
+using namespace mlir::fuse;
 using namespace fusec::tiling;
 
 bool fusec::tiling::canStageEpilogue(const GemmShape &shape, int64_t bn,

@@ -28,6 +28,9 @@
 
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 
+using namespace mlir;
+using namespace mlir::fuse;
+using fusec::TargetDescription;
 using namespace fusec::tiling;
 
 namespace {

@@ -10,6 +10,8 @@
 
 #include "Gemm.h"
 
+using namespace mlir;
+using namespace mlir::fuse;
 using namespace fusec::tiling;
 
 /// The layout of `tensor`, read as it is.

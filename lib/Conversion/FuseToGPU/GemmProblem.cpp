@@ -11,6 +11,8 @@
 
 #include "llvm/ADT/TypeSwitch.h"
 
+using namespace mlir;
+using namespace mlir::fuse;
 using namespace fusec::tiling;
 
 /// A grouped convolution whose groups are too narrow to fill a GEMM tile
@@ -76,13 +78,12 @@ void GemmKernel::storeGemmResults(ArrayRef<Value> coords, int64_t axis,
   SmallVector<Value> values(acc);
   for (auto [value, bias] : llvm::zip(values, columns.bias))
     value = addf(value, bias);
-  channelAxis = axis;
-  channelValues = columns.channelValues;
+  EpilogueEvaluator::ChannelScope channels(epilogue, axis,
+                                           columns.channelValues);
   if (values.size() == 1)
-    storeResults(coords, values[0]);
+    epilogue.storeResults(coords, values[0]);
   else
-    storeVectorResults(coords, values.size(), values);
-  channelValues = {};
+    epilogue.storeVectorResults(coords, values.size(), values);
 }
 
 FailureOr<LaunchConfig> GemmKernel::emitBody() {
@@ -217,7 +218,7 @@ void GemmKernel::convEpilogue(Conv2dOp op, const GemmConvGeometry &geometry,
         columns.channel = o;
       if (bias)
         columns.bias.push_back(load(bias, {o}));
-      columns.channelValues.push_back(evalChannel(channelAxis, o));
+      columns.channelValues.push_back(epilogue.evalChannel(channelAxis, o));
     }
     return columns;
   };
@@ -244,8 +245,8 @@ void GemmKernel::linearEpilogue(LinearOp op, GemmProblem &problem) {
         columns.channel = lane;
       // A kernel argument, or the concatenated biases of merged layers.
       if (bias)
-        columns.bias.push_back(readThroughViews(bias, {lane}));
-      columns.channelValues.push_back(evalChannel(channelAxis, lane));
+        columns.bias.push_back(views.readThroughViews(bias, {lane}));
+      columns.channelValues.push_back(epilogue.evalChannel(channelAxis, lane));
     }
     return columns;
   };
@@ -270,7 +271,7 @@ void GemmKernel::matmulEpilogue(MatmulOp op, GemmProblem &problem) {
       Value lane = mini(i ? addi(ni, idx(i)) : ni, idx(n - 1));
       if (i == 0)
         columns.channel = lane;
-      columns.channelValues.push_back(evalChannel(channelAxis, lane));
+      columns.channelValues.push_back(epilogue.evalChannel(channelAxis, lane));
     }
     return columns;
   };

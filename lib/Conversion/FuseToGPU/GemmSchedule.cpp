@@ -7,6 +7,8 @@
 
 #include "GemmSchedule.h"
 
+using namespace mlir;
+using namespace mlir::fuse;
 using namespace fusec::tiling;
 
 int64_t fusec::tiling::fitStages(int64_t deepest, int64_t shallowest,

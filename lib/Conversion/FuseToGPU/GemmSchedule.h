@@ -47,7 +47,7 @@ struct GemmSchedule {
 /// The deepest pipeline, from `deepest` down to `shallowest`, whose shared
 /// memory `bytes(stages)` fits in `limit` (`shallowest` when none does).
 int64_t fitStages(int64_t deepest, int64_t shallowest, int64_t limit,
-                  function_ref<int64_t(int64_t)> bytes);
+                  llvm::function_ref<int64_t(int64_t)> bytes);
 
 /// Whether `tile` is far wider than the problem, so that it computes mostly
 /// padding: more than 64 wide along m or n and at least twice the extent.
@@ -73,8 +73,8 @@ private:
 
 /// The error at `kernel` that opens with "tile <tile> does not suit
 /// <family>: "; the caller says what the family needs.
-InFlightDiagnostic unsuitableTile(KernelOp kernel, const GemmTile &tile,
-                                  StringRef family);
+mlir::InFlightDiagnostic unsuitableTile(mlir::fuse::KernelOp kernel,
+                                  const GemmTile &tile, llvm::StringRef family);
 
 } // namespace fusec::tiling
 

@@ -11,6 +11,9 @@
 #include "Families.h"
 #include "GemmSchedule.h"
 
+using namespace mlir;
+using namespace mlir::fuse;
+using fusec::TargetDescription;
 using namespace fusec::tiling;
 
 namespace {

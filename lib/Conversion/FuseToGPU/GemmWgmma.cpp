@@ -30,6 +30,9 @@
 #include "Pipeline.h"
 #include "Wgmma.h"
 
+using namespace mlir;
+using namespace mlir::fuse;
+using fusec::TargetDescription;
 using namespace fusec::tiling;
 
 namespace {

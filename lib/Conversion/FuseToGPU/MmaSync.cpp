@@ -5,6 +5,8 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 
+using namespace mlir;
+using namespace mlir::fuse;
 using namespace fusec::tiling;
 
 std::optional<MmaType> fusec::tiling::mmaTypeOf(Type elementType,

@@ -18,7 +18,7 @@ namespace fusec::tiling {
 
 /// What the element type asks of the instructions.
 struct MmaType {
-  NVVM::MMATypes ptx;
+  mlir::NVVM::MMATypes ptx;
   /// Bytes per element.
   int64_t bytes;
   /// The k of one mma.sync: 32 bytes of k either way.
@@ -28,39 +28,44 @@ struct MmaType {
 };
 
 /// f16 and bf16, and f32 as TF32 when `fp32Math` says so.
-std::optional<MmaType> mmaTypeOf(Type elementType, Fp32Math fp32Math);
+std::optional<MmaType> mmaTypeOf(mlir::Type elementType, Fp32Math fp32Math);
 
 /// Where element `col` of row `row` of a shared-memory tile `cols` wide
 /// lives: chunk c of row r moves to c ^ f(r), f cycling through every chunk
 /// of a 128-byte line over the rows that share it, so that the 8 rows one
 /// ldmatrix matrix (or 8 lanes of cp.async) reads cover all 32 banks. `cols`
 /// must be a power of two of chunks or a multiple of 8 of them.
-Value swizzleColumn(ImplicitLocOpBuilder &b, const MmaType &type,
-                    int64_t cols, Value row, Value col);
+mlir::Value swizzleColumn(mlir::ImplicitLocOpBuilder &b, const MmaType &type,
+                          int64_t cols, mlir::Value row, mlir::Value col);
 
 /// ldmatrix of `tiles` 8x8 matrices, each lane addressing one row at
 /// `indices` of `buffer`, as the 32-bit registers mma.sync takes
 /// (vector<2xf16> for f16, i32 otherwise).
-SmallVector<Value> emitLdmatrix(ImplicitLocOpBuilder &b, const MmaType &type,
-                                Value buffer, ValueRange indices,
-                                int64_t tiles, bool transpose);
+llvm::SmallVector<mlir::Value> emitLdmatrix(mlir::ImplicitLocOpBuilder &b,
+                                            const MmaType &type,
+                                            mlir::Value buffer,
+                                            mlir::ValueRange indices,
+                                            int64_t tiles, bool transpose);
 
 /// acc += a x b on one m16n8 fragment (4 f32 accumulators).
-SmallVector<Value> emitMma(ImplicitLocOpBuilder &b, const MmaType &type,
-                           ArrayRef<Value> a, ArrayRef<Value> bRegs,
-                           ArrayRef<Value> acc);
+llvm::SmallVector<mlir::Value> emitMma(mlir::ImplicitLocOpBuilder &b,
+                                       const MmaType &type,
+                                       llvm::ArrayRef<mlir::Value> a,
+                                       llvm::ArrayRef<mlir::Value> bRegs,
+                                       llvm::ArrayRef<mlir::Value> acc);
 
 /// Two f32 values as one 32-bit A register of `type` (16-bit types only):
 /// how an accumulator fragment becomes the A operand of the next mma.sync.
-Value packPair(ImplicitLocOpBuilder &b, const MmaType &type, Type elementType,
-               Value lo, Value hi);
+mlir::Value packPair(mlir::ImplicitLocOpBuilder &b, const MmaType &type,
+                     mlir::Type elementType, mlir::Value lo, mlir::Value hi);
 
 /// cp.async of one 16-byte chunk from `src[srcIndices]` to
 /// `dst[dstIndices]`, zero-filled (and reading nothing) where `inBounds` is
 /// false; the source indices are clamped to 0 there.
-void emitCopyChunk(ImplicitLocOpBuilder &b, const MmaType &type, Value dst,
-                   ValueRange dstIndices, Value src,
-                   SmallVector<Value> srcIndices, Value inBounds);
+void emitCopyChunk(mlir::ImplicitLocOpBuilder &b, const MmaType &type,
+                   mlir::Value dst, mlir::ValueRange dstIndices,
+                   mlir::Value src, llvm::SmallVector<mlir::Value> srcIndices,
+                   mlir::Value inBounds);
 
 } // namespace fusec::tiling
 

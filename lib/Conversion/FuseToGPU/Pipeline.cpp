@@ -7,6 +7,8 @@
 
 #include "Pipeline.h"
 
+using namespace mlir;
+using namespace mlir::fuse;
 using namespace fusec::tiling;
 
 void TmaPipeline::init() {

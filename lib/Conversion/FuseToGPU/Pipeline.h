@@ -34,7 +34,7 @@ namespace fusec::tiling {
 /// The stage an iteration uses, and the parity of the barrier phase it
 /// waits for (i32).
 struct PipelineState {
-  Value stage, parity;
+  mlir::Value stage, parity;
 };
 
 class TmaPipeline {
@@ -58,7 +58,8 @@ public:
 
   /// The pipeline over `barrierCount(config)` mbarriers at shared address
   /// `barriers` (i64).
-  TmaPipeline(ImplicitLocOpBuilder &b, Value barriers, Config config)
+  TmaPipeline(mlir::ImplicitLocOpBuilder &b, mlir::Value barriers,
+              Config config)
       : b(b), barriers(barriers), config(config) {}
 
   static int64_t barrierCount(const Config &config) {
@@ -71,36 +72,38 @@ public:
 
   /// The barriers (!llvm.ptr<3>): once-barrier `i`, full barrier `load` of
   /// `stage`, and the empty barrier of `stage`.
-  Value onceBarrier(int64_t i);
-  Value full(Value stage, int64_t load = 0) {
+  mlir::Value onceBarrier(int64_t i);
+  mlir::Value full(mlir::Value stage, int64_t load = 0) {
     return barrier(config.once + load * config.stages, stage);
   }
-  Value empty(Value stage) {
+  mlir::Value empty(mlir::Value stage) {
     return barrier(config.once + config.loads * config.stages, stage);
   }
 
   /// The producer's side of iteration `i`: waits until the consumers freed
   /// its stage, then arms a full barrier with the bytes its copies bring.
-  PipelineState producerState(Value i);
+  PipelineState producerState(mlir::Value i);
   void producerAcquire(const PipelineState &state);
-  void expectBytes(Value full, int64_t bytes);
+  void expectBytes(mlir::Value full, int64_t bytes);
 
   /// The consumers' side of iteration `i`: waits for full barrier `load`
   /// of its stage, and frees the stage (one thread per consumer warpgroup).
-  PipelineState consumerState(Value i);
+  PipelineState consumerState(mlir::Value i);
   void consumerWait(const PipelineState &state, int64_t load = 0);
-  void consumerRelease(Value stage);
+  void consumerRelease(mlir::Value stage);
 
 private:
   /// Barrier `first + stage`.
-  Value barrier(int64_t first, Value stage);
-  Value idx(int64_t v) { return arith::ConstantIndexOp::create(b, v); }
-  Value i32(int64_t v) {
-    return arith::ConstantIntOp::create(b, b.getI32Type(), v);
+  mlir::Value barrier(int64_t first, mlir::Value stage);
+  mlir::Value idx(int64_t v) {
+    return mlir::arith::ConstantIndexOp::create(b, v);
+  }
+  mlir::Value i32(int64_t v) {
+    return mlir::arith::ConstantIntOp::create(b, b.getI32Type(), v);
   }
 
-  ImplicitLocOpBuilder &b;
-  Value barriers;
+  mlir::ImplicitLocOpBuilder &b;
+  mlir::Value barriers;
   Config config;
 };
 
@@ -113,16 +116,16 @@ struct WarpgroupRegisters {
 /// A consumer thread: its index among the consumers' threads, its
 /// warpgroup among theirs, and whether it leads it (its first thread).
 struct ConsumerThread {
-  Value tid, warpgroup, leader;
+  mlir::Value tid, warpgroup, leader;
 };
 
 /// Warp specialisation of a block of threads `tid`: thread 0 of warpgroup 0
 /// runs `producer`, and the other warpgroups go on at the insertion point
 /// this leaves (the caller restores it); with `registers`, each side first
 /// moves to its share of the registers.
-ConsumerThread splitWarpgroups(ImplicitLocOpBuilder &b, Value tid,
+ConsumerThread splitWarpgroups(mlir::ImplicitLocOpBuilder &b, mlir::Value tid,
                                std::optional<WarpgroupRegisters> registers,
-                               function_ref<void()> producer);
+                               llvm::function_ref<void()> producer);
 
 } // namespace fusec::tiling
 

@@ -9,6 +9,9 @@
 
 #include "llvm/ADT/TypeSwitch.h"
 
+using namespace mlir;
+using namespace mlir::fuse;
+using fusec::TargetDescription;
 using namespace fusec::tiling;
 
 namespace {
@@ -51,9 +54,9 @@ private:
   void storeChannels(ArrayRef<Value> coords, ArrayRef<Value> values,
                      int64_t width) {
     if (!width)
-      storeResults(coords, values[0]);
+      epilogue.storeResults(coords, values[0]);
     else
-      storeVectorResults(coords, width, values);
+      epilogue.storeVectorResults(coords, width, values);
   }
 };
 } // namespace
@@ -139,7 +142,7 @@ LaunchConfig PoolResampleKernel::emitGlobalAvgPool(GlobalAvgPoolOp op) {
                                                   remi(r, w), layout));
                        return {addf(args[0], v)};
                      })[0];
-    storeResults(coords, mulf(sum, f32(1.0 / (h * w))));
+    epilogue.storeResults(coords, mulf(sum, f32(1.0 / (h * w))));
   });
 }
 

@@ -17,6 +17,9 @@
 
 #include "Families.h"
 
+using namespace mlir;
+using namespace mlir::fuse;
+using fusec::TargetDescription;
 using namespace fusec::tiling;
 
 namespace {
@@ -46,6 +49,22 @@ private:
   /// block): two aligned vectors, the lanes picked per value of `head`.
   SmallVector<SmallVector<Value>> affineLanes(Value base, Value head,
                                               int64_t width, int64_t length);
+
+  /// `m`, or 0 where it is -inf (a row, or a thread's part of one, whose
+  /// elements are all masked).
+  Value notNegInf(Value m);
+  /// emitStreamed's per-thread statistics `acc` with runs of input values
+  /// added (each run valid where `active`): {max, sum of exp(x - max)}
+  /// (online softmax), {sum of x - k, sum of (x - k)^2} with k = `shiftK`,
+  /// the row's first element (shifted sums: no cancellation when the mean
+  /// is large), {sum of x^2}.
+  SmallVector<Value> accumulateStatistics(ArrayRef<Value> acc,
+                                          ArrayRef<SmallVector<Value>> runs,
+                                          ArrayRef<Value> active, Value shiftK);
+  /// The row's parameters (as rowValue takes them) from the threads'
+  /// statistics `acc` of a row of `length`.
+  SmallVector<Value> streamedParams(ArrayRef<Value> acc, Value shiftK,
+                                    int64_t length);
 
   Value reduceBuffer;
   int64_t threads = kBlock;
@@ -221,7 +240,7 @@ FailureOr<LaunchConfig> RowReductionKernel::emitBody() {
   int64_t step = width ? width : 1;
   // The `step` input values from `coords` on: read from memory, or computed
   // by the fused prologue (elementwise ops producing the input).
-  using Full = SmallVector<std::pair<BlockArgument, Value>>;
+  using Full = EpilogueEvaluator::FullInputs;
   // With `keep`, the full-size inputs loaded on the way are kept there for
   // the stores (register-resident rows).
   auto inputLanes = [&](ArrayRef<Value> coords, Full *keep = nullptr) {
@@ -235,15 +254,13 @@ FailureOr<LaunchConfig> RowReductionKernel::emitBody() {
         lanes.push_back(toF32(vector::ExtractOp::create(b, vec, i)));
       return lanes;
     }
-    Full full = width ? loadFullInputs(coords, width) : Full();
+    Full full = width ? epilogue.loadFullInputs(coords, width) : Full();
     for (int64_t i = 0; i < step; ++i) {
       SmallVector<Value> at(coords);
       at.back() = addi(coords.back(), idx(i));
-      selectLane(full, i);
-      lanes.push_back(evalAt(input, at));
+      EpilogueEvaluator::ElementScope element(epilogue, full, i);
+      lanes.push_back(epilogue.evalAt(input, at));
     }
-    preloaded.clear();
-    cache.clear();
     if (keep)
       *keep = std::move(full);
     return lanes;
@@ -259,7 +276,7 @@ FailureOr<LaunchConfig> RowReductionKernel::emitBody() {
       at.back() = addi(coords.back(), idx(i));
       anchorValues.push_back(value(lanes[i], at));
     }
-    storeVectorResults(coords, width, anchorValues, full);
+    epilogue.storeVectorResults(coords, width, anchorValues, full);
   };
   std::function<Value(std::function<Value(Value)>, bool)> rowSum =
       [&](std::function<Value(Value)> term, bool isMax) {
@@ -284,7 +301,7 @@ FailureOr<LaunchConfig> RowReductionKernel::emitBody() {
                      elementCoords(muli(g, idx(step)));
                  SmallVector<Value> lanes = inputLanes(coords);
                  if (!width) {
-                   storeResults(coords, value(lanes[0], coords));
+                   epilogue.storeResults(coords, value(lanes[0], coords));
                    return {};
                  }
                  storeLanes(coords, lanes, value, nullptr);
@@ -349,6 +366,76 @@ FailureOr<LaunchConfig> RowReductionKernel::emitBody() {
   return LaunchConfig{{rows, 1, 1}, {kBlock, 1, 1}};
 }
 
+Value RowReductionKernel::notNegInf(Value m) {
+  return select(
+      arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, m, f32(-INFINITY)),
+      f32(0), m);
+}
+
+SmallVector<Value>
+RowReductionKernel::accumulateStatistics(ArrayRef<Value> acc,
+                                         ArrayRef<SmallVector<Value>> runs,
+                                         ArrayRef<Value> active, Value shiftK) {
+  if (isa<SoftmaxOp>(anchor)) {
+    Value m = acc[0];
+    for (auto [run, on] : llvm::zip_equal(runs, active)) {
+      Value runMax = f32(-INFINITY);
+      for (Value v : run)
+        runMax = maxf(runMax, v);
+      m = maxf(m, select(on, runMax, f32(-INFINITY)));
+    }
+    // Rescale the running sum to the new maximum (exp(-inf) = 0 for a
+    // thread that has seen only masked elements).
+    Value safe = notNegInf(m);
+    Value sum = mulf(acc[1], exp(subf(acc[0], safe)));
+    for (auto [run, on] : llvm::zip_equal(runs, active)) {
+      Value t = f32(0);
+      for (Value v : run)
+        t = addf(t, exp(subf(v, safe)));
+      sum = addf(sum, select(on, t, f32(0)));
+    }
+    return {m, sum};
+  }
+  SmallVector<Value> out(acc);
+  for (auto [run, on] : llvm::zip_equal(runs, active)) {
+    Value s1 = f32(0), s2 = f32(0);
+    for (Value v : run) {
+      Value d = shiftK ? subf(v, shiftK) : v;
+      s1 = addf(s1, d);
+      s2 = fma(d, d, s2);
+    }
+    if (shiftK) {
+      out[0] = addf(out[0], select(on, s1, f32(0)));
+      out[1] = addf(out[1], select(on, s2, f32(0)));
+    } else {
+      out[0] = addf(out[0], select(on, s2, f32(0)));
+    }
+  }
+  return out;
+}
+
+SmallVector<Value> RowReductionKernel::streamedParams(ArrayRef<Value> acc,
+                                                      Value shiftK,
+                                                      int64_t length) {
+  Value invLength = f32(1.0 / static_cast<double>(length));
+  if (isa<SoftmaxOp>(anchor)) {
+    Value max = notNegInf(blockReduce(acc[0], /*isMax=*/true));
+    Value sum = blockReduce(mulf(acc[1], exp(subf(acc[0], max))), false);
+    return {max, divf(f32(1), sum)};
+  }
+  double epsilon =
+      isa<LayerNormOp>(anchor)
+          ? cast<LayerNormOp>(anchor).getEpsilon().convertToDouble()
+          : cast<RmsNormOp>(anchor).getEpsilon().convertToDouble();
+  Value meanSq = mulf(blockReduce(acc.back(), false), invLength);
+  if (!shiftK)
+    return {math::RsqrtOp::create(b, addf(meanSq, f32(epsilon)))};
+  Value meanShift = mulf(blockReduce(acc[0], false), invLength);
+  Value var = maxf(subf(meanSq, mulf(meanShift, meanShift)), f32(0));
+  return {addf(shiftK, meanShift),
+          math::RsqrtOp::create(b, addf(var, f32(epsilon)))};
+}
+
 LaunchConfig RowReductionKernel::emitStreamed(Value input,
                                               ArrayRef<int64_t> shape,
                                               int64_t length, int64_t rows) {
@@ -367,7 +454,7 @@ LaunchConfig RowReductionKernel::emitStreamed(Value input,
   reduceBuffer = allocShared({threads / 32}, b.getF32Type());
   // Rows of several chunks keep their inputs in shared memory for the
   // second pass when they fit; otherwise that pass reads them again.
-  SmallVector<BlockArgument> full = fullInputs();
+  SmallVector<BlockArgument> full = epilogue.fullInputs();
   llvm::DenseMap<BlockArgument, Value> staged;
   int64_t stagedBytes = 0;
   for (BlockArgument arg : full)
@@ -398,64 +485,18 @@ LaunchConfig RowReductionKernel::emitStreamed(Value input,
                              addi(tid, muli(vectors, idx(width)))),
                       idx(0));
   auto inputAt = [&](Value j) {
-    preloaded.clear();
-    cache.clear();
-    return evalAt(input, coordsAt(j));
+    EpilogueEvaluator::ElementScope element(epilogue);
+    return epilogue.evalAt(input, coordsAt(j));
   };
 
-  // Per-thread statistics: {max, sum of exp(x - max)} (online softmax),
-  // {sum of x - k, sum of (x - k)^2} with k the row's first element
-  // (shifted sums: no cancellation when the mean is large), {sum of x^2}.
   Value shiftK = isa<LayerNormOp>(anchor) ? inputAt(idx(0)) : Value();
-  auto notNegInf = [&](Value m) {
-    return select(arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, m,
-                                        f32(-INFINITY)),
-                  f32(0), m);
-  };
-  SmallVector<Value> init =
-      isa<SoftmaxOp>(anchor)
-          ? SmallVector<Value>{f32(-INFINITY), f32(0)}
-          : (shiftK ? SmallVector<Value>{f32(0), f32(0)}
-                    : SmallVector<Value>{f32(0)});
-  // Adds a group of input values (each run of `lanes` valid when `active`).
+  SmallVector<Value> init = isa<SoftmaxOp>(anchor)
+                                ? SmallVector<Value>{f32(-INFINITY), f32(0)}
+                                : (shiftK ? SmallVector<Value>{f32(0), f32(0)}
+                                          : SmallVector<Value>{f32(0)});
   auto accumulate = [&](ArrayRef<Value> acc, ArrayRef<SmallVector<Value>> runs,
-                        ArrayRef<Value> active) -> SmallVector<Value> {
-    if (isa<SoftmaxOp>(anchor)) {
-      Value m = acc[0];
-      for (auto [run, on] : llvm::zip_equal(runs, active)) {
-        Value runMax = f32(-INFINITY);
-        for (Value v : run)
-          runMax = maxf(runMax, v);
-        m = maxf(m, select(on, runMax, f32(-INFINITY)));
-      }
-      // Rescale the running sum to the new maximum (exp(-inf) = 0 for a
-      // thread that has seen only masked elements).
-      Value safe = notNegInf(m);
-      Value sum = mulf(acc[1], exp(subf(acc[0], safe)));
-      for (auto [run, on] : llvm::zip_equal(runs, active)) {
-        Value t = f32(0);
-        for (Value v : run)
-          t = addf(t, exp(subf(v, safe)));
-        sum = addf(sum, select(on, t, f32(0)));
-      }
-      return {m, sum};
-    }
-    SmallVector<Value> out(acc);
-    for (auto [run, on] : llvm::zip_equal(runs, active)) {
-      Value s1 = f32(0), s2 = f32(0);
-      for (Value v : run) {
-        Value d = shiftK ? subf(v, shiftK) : v;
-        s1 = addf(s1, d);
-        s2 = fma(d, d, s2);
-      }
-      if (shiftK) {
-        out[0] = addf(out[0], select(on, s1, f32(0)));
-        out[1] = addf(out[1], select(on, s2, f32(0)));
-      } else {
-        out[0] = addf(out[0], select(on, s2, f32(0)));
-      }
-    }
-    return out;
+                        ArrayRef<Value> active) {
+    return accumulateStatistics(acc, runs, active, shiftK);
   };
 
   // Vector `u` of chunk `c` of this thread: its index (clamped so that the
@@ -471,17 +512,15 @@ LaunchConfig RowReductionKernel::emitStreamed(Value input,
     v = mini(v, subi(vectors, idx(1)));
     return Slot{v, active, coordsAt(addi(head, muli(v, idx(width))))};
   };
-  using Full = SmallVector<std::pair<BlockArgument, Value>>;
+  using Full = EpilogueEvaluator::FullInputs;
   auto laneValues = [&](const Slot &slot, const Full &loaded) {
     SmallVector<Value> values;
     for (int64_t i = 0; i < width; ++i) {
       SmallVector<Value> at(slot.coords);
       at.back() = addi(at.back(), idx(i));
-      selectLane(loaded, i);
-      values.push_back(evalAt(input, at));
+      EpilogueEvaluator::ElementScope element(epilogue, loaded, i);
+      values.push_back(epilogue.evalAt(input, at));
     }
-    preloaded.clear();
-    cache.clear();
     return values;
   };
   auto sharedType = [&](BlockArgument arg) {
@@ -499,7 +538,7 @@ LaunchConfig RowReductionKernel::emitStreamed(Value input,
     SmallVector<Full> loaded;
     for (int64_t u = 0; u < unroll; ++u) {
       slots.push_back(slotOf(c, u));
-      loaded.push_back(loadFullInputs(slots.back().coords, width));
+      loaded.push_back(epilogue.loadFullInputs(slots.back().coords, width));
     }
     for (auto [slot, vecs] : llvm::zip_equal(slots, loaded))
       for (auto [arg, vec] : vecs)
@@ -528,34 +567,13 @@ LaunchConfig RowReductionKernel::emitStreamed(Value input,
                  return firstPass(c, carried);
                });
 
-  // The row's parameters.
-  Value invLength = f32(1.0 / static_cast<double>(length));
-  SmallVector<Value> params;
-  if (isa<SoftmaxOp>(anchor)) {
-    Value max = notNegInf(blockReduce(acc[0], /*isMax=*/true));
-    Value sum = blockReduce(mulf(acc[1], exp(subf(acc[0], max))), false);
-    params = {max, divf(f32(1), sum)};
-  } else {
-    double epsilon = isa<LayerNormOp>(anchor)
-                         ? cast<LayerNormOp>(anchor).getEpsilon().convertToDouble()
-                         : cast<RmsNormOp>(anchor).getEpsilon().convertToDouble();
-    Value meanSq = mulf(blockReduce(acc.back(), false), invLength);
-    if (shiftK) {
-      Value meanShift = mulf(blockReduce(acc[0], false), invLength);
-      Value var =
-          maxf(subf(meanSq, mulf(meanShift, meanShift)), f32(0));
-      params = {addf(shiftK, meanShift),
-                math::RsqrtOp::create(b, addf(var, f32(epsilon)))};
-    } else {
-      params = {math::RsqrtOp::create(b, addf(meanSq, f32(epsilon)))};
-    }
-  }
+  SmallVector<Value> params = streamedParams(acc, shiftK, length);
 
   // Second pass: the results.
   ifThen(hasEdge, [&] {
     Value v = inputAt(edge);
     SmallVector<Value> coords = coordsAt(edge);
-    storeResults(coords, rowValue(v, coords, params));
+    epilogue.storeResults(coords, rowValue(v, coords, params));
   });
   auto secondPass = [&](Value c) {
     SmallVector<Slot> slots = kept;
@@ -564,7 +582,7 @@ LaunchConfig RowReductionKernel::emitStreamed(Value input,
       for (int64_t u = 0; u < unroll; ++u) {
         slots.push_back(slotOf(c, u));
         if (staged.empty()) {
-          loaded.push_back(loadFullInputs(slots.back().coords, width));
+          loaded.push_back(epilogue.loadFullInputs(slots.back().coords, width));
           continue;
         }
         Full &vecs = loaded.emplace_back();
@@ -591,7 +609,7 @@ LaunchConfig RowReductionKernel::emitStreamed(Value input,
             perLane.push_back(operandLanes[i]);
           anchorValues.push_back(rowValue(v, at, params, perLane));
         }
-        storeVectorResults(slot.coords, width, anchorValues, &vecs);
+        epilogue.storeVectorResults(slot.coords, width, anchorValues, &vecs);
       });
   };
   if (chunks == 1)

@@ -4,6 +4,9 @@
 
 #include "fusec/Conversion/FuseToGPU.h"
 
+using namespace mlir;
+using namespace mlir::fuse;
+using fusec::TargetDescription;
 using namespace fusec::tiling;
 
 /// The families that take a tile and take the kernel, in table order.

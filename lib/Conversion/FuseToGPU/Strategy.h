@@ -21,18 +21,19 @@ namespace fusec::tiling {
 /// first family that takes the kernel, with its heuristic tile. `source`
 /// goes into the config. Fails when none fits, with an error at the kernel
 /// unless `quiet`.
-FailureOr<KernelConfigAttr> selectConfig(const KernelQuery &query,
-                                         TileAttr tile, llvm::StringRef source,
-                                         bool quiet = false);
+mlir::FailureOr<mlir::fuse::KernelConfigAttr>
+selectConfig(const KernelQuery &query, mlir::fuse::TileAttr tile,
+             llvm::StringRef source, bool quiet = false);
 
 /// Whether `config` suits the kernel: its family takes it and accepts its
 /// tile, of the family's kind. An error at the kernel if not.
-LogicalResult verifyConfig(const KernelQuery &query, KernelConfigAttr config);
+mlir::LogicalResult verifyConfig(const KernelQuery &query,
+                                 mlir::fuse::KernelConfigAttr config);
 
 /// Generates the kernel into `module` as `config` says.
-FailureOr<LaunchConfig> emitKernel(const KernelQuery &query,
-                                   gpu::GPUModuleOp module,
-                                   KernelConfigAttr config);
+mlir::FailureOr<LaunchConfig> emitKernel(const KernelQuery &query,
+                                         mlir::gpu::GPUModuleOp module,
+                                         mlir::fuse::KernelConfigAttr config);
 
 /// The target and options the tiling passes' `arch`, `sm-count` and
 /// `fp32-math` name; an error at `module` if they are not valid.
@@ -40,10 +41,10 @@ struct TilingTarget {
   TargetDescription target;
   TilingOptions options;
 };
-FailureOr<TilingTarget> parseTilingTarget(ModuleOp module,
-                                          llvm::StringRef arch,
-                                          int64_t smCount,
-                                          llvm::StringRef fp32Math);
+mlir::FailureOr<TilingTarget> parseTilingTarget(mlir::ModuleOp module,
+                                                llvm::StringRef arch,
+                                                int64_t smCount,
+                                                llvm::StringRef fp32Math);
 
 } // namespace fusec::tiling
 

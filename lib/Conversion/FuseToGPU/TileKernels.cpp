@@ -25,6 +25,7 @@ namespace fusec {
 
 using namespace mlir;
 using namespace mlir::fuse;
+using fusec::TargetDescription;
 using namespace fusec;
 using namespace fusec::tiling;
 

@@ -3,6 +3,8 @@
 #include "Wgmma.h"
 
 
+using namespace mlir;
+using namespace mlir::fuse;
 using namespace fusec::tiling;
 using namespace fusec::tiling::wgmma;
 

@@ -27,58 +27,66 @@ namespace fusec::tiling::wgmma {
 
 /// Whether TMA can address a tensor of these extents: a box's coordinates
 /// are signed 32-bit.
-inline bool tmaAddressable(ArrayRef<int64_t> dims) {
+inline bool tmaAddressable(llvm::ArrayRef<int64_t> dims) {
   return llvm::all_of(dims, [](int64_t d) { return d < (int64_t(1) << 31); });
 }
 
 /// The 32-bit shared-memory address of `view`'s first byte, as i64.
-Value sharedAddress(ImplicitLocOpBuilder &b, Value view);
+mlir::Value sharedAddress(mlir::ImplicitLocOpBuilder &b, mlir::Value view);
 /// A pointer in address space `space` (3: shared::cta, 7: shared::cluster)
 /// to the shared address `address` (i64).
-Value sharedPointer(ImplicitLocOpBuilder &b, Value address, unsigned space);
+mlir::Value sharedPointer(mlir::ImplicitLocOpBuilder &b, mlir::Value address,
+                          unsigned space);
 /// `address` + `bytes` (i64).
-Value offset(ImplicitLocOpBuilder &b, Value address, int64_t bytes);
-Value offset(ImplicitLocOpBuilder &b, Value address, Value index,
-             int64_t bytesPerIndex);
+mlir::Value offset(mlir::ImplicitLocOpBuilder &b, mlir::Value address,
+                   int64_t bytes);
+mlir::Value offset(mlir::ImplicitLocOpBuilder &b, mlir::Value address,
+                   mlir::Value index, int64_t bytesPerIndex);
 
 /// The shared-memory descriptor of the tile at `address`: K-major, or
 /// MN-major with panels `panelBytes` apart (see above).
-Value descriptor(ImplicitLocOpBuilder &b, Value address, bool kMajor,
-                 int64_t panelBytes);
+mlir::Value descriptor(mlir::ImplicitLocOpBuilder &b, mlir::Value address,
+                       bool kMajor, int64_t panelBytes);
 
 /// acc (an !llvm.struct of n/2 f32) += A (m64 x k16, shared memory) x B
 /// (k16 x n, shared memory), 16-bit `type` (f16 or bf16).
-Value mmaSS(ImplicitLocOpBuilder &b, Value acc, Value descA, Value descB,
-            int64_t n, Type type, bool aKMajor, bool bKMajor);
+mlir::Value mmaSS(mlir::ImplicitLocOpBuilder &b, mlir::Value acc,
+                  mlir::Value descA, mlir::Value descB, int64_t n,
+                  mlir::Type type, bool aKMajor, bool bKMajor);
 /// The same with A from registers: 4 32-bit registers per thread, each two
 /// 16-bit values, in mma.sync's m16n8k16 A layout for the warp's 16 rows
 /// (packPair of two accumulators). MLIR's nvvm.wgmma.mma_async takes A as
 /// a descriptor only, so this is inline PTX.
-Value mmaRS(ImplicitLocOpBuilder &b, Value acc, ArrayRef<Value> a, Value descB,
-            int64_t n, Type type, bool bKMajor);
+mlir::Value mmaRS(mlir::ImplicitLocOpBuilder &b, mlir::Value acc,
+                  llvm::ArrayRef<mlir::Value> a, mlir::Value descB, int64_t n,
+                  mlir::Type type, bool bKMajor);
 
 /// An !llvm.struct of n/2 zero f32: wgmma's m64nN accumulators.
-Value zeroAccumulators(ImplicitLocOpBuilder &b, int64_t n);
+mlir::Value zeroAccumulators(mlir::ImplicitLocOpBuilder &b, int64_t n);
 /// Field i of accumulators `acc`: thread (warp w, lane 4g + t) holds
 /// C[16w + g + 8 (i % 4 / 2)][8 (i / 4) + 2t + i % 2] of the warp's m64.
-SmallVector<Value> accumulatorValues(ImplicitLocOpBuilder &b, Value acc);
+llvm::SmallVector<mlir::Value> accumulatorValues(mlir::ImplicitLocOpBuilder &b,
+                                                 mlir::Value acc);
 /// The accumulators rebuilt from `values` (after scaling them, say).
-Value accumulatorStruct(ImplicitLocOpBuilder &b, ArrayRef<Value> values);
+mlir::Value accumulatorStruct(mlir::ImplicitLocOpBuilder &b,
+                              llvm::ArrayRef<mlir::Value> values);
 
 /// bar.sync `id`, `threads` (a multiple of 32): synchronises part of the
 /// block, so that warps that left are not waited for.
-void namedBarrier(ImplicitLocOpBuilder &b, int64_t id, int64_t threads);
+void namedBarrier(mlir::ImplicitLocOpBuilder &b, int64_t id, int64_t threads);
 
 /// Waits until the mbarrier at `bar` (!llvm.ptr<3>) completes the phase of
 /// parity `parity` (i32); a fresh barrier's phase of parity 1 counts as
 /// complete.
-void waitBarrier(ImplicitLocOpBuilder &b, Value bar, Value parity);
+void waitBarrier(mlir::ImplicitLocOpBuilder &b, mlir::Value bar,
+                 mlir::Value parity);
 
 /// TMA copy of one box of tensor map `map` at `coords` (innermost first,
 /// i32) into shared address `dst`, completing on the mbarrier `bar`; an
 /// im2col map takes the pixel offsets `im2colOffsets` (i16) too.
-void copyBox(ImplicitLocOpBuilder &b, Value dst, Value map, ValueRange coords,
-             Value bar, ValueRange im2colOffsets = {});
+void copyBox(mlir::ImplicitLocOpBuilder &b, mlir::Value dst, mlir::Value map,
+             mlir::ValueRange coords, mlir::Value bar,
+             mlir::ValueRange im2colOffsets = {});
 
 } // namespace fusec::tiling::wgmma
 

@@ -1,0 +1,317 @@
+//===- EpilogueEvaluator.cpp - The fused epilogue at one element ----------===//
+
+#include "EpilogueEvaluator.h"
+
+#include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::fuse;
+using namespace fusec::tiling;
+
+//===----------------------------------------------------------------------===//
+// Scopes
+//===----------------------------------------------------------------------===//
+
+void EpilogueEvaluator::clearElement() {
+  cache.clear();
+  preloaded.clear();
+  channelLane = 0;
+}
+
+EpilogueEvaluator::ElementScope::ElementScope(EpilogueEvaluator &evaluator)
+    : evaluator(evaluator) {
+  assert(!evaluator.inElement && "element scopes do not nest");
+  evaluator.inElement = true;
+  evaluator.clearElement();
+}
+
+EpilogueEvaluator::ElementScope::ElementScope(
+    EpilogueEvaluator &evaluator,
+    ArrayRef<std::pair<BlockArgument, Value>> full, int64_t lane)
+    : ElementScope(evaluator) {
+  for (auto [arg, vec] : full)
+    evaluator.preloaded[arg] =
+        evaluator.toF32(vector::ExtractOp::create(evaluator.b, vec, lane));
+  // One map per lane, or one for all.
+  evaluator.channelLane = evaluator.channelValues.size() > 1 ? lane : 0;
+}
+
+EpilogueEvaluator::ElementScope::~ElementScope() {
+  evaluator.clearElement();
+  evaluator.inElement = false;
+}
+
+EpilogueEvaluator::ChannelScope::ChannelScope(EpilogueEvaluator &evaluator,
+                                              int64_t axis,
+                                              ArrayRef<ChannelValues> values)
+    : evaluator(evaluator), savedAxis(evaluator.channelAxis),
+      savedValues(evaluator.channelValues) {
+  evaluator.channelAxis = axis;
+  evaluator.channelValues = values;
+}
+
+EpilogueEvaluator::ChannelScope::~ChannelScope() {
+  evaluator.channelAxis = savedAxis;
+  evaluator.channelValues = savedValues;
+}
+
+//===----------------------------------------------------------------------===//
+// Evaluation
+//===----------------------------------------------------------------------===//
+
+/// Calls `fn(operand, axis)` for each per-channel operand in `kernel`.
+static void forEachChannelOperand(KernelOp kernel,
+                                  function_ref<void(Value, int64_t)> fn) {
+  kernel.getBody().walk([&](Operation *op) {
+    llvm::TypeSwitch<Operation *>(op)
+        .Case([&](BiasAddOp o) {
+          auto axis = static_cast<int64_t>(o.getAxis());
+          fn(o.getBias(), axis < 0 ? axis + o.getType().getRank() : axis);
+        })
+        .Case([&](ScaleShiftOp o) {
+          fn(o.getScale(), o.getChannelAxis());
+          fn(o.getShift(), o.getChannelAxis());
+        })
+        .Case([&](BatchNormOp o) {
+          for (Value v :
+               {o.getMean(), o.getVariance(), o.getScale(), o.getShift()})
+            fn(v, o.getChannelAxis());
+        });
+  });
+}
+
+SmallVector<Value> EpilogueEvaluator::channelOperands(int64_t axis) {
+  llvm::SetVector<Value> operands;
+  forEachChannelOperand(kernel, [&](Value v, int64_t a) {
+    if (a == axis)
+      operands.insert(v);
+  });
+  return operands.takeVector();
+}
+
+EpilogueEvaluator::ChannelValues EpilogueEvaluator::evalChannel(int64_t axis,
+                                                                Value c) {
+  ChannelValues values;
+  ElementScope element(*this);
+  for (Value v : channelOperands(axis))
+    values[v] = evalAt(v, {c});
+  return values;
+}
+
+SmallVector<Value> EpilogueEvaluator::evalResults(ArrayRef<Value> coords,
+                                                  Value anchorValue) {
+  anchorScalar = anchorValue;
+  SmallVector<Value> values;
+  for (Value value : yield().getValues())
+    values.push_back(evalAt(value, coords));
+  return values;
+}
+
+void EpilogueEvaluator::storeResults(ArrayRef<Value> coords,
+                                     Value anchorValue) {
+  ElementScope element(*this);
+  for (auto [value, out] :
+       llvm::zip_equal(evalResults(coords, anchorValue), outputs))
+    store(value, out, coords);
+}
+
+Value EpilogueEvaluator::evalUnary(Operation *op, Value x) {
+  return llvm::TypeSwitch<Operation *, Value>(op)
+      .Case([&](ReluOp) { return maxf(x, f32(0)); })
+      .Case([&](Relu6Op) { return minf(maxf(x, f32(0)), f32(6)); })
+      .Case([&](ClampOp o) {
+        return minf(maxf(x, f32(o.getMin().convertToDouble())),
+                    f32(o.getMax().convertToDouble()));
+      })
+      .Case([&](LeakyReluOp o) {
+        Value neg = mulf(x, f32(o.getAlpha().convertToDouble()));
+        return select(
+            arith::CmpFOp::create(b, arith::CmpFPredicate::OGE, x, f32(0)), x,
+            neg);
+      })
+      .Case([&](GeluOp o) {
+        Value half = mulf(x, f32(0.5));
+        if (o.getApproximate() == GeluApproximation::Tanh) {
+          Value x3 = mulf(mulf(x, x), x);
+          Value inner =
+              mulf(f32(std::sqrt(2.0 / M_PI)), fma(x3, f32(0.044715), x));
+          return mulf(half, addf(f32(1), math::TanhOp::create(b, inner)));
+        }
+        Value erf = math::ErfOp::create(b, mulf(x, f32(M_SQRT1_2)));
+        return mulf(half, addf(f32(1), erf));
+      })
+      .Case([&](SiluOp) {
+        return divf(x, addf(f32(1), exp(arith::NegFOp::create(b, x))));
+      })
+      .Case([&](SigmoidOp) {
+        return divf(f32(1), addf(f32(1), exp(arith::NegFOp::create(b, x))));
+      })
+      .Case([&](TanhOp) { return math::TanhOp::create(b, x); })
+      .Case([&](HardSwishOp) {
+        Value r6 = minf(maxf(addf(x, f32(3)), f32(0)), f32(6));
+        return mulf(x, mulf(r6, f32(1.0 / 6.0)));
+      })
+      .Case([&](CastOp o) {
+        Type to = o.getType().getElementType();
+        if (to.isF32())
+          return x;
+        return toF32(arith::TruncFOp::create(b, to, x));
+      })
+      .Default([](Operation *) { return Value(); });
+}
+
+Value EpilogueEvaluator::evalConcat(ConcatOp op, ArrayRef<Value> coords) {
+  auto axis = static_cast<int64_t>(op.getAxis());
+  if (axis < 0)
+    axis += coords.size();
+  // Only the operand holding the element is read: a branch per boundary.
+  // Values computed inside a branch do not dominate what follows it, so
+  // the cache is restored after each.
+  std::function<Value(size_t, int64_t)> from = [&](size_t i,
+                                                   int64_t start) -> Value {
+    Value operand = op.getInputs()[i];
+    auto read = [&, operand, start]() -> Value {
+      SmallVector<Value> at(coords);
+      if (start)
+        at[axis] = subi(at[axis], idx(start));
+      llvm::DenseMap<Value, Value> saved = cache;
+      Value value = evalAt(operand, at);
+      cache = std::move(saved);
+      return value;
+    };
+    if (i + 1 == op.getInputs().size())
+      return read();
+    int64_t end = start + shapeOf(operand)[axis];
+    return ifElse(ltc(coords[axis], end), read,
+                  [&] { return from(i + 1, end); });
+  };
+  return from(0, 0);
+}
+
+Value EpilogueEvaluator::evalAt(Value v, ArrayRef<Value> coords) {
+  if (v == anchorResult)
+    return anchorScalar;
+  if (Value known = preloaded.lookup(v))
+    return known;
+  if (auto arg = dyn_cast<BlockArgument>(v))
+    return load(memrefOf.lookup(arg), coords);
+  // A value is always read at the same function of the element's
+  // coordinates (broadcasting is consistent), so it is computed once per
+  // element.
+  if (Value hit = cache.lookup(v))
+    return hit;
+  Operation *op = v.getDefiningOp();
+  auto at = [&](Value operand) {
+    return evalAt(operand, broadcastCoords(coords, shapeOf(operand)));
+  };
+  auto channel = [&](Value vec, int64_t axis) {
+    if (axis == channelAxis && !channelValues.empty())
+      if (Value known = channelValues[channelLane].lookup(vec))
+        return known;
+    return evalAt(vec, {coords[axis]});
+  };
+  Value result =
+      llvm::TypeSwitch<Operation *, Value>(op)
+          .Case([&](SliceOp o) {
+            return evalAt(o.getInput(), sliceSourceCoords(o, coords));
+          })
+          .Case([&](ConcatOp o) { return evalConcat(o, coords); })
+          .Case([&](TransposeOp o) {
+            // A transpose of the anchor's result (isAnchorView).
+            return evalAt(o.getInput(), transposeSourceCoords(o, coords));
+          })
+          .Case([&](AddOp o) { return addf(at(o.getLhs()), at(o.getRhs())); })
+          .Case([&](SubOp o) { return subf(at(o.getLhs()), at(o.getRhs())); })
+          .Case([&](MulOp o) { return mulf(at(o.getLhs()), at(o.getRhs())); })
+          .Case([&](DivOp o) { return divf(at(o.getLhs()), at(o.getRhs())); })
+          .Case([&](BiasAddOp o) {
+            int64_t axis = static_cast<int64_t>(o.getAxis());
+            if (axis < 0)
+              axis += coords.size();
+            return addf(evalAt(o.getInput(), coords),
+                        channel(o.getBias(), axis));
+          })
+          .Case([&](ScaleShiftOp o) {
+            int64_t axis = o.getChannelAxis();
+            return fma(evalAt(o.getInput(), coords),
+                       channel(o.getScale(), axis),
+                       channel(o.getShift(), axis));
+          })
+          .Case([&](BatchNormOp o) {
+            int64_t axis = o.getChannelAxis();
+            Value x = evalAt(o.getInput(), coords);
+            Value inv = math::RsqrtOp::create(
+                b, addf(channel(o.getVariance(), axis),
+                        f32(o.getEpsilon().convertToDouble())));
+            Value scale = mulf(inv, channel(o.getScale(), axis));
+            return fma(subf(x, channel(o.getMean(), axis)), scale,
+                       channel(o.getShift(), axis));
+          })
+          .Case([&](BatchNormCoefficientsOp o) {
+            Value var = evalAt(o.getVariance(), coords);
+            Value eps = f32(o.getEpsilon().convertToDouble());
+            Value scale = mulf(evalAt(o.getScale(), coords),
+                               math::RsqrtOp::create(b, addf(var, eps)));
+            if (v == o.getResultScale())
+              return scale;
+            return subf(evalAt(o.getShift(), coords),
+                        mulf(evalAt(o.getMean(), coords), scale));
+          })
+          .Default([&](Operation *o) {
+            return evalUnary(o, evalAt(o->getOperand(0), coords));
+          });
+  assert(result && "unexpected op in a kernel epilogue");
+  cache[v] = result;
+  return result;
+}
+
+//===----------------------------------------------------------------------===//
+// Vectors
+//===----------------------------------------------------------------------===//
+
+EpilogueEvaluator::FullInputs
+EpilogueEvaluator::loadFullInputs(ArrayRef<Value> coords, int64_t width) {
+  FullInputs full;
+  for (BlockArgument arg : fullInputs())
+    full.emplace_back(arg, loadVector(memrefOf.lookup(arg), coords, width));
+  return full;
+}
+
+SmallVector<BlockArgument> EpilogueEvaluator::fullInputs() {
+  ArrayRef<int64_t> shape = shapeOf(yield().getValues()[0]);
+  SmallVector<BlockArgument> args;
+  for (BlockArgument arg : kernel.getBody().getArguments())
+    // An argument read through a view is read at other coordinates.
+    if (shapeOf(arg) == shape && !arg.use_empty() &&
+        llvm::none_of(arg.getUsers(), isView))
+      args.push_back(arg);
+  return args;
+}
+
+void EpilogueEvaluator::storeVectorResults(ArrayRef<Value> coords,
+                                           int64_t width,
+                                           ArrayRef<Value> anchorValues,
+                                           const FullInputs *loaded) {
+  auto full = loaded ? *loaded : loadFullInputs(coords, width);
+  SmallVector<SmallVector<Value>> lanes(outputs.size());
+  for (int64_t i = 0; i < width; ++i) {
+    SmallVector<Value> at(coords);
+    at.back() = addi(coords.back(), idx(i));
+    ElementScope element(*this, full, i);
+    Value anchorValue = anchorValues.empty() ? Value() : anchorValues[i];
+    for (auto [k, value] : llvm::enumerate(evalResults(at, anchorValue))) {
+      Type type = cast<MemRefType>(outputs[k].getType()).getElementType();
+      lanes[k].push_back(
+          value.getType() == type
+              ? value
+              : arith::TruncFOp::create(b, type, value).getResult());
+    }
+  }
+  for (auto [out, values] : llvm::zip_equal(outputs, lanes))
+    vector::StoreOp::create(
+        b, vector::FromElementsOp::create(b, vectorOf(out, width), values), out,
+        coords, /*nontemporal=*/false, alignOf(out, width));
+}
