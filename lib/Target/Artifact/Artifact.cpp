@@ -175,8 +175,8 @@ fusec::writeArtifactHeader(ModuleOp module, StringRef kind, StringRef arch) {
   std::string text = "// fusec artifact v1\n// fusec-plan: ";
   llvm::raw_string_ostream os(text);
   os << llvm::json::Value(std::move(writer.result)) << "\n";
-  // How each kernel was configured, for people and for `fusec tune` (no
-  // runtime reads it).
+  // How each kernel was configured, for people (no runtime reads it; tools
+  // take the same from compileArtifact's records).
   os << "// fusec-kernels: " << llvm::json::Value(std::move(writer.kernels))
      << "\n";
   return text;

@@ -9,6 +9,7 @@
 #include "CUDAEmitter.h"
 
 #include "Fuse/FuseDialect.h"
+#include "fusec/Conversion/AttrNames.h"
 #include "fusec/Target/Artifact.h"
 #include "fusec/Target/CUDA.h"
 #include "fusec/Target/TargetDescription.h"
@@ -518,9 +519,9 @@ LogicalResult Emitter::printOperation(Operation &op) {
 /// tile its kernel builder recorded on it.
 static void printKernelComment(raw_ostream &os, gpu::GPUFuncOp func) {
   os << "// " << func.getName();
-  if (auto family = func->getAttrOfType<StringAttr>("fusec.family"))
+  if (auto family = func->getAttrOfType<StringAttr>(fusec::kFamilyAttr))
     os << ": " << family.getValue();
-  if (Attribute tile = func->getAttr("fusec.tile"))
+  if (Attribute tile = func->getAttr(fusec::kTileAttr))
     os << ", " << tile;
   os << "\n";
 }
