@@ -305,6 +305,9 @@ Measured Tuner::measure(ModuleOp single, fuse::KernelOp kernel,
   auto func = *copy->getOps<func::FuncOp>().begin();
   if (tile)
     (*func.getOps<fuse::KernelOp>().begin()).setTileAttr(tile);
+  // Read before compiling: the pipeline lowers `func` away.
+  Type element =
+      cast<RankedTensorType>(func.getResultTypes()[0]).getElementType();
   PipelineOptions pipeline;
   pipeline.arch = target->chip;
   pipeline.smCount = gpu->multiprocessorCount();
@@ -354,8 +357,6 @@ Measured Tuner::measure(ModuleOp single, fuse::KernelOp kernel,
     m.results.emplace_back(std::move(t.shape), std::move(t.data));
   if (reference) {
     m.error = worstError(m.results, *reference);
-    Type element = cast<RankedTensorType>(func.getResultTypes()[0])
-                       .getElementType();
     double limit = ref::tolerance(*ref::getDType(element),
                                   options.fp32Math == "tf32");
     if (!(m.error <= limit)) {
