@@ -209,15 +209,15 @@ const char *fusec_jit_graph_mlir(fusec_jit_graph *graph);
 
 /* Null strings take the defaults of fusec::jit::TuneOptions. */
 typedef struct fusec_jit_tune_options {
-  const char *arch;      /* null: the GPU's own (sm_90a on an H100) */
-  const char *fp32_math; /* "ieee" (null) or "tf32" */
-  const char *tuning_db; /* the database written; null for the default */
-  const char *entry;     /* the graph function, or null */
-  int device;            /* the GPU that measures */
-  unsigned long long seed;  /* of the random inputs */
-  unsigned repeat;          /* runs per timing, at least 1 */
-  double reference_gflop;   /* larger kernels: checked against the
-                               heuristic's output, not the reference */
+  const char *arch;        /* null: the GPU's own (sm_90a on an H100) */
+  const char *fp32_math;   /* "ieee" (null) or "tf32" */
+  const char *tuning_db;   /* the database written; null for the default */
+  const char *entry;       /* the graph function, or null */
+  int device;              /* the GPU that measures */
+  unsigned long long seed; /* of the random inputs */
+  unsigned repeat;         /* runs per timing, at least 1 */
+  double reference_gflop;  /* larger kernels: checked against the
+                              heuristic's output, not the reference */
 } fusec_jit_tune_options;
 
 /* Mirrors fusec::jit::TuneStatus. */

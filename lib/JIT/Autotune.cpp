@@ -44,10 +44,10 @@ OwningOpRef<ModuleOp> kernelModule(fuse::KernelOp kernel) {
   Location loc = kernel.getLoc();
   OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
   b.setInsertionPointToEnd(module->getBody());
-  auto func = func::FuncOp::create(
-      b, loc, kernel.getName(),
-      b.getFunctionType(kernel.getInputs().getTypes(),
-                        kernel.getResultTypes()));
+  auto func =
+      func::FuncOp::create(b, loc, kernel.getName(),
+                           b.getFunctionType(kernel.getInputs().getTypes(),
+                                             kernel.getResultTypes()));
   Block *entry = func.addEntryBlock();
   b.setInsertionPointToEnd(entry);
   IRMapping map;
@@ -151,8 +151,7 @@ private:
   /// error reported) on failure.
   bool prepare();
   bool tuneKernel(size_t index, size_t count, fuse::KernelOp kernel);
-  Measured measure(ModuleOp single, fuse::KernelOp kernel,
-                   fuse::TileAttr tile,
+  Measured measure(ModuleOp single, fuse::KernelOp kernel, fuse::TileAttr tile,
                    const std::vector<ref::Tensor> *reference);
   void summarise();
 
@@ -182,8 +181,8 @@ private:
       result.warnings += text;
     }
     if (!text.empty())
-      say(failed ? TuneMessage::Kind::Error : TuneMessage::Kind::Warning,
-          text, /*located=*/true);
+      say(failed ? TuneMessage::Kind::Error : TuneMessage::Kind::Warning, text,
+          /*located=*/true);
     return !failed;
   }
   double elapsed() const {
@@ -239,8 +238,7 @@ bool Tuner::prepare() {
     result.warnings += "warning: " + w + "\n";
     say(TuneMessage::Kind::Warning, w);
   }
-  if (rt::Status status = rt::Device::open(options.device, gpu);
-      !status.isOk())
+  if (rt::Status status = rt::Device::open(options.device, gpu); !status.isOk())
     return fail(TuneStatus::NoDevice,
                 "fusec tune measures on a GPU: " + status.message());
   chip = options.arch.empty()
@@ -343,8 +341,8 @@ Measured Tuner::measure(ModuleOp single, fuse::KernelOp kernel,
     return m;
   }
   if (!buffers) {
-    buffers = DeviceRun::create(gpu, loaded->plan(), hostTensors(inputs),
-                                m.why);
+    buffers =
+        DeviceRun::create(gpu, loaded->plan(), hostTensors(inputs), m.why);
     if (!buffers)
       return m;
   }
@@ -357,8 +355,8 @@ Measured Tuner::measure(ModuleOp single, fuse::KernelOp kernel,
     m.results.emplace_back(std::move(t.shape), std::move(t.data));
   if (reference) {
     m.error = worstError(m.results, *reference);
-    double limit = ref::tolerance(*ref::getDType(element),
-                                  options.fp32Math == "tf32");
+    double limit =
+        ref::tolerance(*ref::getDType(element), options.fp32Math == "tf32");
     if (!(m.error <= limit)) {
       m.why = llvm::formatv("relative error {0:e} over the limit {1:e}",
                             m.error, limit);
@@ -406,18 +404,18 @@ bool Tuner::tuneKernel(size_t index, size_t count, fuse::KernelOp kernel) {
     reference = heuristic.results;
     against = "the heuristic configuration's output";
   }
-  progress(head + what + ": " + std::to_string(candidates.size()) +
-           " candidates, checked against " + against + "; heuristic " +
-           heuristic.family + " " + tileText(heuristic.tile) +
-           llvm::formatv(": {0:f3} ms  [{1:f1} s]", heuristic.ms, elapsed())
-               .str());
+  progress(
+      head + what + ": " + std::to_string(candidates.size()) +
+      " candidates, checked against " + against + "; heuristic " +
+      heuristic.family + " " + tileText(heuristic.tile) +
+      llvm::formatv(": {0:f3} ms  [{1:f1} s]", heuristic.ms, elapsed()).str());
   Measured best = heuristic;
   fuse::TileAttr bestTile;
   for (auto [c, tile] : llvm::enumerate(candidates)) {
     Measured m = measure(*single, kernel, tile, &reference);
-    std::string line = llvm::formatv("      {0}/{1} {2} {3}: ", c + 1,
-                                     candidates.size(), m.family,
-                                     tileText(tile));
+    std::string line =
+        llvm::formatv("      {0}/{1} {2} {3}: ", c + 1, candidates.size(),
+                      m.family, tileText(tile));
     if (!m.ms) {
       progress(line + "refused, " + m.why);
       continue;
@@ -450,8 +448,9 @@ bool Tuner::tuneKernel(size_t index, size_t count, fuse::KernelOp kernel) {
     progress(llvm::formatv("      again, in turns: {0:f3} ms against the "
                            "heuristic's {1:f3} ms{2}",
                            best.ms, heuristic.ms,
-                           beats ? "" : ": within the noise, keeping the "
-                                        "heuristic's"));
+                           beats ? ""
+                                 : ": within the noise, keeping the "
+                                   "heuristic's"));
     if (!beats) {
       bestTile = {};
       best = heuristic;
@@ -474,11 +473,12 @@ bool Tuner::tuneKernel(size_t index, size_t count, fuse::KernelOp kernel) {
   e.fusec = tuning::version();
   e.description = what;
   e.family = best.family;
-  e.tile = {{"bm", bestTile.getBm()},         {"bn", bestTile.getBn()},
-            {"bk", bestTile.getBk()},         {"tm", bestTile.getTm()},
-            {"tn", bestTile.getTn()},         {"warps_m", bestTile.getWarpsM()},
-            {"warps_n", bestTile.getWarpsN()}, {"stages", bestTile.getStages()},
-            {"warps_k", bestTile.getWarpsK()}};
+  e.tile = {
+      {"bm", bestTile.getBm()},          {"bn", bestTile.getBn()},
+      {"bk", bestTile.getBk()},          {"tm", bestTile.getTm()},
+      {"tn", bestTile.getTn()},          {"warps_m", bestTile.getWarpsM()},
+      {"warps_n", bestTile.getWarpsN()}, {"stages", bestTile.getStages()},
+      {"warps_k", bestTile.getWarpsK()}};
   e.ms = best.ms;
   e.heuristicMs = heuristic.ms;
   db.record(std::move(e));
@@ -490,9 +490,8 @@ bool Tuner::tuneKernel(size_t index, size_t count, fuse::KernelOp kernel) {
 /// The table `fusec tune` ends with.
 void Tuner::summarise() {
   progress("");
-  progress(llvm::formatv("{0,-20} {1,-20} {2,12} {3,12} {4,8}  tile",
-                         "kernel", "family", "heuristic ms", "tuned ms",
-                         "speedup"));
+  progress(llvm::formatv("{0,-20} {1,-20} {2,12} {3,12} {4,8}  tile", "kernel",
+                         "family", "heuristic ms", "tuned ms", "speedup"));
   for (const TunedKernel &k : result.kernels)
     progress(llvm::formatv("{0,-20} {1,-20} {2,12:f3} {3,12:f3} {4,8:f2}  "
                            "{5}",
@@ -504,15 +503,14 @@ void Tuner::summarise() {
 
 } // namespace
 
-TuneResult fusec::jit::tune(const std::string &mlir,
-                            const TuneOptions &options,
+TuneResult fusec::jit::tune(const std::string &mlir, const TuneOptions &options,
                             const TuneCallback &progress,
                             const std::string &name) {
   auto start = std::chrono::steady_clock::now();
   TuneResult result;
   Tuner(options, progress, name, result).run(mlir);
-  result.seconds = std::chrono::duration<double>(
-                       std::chrono::steady_clock::now() - start)
-                       .count();
+  result.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
   return result;
 }

@@ -63,11 +63,10 @@ static jit::TuneOptions toTuneOptions(const fusec_jit_tune_options *c) {
   jit::TuneOptions options;
   if (!c)
     return options;
-  for (auto [field, value] :
-       {std::pair{&options.arch, c->arch},
-        std::pair{&options.fp32Math, c->fp32_math},
-        std::pair{&options.tuningDb, c->tuning_db},
-        std::pair{&options.entry, c->entry}})
+  for (auto [field, value] : {std::pair{&options.arch, c->arch},
+                              std::pair{&options.fp32Math, c->fp32_math},
+                              std::pair{&options.tuningDb, c->tuning_db},
+                              std::pair{&options.entry, c->entry}})
     if (value)
       *field = value;
   options.device = c->device;

@@ -77,7 +77,8 @@ std::string tuningPath(const Options &options) {
 std::string cacheKey(const std::string &mlir, const Options &options) {
   std::string recipe;
   llvm::raw_string_ostream os(recipe);
-  os << kCacheFormat << "\n" << version() << "\narch=" << options.arch
+  os << kCacheFormat << "\n"
+     << version() << "\narch=" << options.arch
      << "\nbackend=" << options.backend << "\nfp32-math=" << options.fp32Math
      << "\nentry=" << options.entry << "\nsm-count=" << options.smCount
      << "\ngpu=" << options.gpu << "\nmma-prefetch=" << options.mmaPrefetch

@@ -78,12 +78,13 @@ private:
   std::string errors;
   llvm::raw_string_ostream errorStream{errors};
   llvm::SourceMgr sourceMgr;
-  mlir::SourceMgrDiagnosticHandler diagnostics{sourceMgr, &context, errorStream};
+  mlir::SourceMgrDiagnosticHandler diagnostics{sourceMgr, &context,
+                                               errorStream};
   // Registered last, so it sees diagnostics first: remarks are dropped.
   mlir::DiagnosticEngine::HandlerID dropRemarks =
       context.getDiagEngine().registerHandler([](mlir::Diagnostic &diag) {
         return mlir::success(diag.getSeverity() ==
-                              mlir::DiagnosticSeverity::Remark);
+                             mlir::DiagnosticSeverity::Remark);
       });
 };
 

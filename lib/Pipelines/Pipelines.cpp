@@ -59,8 +59,8 @@ void fusec::buildPipeline(OpPassManager &pm, Stage stage,
   pm.addPass(createVerifyStage({/*stage=*/"tiled"}));
   if (stage == Stage::Tiled)
     return;
-  // fusec-select-kernel-config has rejected a bad architecture; a missing toolkit
-  // surfaces as the serialiser's error.
+  // fusec-select-kernel-config has rejected a bad architecture; a missing
+  // toolkit surfaces as the serialiser's error.
   PTXTarget target;
   if (auto parsed = PTXTarget::parse(options.arch))
     target = *parsed;

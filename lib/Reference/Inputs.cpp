@@ -38,8 +38,8 @@ std::vector<ref::Tensor> ref::randomInputs(func::FuncOp func, uint64_t seed) {
   std::mt19937_64 rng(seed);
   for (BlockArgument arg : func.getArguments()) {
     auto type = cast<RankedTensorType>(arg.getType());
-    Tensor t(std::vector<int64_t>(type.getShape().begin(),
-                                  type.getShape().end()));
+    Tensor t(
+        std::vector<int64_t>(type.getShape().begin(), type.getShape().end()));
     bool positive = isVariance(arg);
     std::uniform_real_distribution<double> dist(positive ? 0.5 : -1.0,
                                                 positive ? 2.0 : 1.0);
@@ -106,7 +106,7 @@ llvm::Error ref::saveTensors(llvm::StringRef dir,
       return llvm::createStringError(error);
     NpyArray array{t.tensor->shape, t.tensor->data};
     out->os() << writeNpy(array, t.dtype == DType::F16 ? NpyDType::F16
-                                                        : NpyDType::F32);
+                                                       : NpyDType::F32);
     out->os().flush();
     if (out->os().has_error())
       return llvm::createStringError("cannot write '" + path + "'");

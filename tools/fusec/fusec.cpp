@@ -17,11 +17,11 @@
 #include "fusec/Pipelines/Pipelines.h"
 #include "fusec/Reference/Inputs.h"
 #include "fusec/Reference/Interpreter.h"
+#include "fusec/Support/SafeRead.h"
+#include "fusec/Support/Summary.h"
 #include "fusec/Target/PTX.h"
 #include "fusec/Target/TargetDescription.h"
 #include "fusec/Tuning/TuningDB.h"
-#include "fusec/Support/SafeRead.h"
-#include "fusec/Support/Summary.h"
 #include "fusec/runtime/Runtime.h"
 
 #include "mlir/IR/AsmState.h"
@@ -256,8 +256,8 @@ static FailureOr<std::string> lower(ModuleOp module, EmitKind kind,
     return std::move(compiled->text);
   }
   if (kind != EmitKind::MLIR) {
-    static const Stage stages[] = {Stage::Graph, Stage::Kernels,
-                                   Stage::Tiled, Stage::GPU};
+    static const Stage stages[] = {Stage::Graph, Stage::Kernels, Stage::Tiled,
+                                   Stage::GPU};
     PassManager pm(module->getContext());
     if (failed(applyPassManagerCLOptions(pm)))
       return failure();

@@ -196,8 +196,9 @@ void AttentionKernel::normaliseAndStore(ArrayRef<Value> o, ArrayRef<Value> l,
         Value col = addi(idx(8 * f), muli(frags.t, idx(2)));
         SmallVector<Value> values = {mulf(o[f * 4 + 2 * r], inv),
                                      mulf(o[f * 4 + 2 * r + 1], inv)};
-        epilogue.storeVectorResults(views.storedCoords({batchIndex, head, frags.rows[r], col}),
-                           2, values);
+        epilogue.storeVectorResults(
+            views.storedCoords({batchIndex, head, frags.rows[r], col}), 2,
+            values);
       }
     });
   }

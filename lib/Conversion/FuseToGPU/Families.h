@@ -1,4 +1,5 @@
-//===- Families.h - The kernel families and their configurations -*- C++ -*-===//
+//===- Families.h - The kernel families and their configurations -*- C++
+//-*-===//
 //
 // One home per kernel family, each in its own file; FamilyTable.cpp lists
 // them, with their selectors and tiles, and builds them through these

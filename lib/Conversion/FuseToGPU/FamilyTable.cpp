@@ -60,8 +60,8 @@ static FailureOr<Attribute>
 gemmFromTile(const KernelQuery &q, TileAttr attr, bool quiet,
              llvm::function_ref<LogicalResult(const GemmTile &)> verify) {
   GemmTile tile = GemmTile::fromAttr(attr);
-  if (failed(quietly(q.kernel.getContext(), quiet,
-                     [&] { return verify(tile); })))
+  if (failed(
+          quietly(q.kernel.getContext(), quiet, [&] { return verify(tile); })))
     return failure();
   return Attribute(gemmAttr(q, tile));
 }
@@ -110,8 +110,8 @@ static const FamilyInfo kGemmMmaSync{
                        mmaSyncTuningTiles(q.gemmShape(), q.target, q.options));
     },
     [](const KernelQuery &q, gpu::GPUModuleOp module, Attribute tile) {
-      return makeGemmMmaSyncKernel(q.kernel, module, q.target,
-                                   gemmTileOf(tile), q.gemmShape(), q.options);
+      return makeGemmMmaSyncKernel(q.kernel, module, q.target, gemmTileOf(tile),
+                                   q.gemmShape(), q.options);
     }};
 
 static const FamilyInfo kGemmSimt{
@@ -182,11 +182,9 @@ static const FamilyInfo kAttentionWgmma{
       return Attribute(tile.toAttr(q.kernel.getContext(), /*wgmma=*/true));
     },
     [](const KernelQuery &q) {
-      return attentionTiles(q, /*wgmma=*/true,
-                            {{0, 64, false},
-                             {0, 64, true},
-                             {0, 128, false},
-                             {0, 128, true}});
+      return attentionTiles(
+          q, /*wgmma=*/true,
+          {{0, 64, false}, {0, 64, true}, {0, 128, false}, {0, 128, true}});
     },
     [](const KernelQuery &q, gpu::GPUModuleOp module, Attribute tile) {
       return makeAttentionWgmmaKernel(q.kernel, module, q.target,
@@ -207,8 +205,8 @@ static const FamilyInfo kAttentionMmaSync{
        bool quiet) -> FailureOr<Attribute> {
       FailureOr<AttentionTile> tile;
       if (failed(quietly(q.kernel.getContext(), quiet, [&] {
-            tile = attentionTileFromAttr(q.kernel, attentionOf(q), attr,
-                                         q.target);
+            tile =
+                attentionTileFromAttr(q.kernel, attentionOf(q), attr, q.target);
             return LogicalResult(tile);
           })))
         return failure();
@@ -243,13 +241,17 @@ llvm::ArrayRef<FamilyInfo> fusec::tiling::familyTable() {
       kAttentionWgmma,
       kAttentionMmaSync,
       {KernelFamily::AttentionDirect,
-       [](const KernelQuery &q) { return isa_and_nonnull<AttentionOp>(q.anchor); },
+       [](const KernelQuery &q) {
+         return isa_and_nonnull<AttentionOp>(q.anchor);
+       },
        nullptr, nullptr, nullptr, buildUntiled<makeAttentionDirectKernel>},
       {KernelFamily::DirectConv,
        [](const KernelQuery &q) { return isa_and_nonnull<Conv2dOp>(q.anchor); },
        nullptr, nullptr, nullptr, buildUntiled<makeDirectConvKernel>},
       {KernelFamily::RowReduction,
-       [](const KernelQuery &q) { return q.anchor && isRowReduction(q.anchor); },
+       [](const KernelQuery &q) {
+         return q.anchor && isRowReduction(q.anchor);
+       },
        nullptr, nullptr, nullptr, buildUntiled<makeRowReductionKernel>},
       {KernelFamily::PoolResample,
        [](const KernelQuery &q) {

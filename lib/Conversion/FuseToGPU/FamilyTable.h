@@ -52,7 +52,9 @@ struct FamilyInfo {
                                           mlir::Attribute tile);
 
   bool hasTile() const { return heuristic != nullptr; }
-  llvm::StringRef name() const { return mlir::fuse::stringifyKernelFamily(family); }
+  llvm::StringRef name() const {
+    return mlir::fuse::stringifyKernelFamily(family);
+  }
 };
 
 /// Every family, in the order selection tries them: the first that takes a

@@ -74,7 +74,8 @@ private:
 /// The error at `kernel` that opens with "tile <tile> does not suit
 /// <family>: "; the caller says what the family needs.
 mlir::InFlightDiagnostic unsuitableTile(mlir::fuse::KernelOp kernel,
-                                  const GemmTile &tile, llvm::StringRef family);
+                                        const GemmTile &tile,
+                                        llvm::StringRef family);
 
 } // namespace fusec::tiling
 

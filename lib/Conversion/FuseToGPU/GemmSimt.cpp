@@ -134,8 +134,9 @@ GemmSimtKernel::emitGemm(const GemmProblem &problem) {
     if (!kContiguous || t.bk % width != 0)
       width = 1;
     int64_t items = (t.bk / width) * extent;
-    return Operand{&gemm,    tile,  extent, width, items,
-                   ceilDiv(items, threads), kContiguous};
+    return Operand{&gemm,      tile,  extent,
+                   width,      items, ceilDiv(items, threads),
+                   kContiguous};
   };
   Operand opA = operand(problem.a, aTile, t.bm);
   Operand opB = operand(problem.b, bTile, t.bn);

@@ -1,5 +1,4 @@
-//===- Pipeline.h - The TMA pipeline of warp-specialised kernels -*- C++
-//-*-===//
+//===- Pipeline.h - The TMA pipeline of warp-specialised kernels -*- C++ -*-===//
 //
 // The producer/consumer pipeline of the sm_90a families (GemmWgmma.cpp,
 // AttentionWgmma.cpp), in the manner of CUTLASS's PipelineTmaAsync:

@@ -39,8 +39,8 @@ static TileAttr tileOf(MLIRContext *context, const tuning::Entry &entry) {
     return it == entry.tile.end() ? 0 : it->second;
   };
   return TileAttr::get(context, get("bm"), get("bn"), get("bk"), get("tm"),
-                       get("tn"), get("warps_m"), get("warps_n"),
-                       get("stages"), get("warps_k"));
+                       get("tn"), get("warps_m"), get("warps_n"), get("stages"),
+                       get("warps_k"));
 }
 
 /// The config `entry` names, where it suits the kernel and selects the
@@ -65,8 +65,8 @@ static FailureOr<KernelConfigAttr> fromEntry(const KernelQuery &query,
       stringifyKernelFamily(config->getFamily()) == entry.family)
     return config;
   kernel.emitWarning("ignoring the tuning database's entry for kernel '")
-      << kernel.getName() << "' (" << entry.family << "): "
-      << (why.empty() ? "it selects another family" : why)
+      << kernel.getName() << "' (" << entry.family
+      << "): " << (why.empty() ? "it selects another family" : why)
       << "; using the heuristic";
   return failure();
 }
@@ -99,8 +99,8 @@ static LogicalResult selectAll(ModuleOp module, const TilingTarget &parsed,
     // At the kernel's location, not op->emitRemark(), which would print the
     // whole kernel.
     InFlightDiagnostic remark = emitRemark(kernel.getLoc());
-    remark << "kernel '" << kernel.getName() << "': "
-           << stringifyKernelFamily(config->getFamily());
+    remark << "kernel '" << kernel.getName()
+           << "': " << stringifyKernelFamily(config->getFamily());
     if (Attribute tile = config->getTile())
       remark << " " << tile;
     remark << ", from the " << config->getSource();

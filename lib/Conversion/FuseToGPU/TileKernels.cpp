@@ -98,8 +98,7 @@ static LogicalResult lowerGraph(func::FuncOp func, gpu::GPUModuleOp module,
     argTypes.push_back(memrefOf(t));
   auto plan = func::FuncOp::create(b, loc, func.getSymName(),
                                    b.getFunctionType(argTypes, {}));
-  plan->setAttr(kNumInputsAttr,
-                b.getI64IntegerAttr(func.getNumArguments()));
+  plan->setAttr(kNumInputsAttr, b.getI64IntegerAttr(func.getNumArguments()));
   Block *entry = plan.addEntryBlock();
   b.setInsertionPointToStart(entry);
 
@@ -134,8 +133,7 @@ static LogicalResult lowerGraph(func::FuncOp func, gpu::GPUModuleOp module,
       return kernel.emitOpError("name '")
              << kernel.getName() << "' is taken by another kernel of @"
              << func.getSymName();
-    FailureOr<LaunchConfig> config =
-        generate(kernel, module, target, options);
+    FailureOr<LaunchConfig> config = generate(kernel, module, target, options);
     if (failed(config))
       return failure();
     auto kernelFunc = module.lookupSymbol<gpu::GPUFuncOp>(kernel.getName());

@@ -2,7 +2,6 @@
 
 #include "Wgmma.h"
 
-
 using namespace mlir;
 using namespace mlir::fuse;
 using namespace fusec::tiling;
