@@ -43,6 +43,27 @@ def Fuse_UpsampleModeAttr
   let assemblyFormat = "`<` $value `>`";
 }
 
+def Fuse_Activation : I32EnumAttr<"Activation",
+    "an activation whose derivative fuse.activation_grad applies", [
+    I32EnumAttrCase<"Relu", 0, "relu">,
+    I32EnumAttrCase<"Relu6", 1, "relu6">,
+    I32EnumAttrCase<"Clamp", 2, "clamp">,
+    I32EnumAttrCase<"LeakyRelu", 3, "leaky_relu">,
+    I32EnumAttrCase<"Gelu", 4, "gelu">,
+    I32EnumAttrCase<"GeluTanh", 5, "gelu_tanh">,
+    I32EnumAttrCase<"Silu", 6, "silu">,
+    I32EnumAttrCase<"Sigmoid", 7, "sigmoid">,
+    I32EnumAttrCase<"Tanh", 8, "tanh">,
+    I32EnumAttrCase<"HardSwish", 9, "hardswish">
+  ]> {
+  let genSpecializedAttr = 0;
+  let cppNamespace = "::mlir::fuse";
+}
+def Fuse_ActivationAttr
+    : EnumAttr<Fuse_Dialect, Fuse_Activation, "activation"> {
+  let assemblyFormat = "`<` $value `>`";
+}
+
 def Fuse_TileAttr : AttrDef<Fuse_Dialect, "Tile"> {
   let mnemonic = "tile";
   let summary = "The tile a fuse.kernel's GEMM or attention runs with";

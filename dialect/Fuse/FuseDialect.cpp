@@ -11,6 +11,7 @@ using namespace mlir::fuse;
 
 #include "Fuse/FuseDialect.cpp.inc"
 #include "Fuse/FuseEnums.cpp.inc"
+#include "Fuse/FuseInterfaces.cpp.inc"
 
 #define GET_ATTRDEF_CLASSES
 #include "Fuse/FuseAttrs.cpp.inc"

@@ -16,6 +16,9 @@
 
 #include "Fuse/FuseEnums.h.inc"
 
+#include "Fuse/FuseGradient.h"
+#include "Fuse/FuseInterfaces.h.inc"
+
 namespace mlir::fuse {
 namespace OpTrait {
 // Op roles (FuseOps.td), read by fusion and tiling alike.

@@ -4,6 +4,7 @@
 #define FUSE_OPS_TD
 
 include "FuseAttrs.td"
+include "FuseInterfaces.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 include "mlir/IR/CommonAttrConstraints.td"
@@ -606,6 +607,8 @@ def Fuse_SplitOp : Fuse_InferredOp<"split"> {
     int64_t getNormalizedAxis();
   }];
 }
+
+include "FuseTrainingOps.td"
 
 //===----------------------------------------------------------------------===//
 // Kernels

@@ -712,7 +712,18 @@ def build_cases():
         add(f"gather_{dt}", gather_case(dt), dt)
     for case in gemm_cases() + wgmma_cases() + attention_cases():
         add(*case)
+    # Training kernels: each family's cases in a module of its own
+    # (training_cases_*.py beside this file), each a function cases(Graph, t)
+    # returning (name, mlir, dtype[, flags[, archs]]) tuples.
+    import glob
+    import importlib.util
     here = os.path.dirname(os.path.abspath(__file__))
+    for path in sorted(glob.glob(os.path.join(here, "training_cases_*.py"))):
+        spec = importlib.util.spec_from_file_location(os.path.basename(path)[:-3], path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        for case in module.cases(Graph, t):
+            add(*case)
     examples = os.path.join(here, "..", "..", "examples")
     for name, dt in (("resnet_block", "f32"), ("mobilenet_block", "f16"), ("transformer_block", "bf16"),
                      ("llama_block", "bf16"), ("unet_decoder", "f16")):
