@@ -71,4 +71,29 @@ def VerifyStage : Pass<"fusec-verify-stage", "mlir::ModuleOp"> {
   ];
 }
 
+def FusecAutodiff : Pass<"fusec-autodiff", "mlir::ModuleOp"> {
+  let summary = "Replaces a graph by its forward and backward functions";
+  let description = [{
+    Differentiates the graph function `func` (the module's only function
+    when not given) with respect to the arguments `wrt` (every argument a
+    gradient reaches when not given), replacing `@f` by `@f_forward` and
+    `@f_backward` as include/fusec/Transforms/Autodiff.h describes. Each
+    op's gradient comes from its rule (GradientOpInterface); an op on a
+    gradient's path without one is an error at the op.
+
+    Remarks say which forward values are saved for the backward (with
+    their bytes) and which are recomputed in it, and how many bytes the
+    forward saves in all. Elementwise ops, views, reshapes and casts are
+    recomputed when their operands are at hand in the backward; the rest
+    is saved.
+  }];
+  let options = [
+    Option<"func", "func", "std::string", /*default=*/"\"\"",
+           "The function to differentiate">,
+    ListOption<"wrt", "wrt", "unsigned",
+               "Indices of the arguments to differentiate">,
+  ];
+  let dependentDialects = ["mlir::fuse::FuseDialect"];
+}
+
 #endif // FUSEC_TRANSFORMS_PASSES_TD

@@ -1,0 +1,18 @@
+// fusec-autodiff's errors, each located.
+// RUN: fusec-opt %s -split-input-file -fusec-autodiff -verify-diagnostics
+
+func.func @no_rule(%x: tensor<4x6xf32>) -> tensor<4x6xf32> {
+  // expected-error @below {{fusec-autodiff: fuse.softmax has no gradient rule}}
+  %0 = fuse.softmax %x : tensor<4x6xf32>
+  return %0 : tensor<4x6xf32>
+}
+
+// -----
+
+func.func @a(%x: tensor<4xf32>) -> tensor<4xf32> {
+  return %x : tensor<4xf32>
+}
+// expected-error @below {{fusec-autodiff: the module has several functions; name one with func=}}
+func.func @b(%x: tensor<4xf32>) -> tensor<4xf32> {
+  return %x : tensor<4xf32>
+}
