@@ -8,6 +8,7 @@ check the rules themselves on the CPU (test/gradcheck); these check the
 backward kernels. fusec-opt comes from $FUSEC_OPT or the build next to this
 checkout; without it there are no cases (a message says so).
 """
+import glob
 import os
 import re
 import shutil
@@ -24,14 +25,22 @@ def _fusec_opt():
     return next((c for c in candidates if c and os.path.exists(c)), None)
 
 
-def backward_of(opt, text):
-    """The @g_backward function of `text`'s @g, renamed @g, or None."""
+def pair_of(opt, text, what):
+    """{"forward": text, "backward": text} of the pair fusec-autodiff makes
+    of `text`'s one function, each alone in a module; None on failure."""
     out = subprocess.run([opt, "-fusec-autodiff"], input=text, capture_output=True, text=True)
     if out.returncode:
-        sys.stderr.write(f"training_cases_grad: fusec-autodiff failed:\n{out.stderr}\n{text}\n")
+        sys.stderr.write(f"training_cases_grad: fusec-autodiff failed on {what}:\n{out.stderr}\n")
         return None
-    m = re.search(r"^  func\.func @g_backward.*?^  }$", out.stdout, re.S | re.M)
-    return m.group(0).replace("@g_backward", "@g", 1) + "\n"
+    pair = {}
+    for m in re.finditer(r"^  func\.func @(\w+)_(forward|backward)\(.*?^  }$", out.stdout, re.S | re.M):
+        pair[m.group(2)] = m.group(0) + "\n"
+    return pair if len(pair) == 2 else None
+
+
+def backward_of(opt, text):
+    pair = pair_of(opt, text, "a forward op")
+    return pair and pair["backward"]
 
 
 def forward_graphs(Graph, t, dt):
@@ -182,4 +191,16 @@ def cases(Graph, t):
             backward = backward_of(opt, text)
             if backward:
                 out.append((name, backward, dt))
+    # Whole blocks in training mode: the forward (batch statistics, running
+    # statistics updated) and the backward, each a case.
+    examples = os.path.join(HERE, "..", "..", "examples", "training")
+    for path in sorted(glob.glob(os.path.join(examples, "*.mlir"))):
+        with open(path) as f:
+            text = f.read()
+        dt = next((d for d in ("bf16", "f16", "f32") if f"x{d}>" in text), "f32")
+        pair = pair_of(opt, text, path)
+        if pair:
+            block = os.path.basename(path)[:-len(".mlir")]
+            out.append((f"train_{block}_forward", pair["forward"], dt))
+            out.append((f"train_{block}_backward", pair["backward"], dt))
     return out
