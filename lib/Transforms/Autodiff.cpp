@@ -80,9 +80,11 @@ static llvm::DenseSet<Value> usefulValues(func::FuncOp f,
     if (!llvm::any_of(op->getResults(),
                       [&](Value r) { return useful.contains(r); }))
       continue;
-    for (Value operand : op->getOperands())
-      if (active.contains(operand))
-        useful.insert(operand);
+    auto rule = dyn_cast<GradientOpInterface>(op);
+    for (OpOperand &operand : op->getOpOperands())
+      if (active.contains(operand.get()) &&
+          (!rule || rule.isDifferentiableOperand(operand.getOperandNumber())))
+        useful.insert(operand.get());
   }
   return useful;
 }
