@@ -527,7 +527,7 @@ LaunchConfig BatchNormTrainingKernel::emitElements() {
   auto lanesOf = [&](Value memref, const EpilogueEvaluator::FullInputs &loaded,
                      ArrayRef<Value> coords, int64_t l) -> Value {
     for (auto [arg, vec] : loaded)
-      if (argOf.lookup(arg) == memref)
+      if (narrowedArgs.lookup(arg) == memref)
         return toF32(vector::ExtractOp::create(b, vec, l));
     SmallVector<Value> at(coords);
     at.back() = addi(at.back(), idx(l));
