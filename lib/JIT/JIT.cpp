@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "fusec/JIT.h"
+#include "Fuse/FuseDialect.h"
 
 #include "Evaluate.h"
 #include "ParsedGraph.h"
@@ -492,6 +493,9 @@ TrainingEvaluation fusec::jit::evaluateTraining(
     return result;
   }
   keepOnlyEntry(*graph.module, func);
+  // The backward is built of fuse ops even when the graph has none (the
+  // pass says so through its dependent dialects).
+  graph.context.getOrLoadDialect<mlir::fuse::FuseDialect>();
   FailureOr<GradientFunctions> pair = differentiate(func, wrt);
   if (failed(pair)) {
     result.error = graph.failure(name + ": error: fusec-autodiff failed\n");

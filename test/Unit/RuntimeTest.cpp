@@ -772,6 +772,7 @@ TEST(RuntimeTraining, RejectsABrokenContract) {
             "step.ptx:2: invalid launch plan: training.role: expected "
             "\"forward\" or \"backward\", got \"sideways\"");
   // The plans in the wrong order.
+  f = forwardPlan();
   EXPECT_EQ(trainingError(b, f).rfind("step.ptx:2: forward plan: training: "
                                       "the first plan",
                                       0),
