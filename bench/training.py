@@ -762,7 +762,8 @@ def run_bn(b, fz, rep, ceil, shapes, dtypes, keys):
                     contenders["fwd"][name] = [lambda f=f: f(x, rm, rv, g, bb)]
                     try:
                         y = f(x, rm, rv, g, bb)
-                        grad_step(torch, y, inputs, dy)
+                        for _ in range(2):  # repeatable (retain_graph)?
+                            grad_step(torch, y, inputs, dy)
                         contenders["bwd"][name] = [lambda y=y: grad_step(torch, y, inputs, dy)]
                     except Exception as e:  # noqa: BLE001 - retain_graph refused: time fwd+bwd
                         notes[name] = "bwd = (fwd+bwd) - fwd: " + reason(e)
@@ -786,7 +787,12 @@ def run_bn(b, fz, rep, ceil, shapes, dtypes, keys):
                         fusec_na = f"wrong: relerr fwd {e_fwd:.2e} bwd {e_bwd:.2e}"
                     else:
                         contenders["fwd"]["fusec"] = [lambda: step.forward(*args)]
-                        contenders["bwd"]["fusec"] = [lambda: step.backward(dys)]
+                        try:  # backward again after one forward?
+                            step.backward(dys)
+                            contenders["bwd"]["fusec"] = [lambda: step.backward(dys)]
+                        except Exception as e:  # noqa: BLE001
+                            notes["fusec"] = "bwd = (fwd+bwd) - fwd: " + reason(e)
+                            contenders["bwd"]["fusec_step"] = [lambda: (step.forward(*args), step.backward(dys))]
                 except Exception as e:  # noqa: BLE001
                     fusec_na = "n/a: " + reason(e)
                 # fusec's single kernels (pure BN only): the hand-written pair.
@@ -835,44 +841,43 @@ def run_bn(b, fz, rep, ceil, shapes, dtypes, keys):
                 del x, dy
 
 
-class Bottleneck:
-    """The eager block (channels_last, `dt` convolutions, f32 batch norm)."""
+def make_bottleneck(torch, block, dt, device):
+    """The eager block, an nn.Module in training mode: channels_last, `dt`
+    convolutions, f32 batch norm (AMP's types)."""
+    nn, F = torch.nn, torch.nn.functional
 
-    def __init__(self, torch, block, dt, device):
-        nn = torch.nn
-        mods = []
-        for i, (_, ci, co, k) in enumerate(block_convs(block)):
-            conv = nn.Conv2d(ci, co, k, padding=k // 2, bias=False)
-            conv = conv.to(device=device, dtype=dt, memory_format=torch.channels_last)
-            bn = nn.BatchNorm2d(co, momentum=BN_MOMENTUM, eps=BN_EPS).to(device)
-            with torch.no_grad():
-                bn.weight.uniform_(0.5, 1.5)
-                bn.bias.uniform_(-0.2, 0.2)
-            mods += [conv, bn]
-        self.seq = nn.ModuleList(mods).train()
-        self.torch = torch
+    class Bottleneck(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.convs, self.bns = nn.ModuleList(), nn.ModuleList()
+            for _, ci, co, k in block_convs(block):
+                self.convs.append(nn.Conv2d(ci, co, k, padding=k // 2, bias=False))
+                bn = nn.BatchNorm2d(co, momentum=BN_MOMENTUM, eps=BN_EPS)
+                with torch.no_grad():
+                    bn.weight.uniform_(0.5, 1.5)
+                    bn.bias.uniform_(-0.2, 0.2)
+                self.bns.append(bn)
 
-    def __call__(self, x):
-        F = self.torch.nn.functional
-        h = x
-        for i in range(3):
-            h = self.seq[2 * i + 1](self.seq[2 * i](h))
-            if i < 2:
-                h = F.relu(h)
-        return F.relu(h + x)
+        def forward(self, x):
+            h = x
+            for i in range(3):
+                h = self.bns[i](self.convs[i](h))
+                if i < 2:
+                    h = F.relu(h)
+            return F.relu(h + x)
 
-    def params(self):
-        return list(self.seq.parameters())
+        def fusec_args(self, x):
+            """x and per conv: filter (OHWI), running mean, running var,
+            gamma, beta; what bottleneck_train_graph takes."""
+            args = [nhwc(x.detach())]
+            for conv, bn in zip(self.convs, self.bns):
+                args += [nhwc(conv.weight.detach()), bn.running_mean.clone(), bn.running_var.clone(),
+                         bn.weight.detach(), bn.bias.detach()]
+            return args
 
-    def fusec_args(self, x):
-        """x and per conv: filter (OHWI), running mean, running var, gamma,
-        beta; what bottleneck_train_graph takes."""
-        args = [nhwc(x.detach())]
-        for i in range(3):
-            conv, bn = self.seq[2 * i], self.seq[2 * i + 1]
-            args += [nhwc(conv.weight.detach()), bn.running_mean.clone(), bn.running_var.clone(),
-                     bn.weight.detach(), bn.bias.detach()]
-        return args
+    m = Bottleneck().to(device)
+    m.convs.to(dtype=dt, memory_format=torch.channels_last)
+    return m.train()
 
 
 def eager_saved_bytes(torch, fn, inputs, params):
@@ -913,8 +918,8 @@ def run_bottleneck(b, fz, rep, ceil, block, batches, dt, keys, prepared):
             rep.emit(kind="skipped", what=tag, reason="time budget spent")
             continue
         hw, cin = block["hw"], block["cin"]
-        model = Bottleneck(torch, block, b.dtype(dt), b.device)
-        params = model.params()
+        model = make_bottleneck(torch, block, b.dtype(dt), b.device)
+        params = list(model.parameters())
         x = b.randn(n, cin, hw, hw, dtype=dt, channels_last=True).requires_grad_()
         dy = b.randn(n, cin, hw, hw, dtype=dt, channels_last=True)
         wrt = [x] + params
@@ -946,7 +951,7 @@ def run_bottleneck(b, fz, rep, ceil, block, batches, dt, keys, prepared):
                 notes["graph"] = reason(e)
             for mode, name in ((None, "compile"), ("reduce-overhead", "compile_ro")):
                 try:
-                    cm = torch.compile(model.__call__, mode=mode) if mode else torch.compile(model.__call__)
+                    cm = torch.compile(model, mode=mode) if mode else torch.compile(model)
 
                     def cstep(cm=cm, ro=mode is not None):
                         if ro:
