@@ -1099,7 +1099,7 @@ def main(argv=None):
     r.add_argument("--sections", default="conv,bn,block")
     r.add_argument("--fusec-on-cpu", action="store_true", help=argparse.SUPPRESS)  # the test's stand-in module
     r.add_argument("-k", help="only rows whose tag holds one of these substrings")
-    r.add_argument("--budget", type=float, default=float(os.environ.get("BUDGET_S", "540")),
+    r.add_argument("--budget", type=float, default=float(os.environ.get("BUDGET_S", "420")),
                    help="seconds after which the remaining rows are skipped")
     args = ap.parse_args(argv)
     return prepare(args) if args.cmd == "prepare" else run(args)
