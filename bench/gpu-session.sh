@@ -17,6 +17,15 @@
 #       suite.json, bench.json, jit-suite.json, python-overhead.json and logs
 #       to $OUT (or .gpu/out) and prints a short table last. -k limits the
 #       benchmark rows (the suite cases for jit).
+#   bench/gpu-session.sh run training [--quick] [-k SUBSTR[,SUBSTR...]]
+#       (there) the training benchmarks of bench/training.py through the
+#       Python module from its wheel: conv dgrad/wgrad against cuDNN, batch
+#       norm in training against the copy bandwidth, a ResNet-50 bottleneck
+#       training step against eager, torch.compile and a CUDA-graph replay,
+#       and the bytes saved for the backward (fusec's side from prepare's
+#       .gpu/training/saved.json when the module reports none);
+#       $OUT/training.json and training.log, a table last
+#       (docs/TrainingBenchmarks.md). Not part of `all`.
 #   bench/gpu-session.sh tune [-k SUBSTR[,SUBSTR...]]
 #       (there) `fusec tune` on the benchmark graphs (those matching -k) into
 #       $OUT/tuning.json, each graph compiled again with that database into
@@ -58,6 +67,8 @@ prepare)
   tar -C "$STAGE" -cf - cases | xz -T2 -6 > "$STAGE/cases.tar.xz"
   rm -rf "$STAGE/cases"
   python3 bench/bench.py prepare --fusec build/bin/fusec --out "$STAGE/bench"
+  # The training graphs' autodiff reports (the GPU machine has no fusec-opt).
+  python3 bench/training.py prepare --fusec-opt build/bin/fusec-opt --out "$STAGE/training"
   python3 test/gpu/wide_index.py prepare --fusec build/bin/fusec --out "$STAGE/wide" \
     --ptxas "$(command -v ptxas)"
   # The tile sweep only when asked (FUSEC_SWEEP=1): the suite's reference
@@ -93,6 +104,19 @@ run)
   export PYTHONUNBUFFERED=1
   nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$out/gpu.txt"
   echo "commit $(cat "$STAGE/commit" | tr '\n' ' ')" | tee -a "$out/gpu.txt"
+  if [ "$what" = training ]; then
+    # The module from its wheel (LLVM/MLIR inside: it compiles here).
+    rm -rf /tmp/fusec-site
+    python3 -m pip install --no-deps --no-index --target /tmp/fusec-site "$STAGE"/fusec-*.whl \
+      >"$out/pip.log" 2>&1 || echo "the wheel did not install (pip.log): fusec's rows will be n/a"
+    export PYTHONPATH=/tmp/fusec-site FUSEC_CACHE_DIR=/tmp/fusec-kernel-cache
+    status=0
+    python3 bench/training.py run --json "$out/training.json" --prepared "$STAGE/training" "$@" \
+      2>&1 | tee "$out/training.log" || status=$?
+    echo
+    sed -n '/^== training benchmarks/,$p' "$out/training.log"
+    exit "$status"
+  fi
   suite=0
   fusec_run=0
   if [ "$what" != bench ] && [ "$what" != jit ]; then
@@ -293,7 +317,7 @@ profile)
   done
   ;;
 *)
-  echo "usage: $0 prepare|run [suite|bench|jit|all] [-k SUBSTR]|fuzz [SECONDS] [JOBS]|wide [-k SUBSTR]|sanitize TOOLS [-k SUBSTR] [-j N]|tune [-k SUBSTR]|sweep|profile KERNEL_REGEX ARTIFACT..." >&2
+  echo "usage: $0 prepare|run [suite|bench|jit|all] [-k SUBSTR]|run training [--quick] [-k SUBSTR]|fuzz [SECONDS] [JOBS]|wide [-k SUBSTR]|sanitize TOOLS [-k SUBSTR] [-j N]|tune [-k SUBSTR]|sweep|profile KERNEL_REGEX ARTIFACT..." >&2
   exit 2
   ;;
 esac

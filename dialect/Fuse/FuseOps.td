@@ -51,6 +51,9 @@ def Fuse_Elementwise : Fuse_RoleTrait<"Elementwise">;
 /// instead of a copy kernel materialising it.
 def Fuse_View : Fuse_RoleTrait<"View">;
 
+/// Ops with a gradient rule (dialect/Fuse/FuseGradients.cpp).
+defvar Fuse_Differentiable = DeclareOpInterfaceMethods<Fuse_GradientOpInterface>;
+
 /// Ops whose result type follows from operands and attributes: shapes are
 /// checked, with located messages, by the op's inferReturnTypes.
 class Fuse_InferredOp<string mnemonic, list<Trait> traits = []>
@@ -60,7 +63,7 @@ class Fuse_InferredOp<string mnemonic, list<Trait> traits = []>
 // Convolution and batch norm
 //===----------------------------------------------------------------------===//
 
-def Fuse_Conv2dOp : Fuse_InferredOp<"conv2d", [Fuse_Anchor]> {
+def Fuse_Conv2dOp : Fuse_InferredOp<"conv2d", [Fuse_Anchor, Fuse_Differentiable]> {
   let summary = "2-D convolution with optional bias";
   let description = [{
     Cross-correlation of `input` with `filter`, as in every DL framework,
@@ -106,7 +109,9 @@ def Fuse_Conv2dOp : Fuse_InferredOp<"conv2d", [Fuse_Anchor]> {
 }
 
 def Fuse_BatchNormOp : Fuse_InferredOp<"batch_norm",
-    [AllTypesMatch<["mean", "variance", "scale", "shift"]>, Fuse_Elementwise]> {
+    [AllTypesMatch<["mean", "variance", "scale", "shift"]>, Fuse_Elementwise,
+     DeclareOpInterfaceMethods<Fuse_GradientOpInterface,
+                               ["isDifferentiableOperand"]>]> {
   let summary = "Batch normalisation, inference form";
   let description = [{
     `(input - mean) / sqrt(variance + epsilon) * scale + shift` per channel,
@@ -191,7 +196,7 @@ def Fuse_BatchNormCoefficientsOp : Fuse_Op<"batch_norm_coefficients",
 //===----------------------------------------------------------------------===//
 
 class Fuse_BinaryOp<string mnemonic, string expr>
-    : Fuse_InferredOp<mnemonic, [Fuse_Elementwise]> {
+    : Fuse_InferredOp<mnemonic, [Fuse_Elementwise, Fuse_Differentiable]> {
   let summary = "Elementwise " # expr # " with broadcasting";
   let description = [{
     Computes `}] # expr # [{` elementwise. Operand shapes broadcast as in
@@ -212,7 +217,8 @@ def Fuse_SubOp : Fuse_BinaryOp<"sub", "lhs - rhs">;
 def Fuse_MulOp : Fuse_BinaryOp<"mul", "lhs * rhs">;
 def Fuse_DivOp : Fuse_BinaryOp<"div", "lhs / rhs">;
 
-def Fuse_BiasAddOp : Fuse_InferredOp<"bias_add", [Fuse_Elementwise]> {
+def Fuse_BiasAddOp : Fuse_InferredOp<"bias_add",
+    [Fuse_Elementwise, Fuse_Differentiable]> {
   let summary = "Adds a 1-D bias along one axis";
   let description = [{
     `input + bias` where `bias` has shape `[input.shape[axis]]` and is
@@ -232,7 +238,8 @@ def Fuse_BiasAddOp : Fuse_InferredOp<"bias_add", [Fuse_Elementwise]> {
 //===----------------------------------------------------------------------===//
 
 class Fuse_UnaryOp<string mnemonic, string expr, dag attrs = (ins)>
-    : Fuse_Op<mnemonic, [Pure, SameOperandsAndResultType, Fuse_Elementwise]> {
+    : Fuse_Op<mnemonic, [Pure, SameOperandsAndResultType, Fuse_Elementwise,
+                         Fuse_Differentiable]> {
   let summary = "Elementwise " # mnemonic;
   let description = "Computes `" # expr # "` elementwise.";
   let arguments = !con((ins Fuse_Tensor:$input), attrs);
@@ -264,7 +271,7 @@ def Fuse_HardSwishOp : Fuse_UnaryOp<"hardswish",
 // Matrix products
 //===----------------------------------------------------------------------===//
 
-def Fuse_MatmulOp : Fuse_InferredOp<"matmul", [Fuse_Anchor]> {
+def Fuse_MatmulOp : Fuse_InferredOp<"matmul", [Fuse_Anchor, Fuse_Differentiable]> {
   let summary = "Batched matrix product";
   let description = [{
     `lhs [..., M, K] x rhs [..., K, N] -> [..., M, N]`. With
@@ -280,7 +287,7 @@ def Fuse_MatmulOp : Fuse_InferredOp<"matmul", [Fuse_Anchor]> {
   }];
 }
 
-def Fuse_LinearOp : Fuse_InferredOp<"linear", [Fuse_Anchor]> {
+def Fuse_LinearOp : Fuse_InferredOp<"linear", [Fuse_Anchor, Fuse_Differentiable]> {
   let summary = "Fully connected layer: x * W^T + b";
   let description = [{
     `input [..., K]`, `weight [N, K]` (PyTorch's `nn.Linear` layout), optional
@@ -416,7 +423,7 @@ def Fuse_RopeOp : Fuse_InferredOp<"rope", [AllTypesMatch<["cos", "sin"]>, Fuse_A
 //===----------------------------------------------------------------------===//
 
 class Fuse_Pool2dOp<string mnemonic, string what, dag extra = (ins)>
-    : Fuse_InferredOp<mnemonic, [Fuse_Anchor]> {
+    : Fuse_InferredOp<mnemonic, [Fuse_Anchor, Fuse_Differentiable]> {
   let summary = "2-D " # what # " pooling";
   let arguments = !con((ins Fuse_Tensor:$input,
                        DenseI64ArrayAttr:$kernel,
@@ -457,7 +464,8 @@ def Fuse_AvgPool2dOp : Fuse_Pool2dOp<"avg_pool2d", "average",
   }];
 }
 
-def Fuse_GlobalAvgPoolOp : Fuse_InferredOp<"global_avg_pool", [Fuse_Anchor]> {
+def Fuse_GlobalAvgPoolOp : Fuse_InferredOp<"global_avg_pool",
+    [Fuse_Anchor, Fuse_Differentiable]> {
   let summary = "Mean over the spatial axes";
   let description = [{
     Averages over H and W, keeping them as size-1 axes: `[N, C, 1, 1]` for
@@ -470,7 +478,7 @@ def Fuse_GlobalAvgPoolOp : Fuse_InferredOp<"global_avg_pool", [Fuse_Anchor]> {
   let assemblyFormat = "$input attr-dict `:` type($input)";
 }
 
-def Fuse_UpsampleOp : Fuse_InferredOp<"upsample", [Fuse_Anchor]> {
+def Fuse_UpsampleOp : Fuse_InferredOp<"upsample", [Fuse_Anchor, Fuse_Differentiable]> {
   let summary = "Spatial resampling, nearest or bilinear";
   let description = [{
     Resizes H and W either to `size [Ho, Wo]` or by `scale [sh, sw]`
@@ -502,7 +510,8 @@ def Fuse_UpsampleOp : Fuse_InferredOp<"upsample", [Fuse_Anchor]> {
 // Data movement and casts
 //===----------------------------------------------------------------------===//
 
-def Fuse_CastOp : Fuse_Op<"cast", [Pure, SameOperandsAndResultShape, Fuse_Elementwise]> {
+def Fuse_CastOp : Fuse_Op<"cast", [Pure, SameOperandsAndResultShape, Fuse_Elementwise,
+                                   Fuse_Differentiable]> {
   let summary = "Element type conversion";
   let description = [{
     Converts each element to the result's element type (round to nearest,
@@ -518,7 +527,7 @@ def Fuse_CastOp : Fuse_Op<"cast", [Pure, SameOperandsAndResultShape, Fuse_Elemen
   let hasFolder = 1;
 }
 
-def Fuse_ReshapeOp : Fuse_Op<"reshape", [Pure]> {
+def Fuse_ReshapeOp : Fuse_Op<"reshape", [Pure, Fuse_Differentiable]> {
   let summary = "Reinterprets a tensor with a new shape";
   let description = [{
     Same elements in row-major order, new shape; element counts and element
@@ -531,7 +540,7 @@ def Fuse_ReshapeOp : Fuse_Op<"reshape", [Pure]> {
   let hasFolder = 1;
 }
 
-def Fuse_TransposeOp : Fuse_InferredOp<"transpose", [Fuse_Anchor]> {
+def Fuse_TransposeOp : Fuse_InferredOp<"transpose", [Fuse_Anchor, Fuse_Differentiable]> {
   let summary = "Permutes axes";
   let description = [{
     `result.shape[i] = input.shape[permutation[i]]`; `permutation` is a
@@ -543,7 +552,7 @@ def Fuse_TransposeOp : Fuse_InferredOp<"transpose", [Fuse_Anchor]> {
   let hasFolder = 1;
 }
 
-def Fuse_SliceOp : Fuse_InferredOp<"slice", [Fuse_View]> {
+def Fuse_SliceOp : Fuse_InferredOp<"slice", [Fuse_View, Fuse_Differentiable]> {
   let summary = "A contiguous block of a tensor";
   let description = [{
     `result[i] = input[offsets + i]` with result shape `sizes`; per axis,
@@ -563,7 +572,7 @@ def Fuse_SliceOp : Fuse_InferredOp<"slice", [Fuse_View]> {
   let hasFolder = 1;
 }
 
-def Fuse_ConcatOp : Fuse_InferredOp<"concat", [Fuse_View]> {
+def Fuse_ConcatOp : Fuse_InferredOp<"concat", [Fuse_View, Fuse_Differentiable]> {
   let summary = "Joins tensors along one axis";
   let description = [{
     Operands have the same rank, element type and extents except along
@@ -583,7 +592,7 @@ def Fuse_ConcatOp : Fuse_InferredOp<"concat", [Fuse_View]> {
   let hasFolder = 1;
 }
 
-def Fuse_SplitOp : Fuse_InferredOp<"split"> {
+def Fuse_SplitOp : Fuse_InferredOp<"split", [Fuse_Differentiable]> {
   let summary = "Cuts a tensor into consecutive pieces along one axis";
   let description = [{
     Result `j` is the slice of `input` along `axis` (negative counts from

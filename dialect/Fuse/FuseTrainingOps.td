@@ -17,7 +17,9 @@
 
 def Fuse_BatchNormTrainOp : Fuse_InferredOp<"batch_norm_train",
     [AllTypesMatch<["running_mean", "running_var", "scale", "shift"]>,
-     Fuse_Anchor]> {
+     Fuse_Anchor,
+     DeclareOpInterfaceMethods<Fuse_GradientOpInterface,
+         ["isDifferentiableResult", "isDifferentiableOperand"]>]> {
   let summary = "Batch normalisation with batch statistics (training form)";
   let description = [{
     Normalises `input` with the mean and variance of the batch, per channel,
@@ -125,7 +127,8 @@ def Fuse_BatchNormGradOp : Fuse_InferredOp<"batch_norm_grad",
 // Convolution gradients
 //===----------------------------------------------------------------------===//
 
-def Fuse_ConvTranspose2dOp : Fuse_InferredOp<"conv_transpose2d", [Fuse_Anchor]> {
+def Fuse_ConvTranspose2dOp : Fuse_InferredOp<"conv_transpose2d",
+    [Fuse_Anchor, Fuse_Differentiable]> {
   let summary = "2-D transposed convolution with optional bias";
   let description = [{
     The adjoint of `fuse.conv2d` with the same `strides`, `padding`,

@@ -63,6 +63,13 @@ struct Options {
   /// The cache directory: "" for $FUSEC_CACHE_DIR, else
   /// $XDG_CACHE_HOME/fusec/kernels or ~/.cache/fusec/kernels.
   std::string cacheDir;
+  /// Compile a training step (`fusec --train`, docs/Training.md): the
+  /// artifact holds the forward and the backward plan of the graph, which
+  /// runtime::TrainingModule loads (runtime::Module refuses it).
+  bool train = false;
+  /// With `train`: the arguments to differentiate, by position (empty:
+  /// every argument a gradient reaches).
+  std::vector<unsigned> wrt;
 };
 
 /// Where a compilation's artifact came from.
@@ -260,6 +267,38 @@ double relativeError(const std::vector<double> &result,
 /// f16/bf16 between kernels.
 double tolerance(DType dtype, const std::string &fp32Math = "ieee");
 
+/// A training step's values: the forward's results and saved tensors, and
+/// the backward's argument gradients.
+struct TrainingEvaluation {
+  /// Empty on success; else the located errors.
+  std::string error;
+  /// One per graph result, in order.
+  std::vector<HostTensor> outputs;
+  /// The tensors the forward saves for the backward.
+  std::vector<HostTensor> saved;
+  /// The gradients of the arguments listed in `wrt`, in that order.
+  std::vector<HostTensor> gradients;
+  /// The arguments differentiated (the `wrt` asked for, or every argument a
+  /// gradient reaches).
+  std::vector<int64_t> wrt;
+  /// The results with a gradient (the others, such as running statistics,
+  /// carry none, and their gradients are not read).
+  std::vector<int64_t> gradResults;
+  bool ok() const { return error.empty(); }
+};
+
+/// A training step on the float64 reference interpreter: differentiates the
+/// graph (fusec-autodiff, with `wrt` as Options::wrt), evaluates the
+/// forward on `inputs` (one per argument) and the backward on
+/// `resultGrads`, one per graph result, of its shape (those of results
+/// without a gradient are ignored). Values are rounded to the dtypes.
+TrainingEvaluation evaluateTraining(const std::string &mlir,
+                                    const std::vector<HostTensor> &inputs,
+                                    const std::vector<HostTensor> &resultGrads,
+                                    const std::vector<unsigned> &wrt = {},
+                                    const std::string &entry = "",
+                                    const std::string &name = "<graph>");
+
 //===----------------------------------------------------------------------===//
 // Checking and timing on a GPU
 //===----------------------------------------------------------------------===//
@@ -301,6 +340,16 @@ private:
 Evaluation run(const std::string &artifact,
                const std::vector<HostTensor> &inputs, int device = 0,
                const std::string &name = "artifact");
+
+/// Loads a training artifact (a compile() result with Options::train) on GPU
+/// `device` and runs one step: the forward on `inputs`, then the backward
+/// on `resultGrads` (one per graph result, as evaluateTraining takes them),
+/// returning what the GPU computed, to hold against evaluateTraining().
+TrainingEvaluation runTraining(const std::string &artifact,
+                               const std::vector<HostTensor> &inputs,
+                               const std::vector<HostTensor> &resultGrads,
+                               int device = 0,
+                               const std::string &name = "artifact");
 
 //===----------------------------------------------------------------------===//
 // Autotuning

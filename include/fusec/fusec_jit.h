@@ -42,6 +42,13 @@ typedef struct fusec_jit_options {
   const char *const *tile_kernels;
   const char *const *tiles;
   size_t num_tiles;
+  /* Non-zero: compile a training step (fusec --train, docs/Training.md),
+   * which fusec_training_load (fusec_runtime.h) loads; wrt[i], i < num_wrt,
+   * are the arguments to differentiate (none: every argument a gradient
+   * reaches). */
+  int train;
+  const unsigned *wrt;
+  size_t num_wrt;
 } fusec_jit_options;
 
 typedef enum fusec_jit_source {
@@ -107,6 +114,40 @@ const double *fusec_jit_evaluation_output(const fusec_jit_evaluation *evaluation
                                           size_t index,
                                           const long long **shape,
                                           size_t *rank, fusec_jit_dtype *dtype);
+
+/* A training step on the reference interpreter (jit::evaluateTraining):
+ * the forward on `inputs`, the backward on `result_grads` (one per graph
+ * result), differentiating arguments wrt[i], i < num_wrt (none: every
+ * argument a gradient reaches). Never null (short of memory): check
+ * fusec_jit_training_evaluation_error. */
+typedef struct fusec_jit_training_evaluation fusec_jit_training_evaluation;
+typedef enum fusec_jit_training_part {
+  FUSEC_JIT_TRAINING_RESULTS = 0,  /* one per graph result */
+  FUSEC_JIT_TRAINING_SAVED = 1,    /* the tensors the forward saves */
+  FUSEC_JIT_TRAINING_GRADIENTS = 2 /* one per differentiated argument */
+} fusec_jit_training_part;
+fusec_jit_training_evaluation *fusec_jit_evaluate_training(
+    const char *mlir, const char *name, const char *entry,
+    const fusec_jit_host_tensor *inputs, size_t num_inputs,
+    const fusec_jit_host_tensor *result_grads, size_t num_result_grads,
+    const unsigned *wrt, size_t num_wrt);
+void fusec_jit_training_evaluation_free(fusec_jit_training_evaluation *e);
+/* "" on success. */
+const char *
+fusec_jit_training_evaluation_error(const fusec_jit_training_evaluation *e);
+size_t
+fusec_jit_training_evaluation_count(const fusec_jit_training_evaluation *e,
+                                    fusec_jit_training_part part);
+/* Tensor `index` of `part`, as fusec_jit_evaluation_output gives one. */
+const double *
+fusec_jit_training_evaluation_tensor(const fusec_jit_training_evaluation *e,
+                                     fusec_jit_training_part part, size_t index,
+                                     const long long **shape, size_t *rank,
+                                     fusec_jit_dtype *dtype);
+/* The argument whose gradient is gradient `index` (-1 out of range). */
+long long
+fusec_jit_training_evaluation_wrt(const fusec_jit_training_evaluation *e,
+                                  size_t index);
 
 /* The largest relative error (||x - ref|| / ||ref||) accepted for a GPU
  * result of `dtype`; `fp32_math` "tf32" or null/"ieee". */

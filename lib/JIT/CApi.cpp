@@ -43,6 +43,9 @@ static jit::Options toOptions(const fusec_jit_options *c) {
   for (size_t i = 0; i < c->num_tiles; ++i)
     options.tiles.emplace_back(c->tile_kernels[i] ? c->tile_kernels[i] : "",
                                c->tiles[i] ? c->tiles[i] : "");
+  options.train = c->train != 0;
+  if (c->wrt)
+    options.wrt.assign(c->wrt, c->wrt + c->num_wrt);
   return options;
 }
 
@@ -78,6 +81,10 @@ static jit::TuneOptions toTuneOptions(const fusec_jit_tune_options *c) {
 
 struct fusec_jit_evaluation {
   jit::Evaluation evaluation;
+};
+
+struct fusec_jit_training_evaluation {
+  jit::TrainingEvaluation evaluation;
 };
 
 struct fusec_jit_graph {
@@ -248,6 +255,102 @@ const double *fusec_jit_evaluation_output(const fusec_jit_evaluation *e,
   if (dtype)
     *dtype = static_cast<fusec_jit_dtype>(t.dtype);
   return t.data.data();
+}
+
+fusec_jit_training_evaluation *fusec_jit_evaluate_training(
+    const char *mlir, const char *name, const char *entry,
+    const fusec_jit_host_tensor *inputs, size_t num_inputs,
+    const fusec_jit_host_tensor *result_grads, size_t num_result_grads,
+    const unsigned *wrt, size_t num_wrt) {
+  auto *e = new (std::nothrow) fusec_jit_training_evaluation;
+  if (!e)
+    return nullptr;
+  if (!mlir || (num_inputs && !inputs) || (num_result_grads && !result_grads) ||
+      (num_wrt && !wrt)) {
+    e->evaluation.error = "fusec_jit_evaluate_training: the graph text, the "
+                          "inputs, the result gradients or wrt are null";
+    return e;
+  }
+  try {
+    auto copy = [](const fusec_jit_host_tensor *tensors, size_t count) {
+      std::vector<jit::HostTensor> out(count);
+      for (size_t i = 0; i < count; ++i) {
+        out[i].shape = toVector(tensors[i].shape, tensors[i].rank);
+        int64_t n = 1;
+        for (int64_t d : out[i].shape)
+          n = d < 0 ? 0 : n * d;
+        if (tensors[i].data)
+          out[i].data.assign(tensors[i].data, tensors[i].data + n);
+      }
+      return out;
+    };
+    e->evaluation = jit::evaluateTraining(
+        mlir, copy(inputs, num_inputs), copy(result_grads, num_result_grads),
+        std::vector<unsigned>(wrt, wrt + num_wrt), entry ? entry : "",
+        name ? name : "<graph>");
+  } catch (const std::bad_alloc &) {
+    e->evaluation = jit::TrainingEvaluation();
+    e->evaluation.error = "fusec_jit_evaluate_training: out of host memory";
+  }
+  return e;
+}
+
+void fusec_jit_training_evaluation_free(fusec_jit_training_evaluation *e) {
+  delete e;
+}
+
+const char *
+fusec_jit_training_evaluation_error(const fusec_jit_training_evaluation *e) {
+  return e ? e->evaluation.error.c_str() : "null evaluation";
+}
+
+static const std::vector<jit::HostTensor> *
+trainingPart(const fusec_jit_training_evaluation *e,
+             fusec_jit_training_part part) {
+  if (!e)
+    return nullptr;
+  switch (part) {
+  case FUSEC_JIT_TRAINING_RESULTS:
+    return &e->evaluation.outputs;
+  case FUSEC_JIT_TRAINING_SAVED:
+    return &e->evaluation.saved;
+  case FUSEC_JIT_TRAINING_GRADIENTS:
+    return &e->evaluation.gradients;
+  }
+  return nullptr;
+}
+
+size_t
+fusec_jit_training_evaluation_count(const fusec_jit_training_evaluation *e,
+                                    fusec_jit_training_part part) {
+  const std::vector<jit::HostTensor> *tensors = trainingPart(e, part);
+  return tensors ? tensors->size() : 0;
+}
+
+const double *
+fusec_jit_training_evaluation_tensor(const fusec_jit_training_evaluation *e,
+                                     fusec_jit_training_part part, size_t index,
+                                     const long long **shape, size_t *rank,
+                                     fusec_jit_dtype *dtype) {
+  const std::vector<jit::HostTensor> *tensors = trainingPart(e, part);
+  if (!tensors || index >= tensors->size())
+    return nullptr;
+  const jit::HostTensor &t = (*tensors)[index];
+  if (shape)
+    *shape = reinterpret_cast<const long long *>(t.shape.data());
+  if (rank)
+    *rank = t.shape.size();
+  if (dtype)
+    *dtype = static_cast<fusec_jit_dtype>(t.dtype);
+  return t.data.data();
+}
+
+long long
+fusec_jit_training_evaluation_wrt(const fusec_jit_training_evaluation *e,
+                                  size_t index) {
+  if (!e || index >= e->evaluation.wrt.size())
+    return -1;
+  return e->evaluation.wrt[index];
 }
 
 double fusec_jit_tolerance(fusec_jit_dtype dtype, const char *fp32_math) {

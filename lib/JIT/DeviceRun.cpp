@@ -203,3 +203,109 @@ Evaluation fusec::jit::run(const std::string &artifact,
     return result;
   return buffers->run(*module);
 }
+
+TrainingEvaluation
+fusec::jit::runTraining(const std::string &artifact,
+                        const std::vector<HostTensor> &inputs,
+                        const std::vector<HostTensor> &resultGrads, int device,
+                        const std::string &name) {
+  TrainingEvaluation result;
+  auto failed = [&](const rt::Status &status) {
+    if (!status.isOk())
+      result.error = status.message();
+    return !status.isOk();
+  };
+  std::shared_ptr<rt::Device> gpu;
+  std::unique_ptr<rt::TrainingModule> module;
+  std::unique_ptr<rt::TrainingStep> step;
+  if (failed(rt::Device::open(device, gpu)) ||
+      failed(rt::TrainingModule::load(gpu, artifact, module, name)) ||
+      failed(rt::TrainingStep::create(*module, step)))
+    return result;
+  const rt::Plan &fwd = module->plan().forward;
+  std::vector<rt::DeviceBuffer> buffers;
+  // Uploads `t`, rounded to `desc`'s dtype, into a new buffer.
+  auto upload = [&](const HostTensor &t, const rt::BufferDesc &desc,
+                    const std::string &what, rt::BufferRef &ref) {
+    if (t.shape != desc.shape ||
+        t.data.size() != static_cast<size_t>(desc.numel())) {
+      result.error = what + " has shape " + shapeString(t.shape) + " (" +
+                     std::to_string(t.data.size()) + " values), the graph " +
+                     "takes " + desc.typeString();
+      return false;
+    }
+    std::vector<uint8_t> bytes;
+    std::vector<double> values = t.data;
+    encodeFloats(values, formatOf(desc.dtype), bytes);
+    buffers.emplace_back();
+    if (failed(rt::DeviceBuffer::allocate(gpu, bytes.size(), buffers.back())) ||
+        failed(gpu->copyToDevice(buffers.back().ptr(), bytes.data(),
+                                 bytes.size())))
+      return false;
+    ref = buffers.back().ref();
+    return true;
+  };
+  // Allocates an output, NaN-filled so that a value left unwritten shows.
+  auto output = [&](const rt::BufferDesc &desc, rt::BufferRef &ref) {
+    buffers.emplace_back();
+    if (failed(rt::DeviceBuffer::allocate(gpu, desc.bytes, buffers.back())) ||
+        failed(gpu->fill(buffers.back().ptr(), 0xFF, desc.bytes)))
+      return false;
+    ref = buffers.back().ref();
+    return true;
+  };
+  auto download = [&](const rt::BufferRef &ref, const rt::BufferDesc &desc,
+                      std::vector<HostTensor> &into) {
+    std::vector<uint8_t> bytes(ref.bytes);
+    if (failed(gpu->copyToHost(bytes.data(), ref.ptr, ref.bytes)))
+      return false;
+    HostTensor t;
+    t.shape = desc.shape;
+    t.dtype = static_cast<DType>(desc.dtype);
+    decodeFloats(bytes.data(), desc.numel(), formatOf(desc.dtype), t.data);
+    into.push_back(std::move(t));
+    return true;
+  };
+  if (inputs.size() != module->numArgs() ||
+      resultGrads.size() != module->numResults()) {
+    result.error = "the graph takes " + std::to_string(module->numArgs()) +
+                   " inputs and " + std::to_string(module->numResults()) +
+                   " result gradients, " + std::to_string(inputs.size()) +
+                   " and " + std::to_string(resultGrads.size()) + " were given";
+    return result;
+  }
+  std::vector<rt::BufferRef> args(inputs.size()), results(module->numResults());
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (!upload(inputs[i], fwd.input(i), "input " + std::to_string(i), args[i]))
+      return result;
+  for (size_t i = 0; i < results.size(); ++i)
+    if (!output(fwd.output(i), results[i]))
+      return result;
+  std::vector<rt::BufferRef> grads, argGrads(module->wrt().size());
+  for (int64_t r : module->gradResults()) {
+    grads.emplace_back();
+    if (!upload(resultGrads[r], fwd.output(r),
+                "result gradient " + std::to_string(r), grads.back()))
+      return result;
+  }
+  for (size_t i = 0; i < argGrads.size(); ++i)
+    if (!output(fwd.input(module->wrt()[i]), argGrads[i]))
+      return result;
+  if (failed(step->forward(nullptr, args, results)) ||
+      failed(step->backward(nullptr, grads, argGrads)) ||
+      failed(gpu->synchronize()))
+    return result;
+  for (size_t i = 0; i < results.size(); ++i)
+    if (!download(results[i], fwd.output(i), result.outputs))
+      return result;
+  for (size_t i = 0; i < step->saved().size(); ++i)
+    if (!download(step->saved()[i].ref(), fwd.output(module->numResults() + i),
+                  result.saved))
+      return result;
+  for (size_t i = 0; i < argGrads.size(); ++i)
+    if (!download(argGrads[i], fwd.input(module->wrt()[i]), result.gradients))
+      return result;
+  result.wrt = module->wrt();
+  result.gradResults = module->gradResults();
+  return result;
+}

@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "fusec/JIT.h"
+#include "Fuse/FuseDialect.h"
 
 #include "Evaluate.h"
 #include "ParsedGraph.h"
@@ -18,6 +19,7 @@
 #include "fusec/Reference/Interpreter.h"
 #include "fusec/Support/SafeRead.h"
 #include "fusec/Target/PTX.h"
+#include "fusec/Transforms/Autodiff.h"
 #include "fusec/Tuning/TuningDB.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -85,6 +87,13 @@ std::string cacheKey(const std::string &mlir, const Options &options) {
      << "\ntiles=" << options.tiles.size();
   for (const auto &[kernel, tile] : options.tiles)
     os << "\n" << kernel << "=" << tile;
+  // Only a training step says so: the keys of other graphs stay as they
+  // were.
+  if (options.train) {
+    os << "\ntrain=";
+    for (unsigned i : options.wrt)
+      os << i << ",";
+  }
   os << "\ntuning=";
   std::string db = tuningPath(options);
   if (db == "none") {
@@ -181,6 +190,8 @@ std::string compileUncached(const std::string &mlir, const Options &options,
   pipeline.tuningDb = tuningPath(options);
   pipeline.tuningGpu = options.gpu;
   pipeline.mmaPrefetch = options.mmaPrefetch;
+  pipeline.train = options.train;
+  pipeline.wrt = llvm::ArrayRef<unsigned>(options.wrt);
   ArtifactOptions how;
   how.backend = options.backend == "cuda" ? Backend::CUDA : Backend::PTX;
   how.tiles = options.tiles;
@@ -398,4 +409,136 @@ double fusec::jit::relativeError(const std::vector<double> &result,
 
 double fusec::jit::tolerance(DType dtype, const std::string &fp32Math) {
   return ref::tolerance(static_cast<ref::DType>(dtype), fp32Math == "tf32");
+}
+
+namespace {
+/// Copies `given` into interpreter tensors of `types`, rounded to their
+/// dtypes; "" or what is wrong ("result gradient 1 has shape [3], the graph
+/// takes tensor<4xf32>").
+std::string toTensors(TypeRange types, const std::vector<HostTensor> &given,
+                      const std::string &what, std::vector<ref::Tensor> &out) {
+  if (given.size() != types.size())
+    return "the graph takes " + std::to_string(types.size()) + " " + what +
+           "s, " + std::to_string(given.size()) + " were given";
+  for (auto [i, type, t] : llvm::enumerate(types, given)) {
+    auto tensor = cast<RankedTensorType>(type);
+    std::string takes = llvm::formatv("{0}", tensor).str();
+    if (llvm::ArrayRef<int64_t>(t.shape) != tensor.getShape()) {
+      std::string text;
+      for (int64_t d : t.shape)
+        text += (text.empty() ? "" : "x") + std::to_string(d);
+      return what + " " + std::to_string(i) + " has shape [" + text +
+             "], the graph takes " + takes;
+    }
+    if (t.data.size() != static_cast<size_t>(tensor.getNumElements()))
+      return what + " " + std::to_string(i) + " holds " +
+             std::to_string(t.data.size()) + " values, its shape " +
+             std::to_string(tensor.getNumElements());
+  }
+  for (auto [type, t] : llvm::zip_equal(types, given)) {
+    ref::DType dtype =
+        *ref::getDType(cast<RankedTensorType>(type).getElementType());
+    ref::Tensor v;
+    v.shape = t.shape;
+    v.data.reserve(t.data.size());
+    for (double x : t.data)
+      v.data.push_back(ref::roundTo(dtype, x));
+    out.push_back(std::move(v));
+  }
+  return "";
+}
+
+HostTensor toHost(ref::Tensor &&t, Type type) {
+  return {std::move(t.shape),
+          static_cast<DType>(
+              *ref::getDType(cast<RankedTensorType>(type).getElementType())),
+          std::move(t.data)};
+}
+
+std::vector<int64_t> intsOf(func::FuncOp f, llvm::StringRef name) {
+  auto attr = f->getAttrOfType<DenseI64ArrayAttr>(name);
+  return attr ? std::vector<int64_t>(attr.asArrayRef().begin(),
+                                     attr.asArrayRef().end())
+              : std::vector<int64_t>();
+}
+} // namespace
+
+TrainingEvaluation fusec::jit::evaluateTraining(
+    const std::string &mlir, const std::vector<HostTensor> &inputs,
+    const std::vector<HostTensor> &resultGrads,
+    const std::vector<unsigned> &wrt, const std::string &entry,
+    const std::string &name) {
+  TrainingEvaluation result;
+  jit::detail::ParsedGraph graph;
+  result.error = graph.parse(mlir, name, entry);
+  if (!result.ok())
+    return result;
+  func::FuncOp func = graph.entry;
+  std::string graphName = func.getSymName().str();
+  auto fail = [&](const std::string &message) {
+    result.error = name + ": error: @" + graphName + ": " + message + "\n";
+    return result;
+  };
+  std::vector<ref::Tensor> args, grads;
+  if (std::string problem =
+          toTensors(func.getArgumentTypes(), inputs, "input", args);
+      !problem.empty())
+    return fail(problem);
+  if (std::string problem = toTensors(func.getResultTypes(), resultGrads,
+                                      "result gradient", grads);
+      !problem.empty())
+    return fail(problem);
+  if (failed(ref::checkHostMemory(func))) {
+    result.error = graph.failure(name + ": error: not enough host memory\n");
+    return result;
+  }
+  keepOnlyEntry(*graph.module, func);
+  // The backward is built of fuse ops even when the graph has none (the
+  // pass says so through its dependent dialects).
+  graph.context.getOrLoadDialect<mlir::fuse::FuseDialect>();
+  FailureOr<GradientFunctions> pair = differentiate(func, wrt);
+  if (failed(pair)) {
+    result.error = graph.failure(name + ": error: fusec-autodiff failed\n");
+    return result;
+  }
+  func::FuncOp forward = pair->forward, backward = pair->backward;
+  try {
+    FailureOr<std::vector<ref::Tensor>> outs = ref::evaluate(forward, args);
+    if (failed(outs)) {
+      result.error = graph.failure(name + ": error: the reference "
+                                          "interpreter failed\n");
+      return result;
+    }
+    size_t numResults =
+        forward->getAttrOfType<IntegerAttr>(kNumResultsAttr).getInt();
+    std::vector<ref::Tensor> backwardArgs;
+    result.gradResults = intsOf(backward, kGradResultsAttr);
+    result.wrt = intsOf(backward, kWrtAttr);
+    for (int64_t i : intsOf(backward, kForwardArgsAttr))
+      backwardArgs.push_back(args[i]);
+    for (size_t i = numResults; i < outs->size(); ++i)
+      backwardArgs.push_back((*outs)[i]);
+    for (int64_t r : result.gradResults)
+      backwardArgs.push_back(grads[r]);
+    FailureOr<std::vector<ref::Tensor>> gradients =
+        ref::evaluate(backward, backwardArgs);
+    if (failed(gradients)) {
+      result.error = graph.failure(name + ": error: the reference "
+                                          "interpreter failed\n");
+      return result;
+    }
+    for (auto [i, t] : llvm::enumerate(*outs))
+      (i < numResults ? result.outputs : result.saved)
+          .push_back(toHost(std::move(t), forward.getResultTypes()[i]));
+    for (auto [t, type] :
+         llvm::zip_equal(*gradients, backward.getResultTypes()))
+      result.gradients.push_back(toHost(std::move(t), type));
+  } catch (const std::bad_alloc &) {
+    result.outputs.clear();
+    result.saved.clear();
+    result.gradients.clear();
+    return fail("out of host memory: the float64 reference interpreter "
+                "could not allocate its tensors");
+  }
+  return result;
 }

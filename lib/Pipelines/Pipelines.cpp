@@ -8,9 +8,11 @@
 #include "fusec/Conversion/Passes.h"
 #include "fusec/Target/CUDA.h"
 #include "fusec/Target/PTX.h"
+#include "fusec/Transforms/Autodiff.h"
 #include "fusec/Transforms/Passes.h"
 
 #include "mlir/AsmParser/AsmParser.h"
+#include "mlir/Dialect/DLTI/DLTI.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Pass/PassRegistry.h"
@@ -22,8 +24,38 @@
 
 using namespace mlir;
 
+namespace {
+/// Names the kernels of a training pair fwd_* (the forward's) and bwd_* (the
+/// backward's): one artifact holds both plans' kernels, which would
+/// otherwise both start at k0_.
+struct PrefixTrainingKernels
+    : PassWrapper<PrefixTrainingKernels, OperationPass<ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(PrefixTrainingKernels)
+  StringRef getArgument() const override {
+    return "fusec-prefix-training-kernels";
+  }
+  void runOnOperation() override {
+    for (auto f : getOperation().getOps<func::FuncOp>()) {
+      StringRef prefix = f->hasAttr(fusec::kBackwardAttr)  ? "fwd_"
+                         : f->hasAttr(fusec::kForwardAttr) ? "bwd_"
+                                                           : "";
+      if (prefix.empty())
+        continue;
+      f.walk(
+          [&](fuse::KernelOp k) { k.setName((prefix + k.getName()).str()); });
+    }
+  }
+};
+} // namespace
+
 void fusec::buildPipeline(OpPassManager &pm, Stage stage,
                           const PipelineOptions &options) {
+  bool differentiate = options.train && !options.fromKernels;
+  if (differentiate) {
+    FusecAutodiffOptions autodiff;
+    autodiff.wrt.assign(options.wrt.begin(), options.wrt.end());
+    pm.addPass(createFusecAutodiff(autodiff));
+  }
   OpPassManager &funcPm = pm.nest<func::FuncOp>();
   if (options.simplify && !options.fromKernels) {
     funcPm.addPass(createFuseSimplify());
@@ -33,6 +65,8 @@ void fusec::buildPipeline(OpPassManager &pm, Stage stage,
     return;
   if (!options.fromKernels)
     funcPm.addPass(createFormKernels());
+  if (differentiate)
+    pm.addPass(std::make_unique<PrefixTrainingKernels>());
   pm.addPass(createVerifyStage({/*stage=*/"kernels"}));
   if (stage == Stage::Kernels)
     return;
@@ -169,6 +203,110 @@ static std::vector<fusec::KernelRecord> kernelRecords(ModuleOp module) {
   return records;
 }
 
+/// The bits of `index` in a gpu.module's data layout (32 unless it says).
+static unsigned indexBits(gpu::GPUModuleOp module) {
+  auto spec = module->getAttrOfType<DataLayoutSpecAttr>(
+      DLTIDialect::kDataLayoutAttrName);
+  if (spec)
+    for (DataLayoutEntryInterface entry : spec.getEntries())
+      if (auto type = llvm::dyn_cast_if_present<Type>(entry.getKey());
+          type && type.isIndex())
+        if (auto bits = llvm::dyn_cast<IntegerAttr>(entry.getValue()))
+          return bits.getInt();
+  return 32;
+}
+
+/// Moves the kernels of `from` into `into` (one artifact is one PTX module),
+/// pointing `from`'s launches at them, and erases `from`. The kernels'
+/// names differ (PrefixTrainingKernels); the module keeps the wider index.
+static void mergeKernelModules(ModuleOp module, gpu::GPUModuleOp into,
+                               gpu::GPUModuleOp from) {
+  if (indexBits(from) > indexBits(into))
+    into->setAttr(DLTIDialect::kDataLayoutAttrName,
+                  from->getAttr(DLTIDialect::kDataLayoutAttrName));
+  Block &to = into.getBodyRegion().front();
+  for (Operation &op :
+       llvm::make_early_inc_range(from.getBodyRegion().front())) {
+    if (op.hasTrait<OpTrait::IsTerminator>())
+      continue;
+    if (to.mightHaveTerminator())
+      op.moveBefore(to.getTerminator());
+    else
+      op.moveBefore(&to, to.end());
+  }
+  module.walk([&](gpu::LaunchFuncOp launch) {
+    if (launch.getKernelModuleName() != from.getName())
+      return;
+    launch.setKernelAttr(SymbolRefAttr::get(
+        into.getNameAttr(), {FlatSymbolRefAttr::get(launch.getKernelName())}));
+  });
+  from.erase();
+}
+
+/// The forward/backward pair's contract (Autodiff.h), which the launch
+/// plans fusec-tile-kernels builds in place of the functions must carry on
+/// to the artifact writer.
+static const llvm::StringLiteral kContractAttrs[] = {
+    fusec::kNumResultsAttr,  fusec::kBackwardAttr, fusec::kForwardAttr,
+    fusec::kForwardArgsAttr, fusec::kNumSavedAttr, fusec::kGradResultsAttr,
+    fusec::kWrtAttr};
+
+/// Lowers the graph's forward/backward pair (fusec-autodiff) to one kernel
+/// module and two launch plans carrying the pair's contract: PTX in a
+/// gpu.binary, or the tiled kernels for CUDA C.
+static LogicalResult lowerTrainingPair(
+    ModuleOp module, const fusec::PTXTarget &target,
+    const fusec::PipelineOptions &options, const fusec::ArtifactOptions &how,
+    llvm::function_ref<LogicalResult(fusec::Stage,
+                                     const fusec::PipelineOptions &)>
+        run) {
+  using namespace fusec;
+  // Differentiate and form both functions' kernels, tile them, then put
+  // both plans' kernels in one kernel module before code generation.
+  if (failed(run(Stage::Kernels, options)) ||
+      (!how.tiles.empty() && failed(applyTiles(module, how.tiles))))
+    return failure();
+  func::FuncOp forward, backward;
+  for (auto f : module.getOps<func::FuncOp>()) {
+    if (f->hasAttr(kBackwardAttr))
+      forward = f;
+    else if (f->hasAttr(kForwardAttr))
+      backward = f;
+  }
+  if (!forward || !backward)
+    return emitError(module.getLoc())
+           << "fusec-autodiff made no forward/backward pair";
+  std::string names[2] = {forward.getSymName().str(),
+                          backward.getSymName().str()};
+  NamedAttrList contracts[2];
+  for (auto [f, contract] : llvm::zip(std::array{forward, backward}, contracts))
+    for (llvm::StringLiteral name : kContractAttrs)
+      if (Attribute attr = f->getAttr(name))
+        contract.set(name, attr);
+  PipelineOptions rest;
+  rest.copyOptionValuesFrom(options);
+  rest.fromKernels = true;
+  if (failed(run(Stage::Tiled, rest)))
+    return failure();
+  auto kernelsOf = [&](const std::string &f) {
+    return module.lookupSymbol<gpu::GPUModuleOp>(f + "_kernels");
+  };
+  mergeKernelModules(module, kernelsOf(names[0]), kernelsOf(names[1]));
+  for (auto [name, contract] : llvm::zip(names, contracts))
+    for (NamedAttribute attr : contract)
+      module.lookupSymbol<func::FuncOp>(name)->setAttr(attr.getName(),
+                                                       attr.getValue());
+  if (how.backend == Backend::PTX) {
+    PassManager pm(module.getContext());
+    if (how.configure && failed(how.configure(pm)))
+      return failure();
+    buildPTXPipeline(pm, target, /*toBinary=*/true);
+    if (failed(pm.run(module)))
+      return failure();
+  }
+  return success();
+}
+
 FailureOr<fusec::CompiledArtifact>
 fusec::compileArtifact(ModuleOp module, const PipelineOptions &options,
                        const ArtifactOptions &how) {
@@ -185,7 +323,10 @@ fusec::compileArtifact(ModuleOp module, const PipelineOptions &options,
   };
   // CUDA C is printed from the tiled kernels.
   Stage last = how.backend == Backend::CUDA ? Stage::Tiled : Stage::Binary;
-  if (how.tiles.empty() || options.fromKernels) {
+  if (options.train && !options.fromKernels) {
+    if (failed(lowerTrainingPair(module, *target, options, how, run)))
+      return failure();
+  } else if (how.tiles.empty() || options.fromKernels) {
     if (!how.tiles.empty() && failed(applyTiles(module, how.tiles)))
       return failure();
     if (failed(run(last, options)))

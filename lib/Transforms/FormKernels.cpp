@@ -108,7 +108,11 @@ Group &KernelFormer::startGroup(Operation *root) {
 void KernelFormer::growEpilogue(Group &group) {
   while (true) {
     Operation *last = group.ops.back();
-    if (last->getNumResults() != 1)
+    // A batch norm's full-size result (its others are per channel) feeds
+    // the epilogue of the pass that writes it.
+    bool batchNorm =
+        group.ops.size() == 1 && isa<BatchNormTrainOp, BatchNormGradOp>(last);
+    if (last->getNumResults() != 1 && !batchNorm)
       return;
     Value result = last->getResult(0);
     if (result.use_empty())

@@ -21,8 +21,9 @@ import warnings
 from . import _capi, _interop
 from ._interop import BF16, F16, F32
 
-__all__ = ["Error", "Graph", "Kernel", "compile", "compile_file",
-           "reference", "tolerance", "tune", "version", "clear_memory_cache",
+__all__ = ["Error", "Graph", "Kernel", "TrainingKernel", "TrainingStep",
+           "compile", "compile_file", "reference", "reference_training",
+           "tolerance", "tune", "version", "clear_memory_cache",
            "F32", "F16", "BF16", "DEFAULT_MAX_WORKSPACES"]
 
 #: How many workspaces (sets of intermediates) a loaded kernel allocates at
@@ -649,7 +650,7 @@ class Kernel:
 
 
 def _options(arch, backend, fp32_math, tiles, tuning_db, entry, cache,
-             cache_dir, sm_count, gpu):
+             cache_dir, sm_count, gpu, train=False, wrt=None):
     o = _capi.JitOptions()
     _capi.jit.fusec_jit_options_init(ctypes.byref(o))
     if arch is None:
@@ -675,11 +676,25 @@ def _options(arch, backend, fp32_math, tiles, tuning_db, entry, cache,
         o.tiles = (ctypes.c_char_p * len(values))(*values)
         keep += [o.tile_kernels, o.tiles]
         o.num_tiles = len(names)
+    if wrt is not None and not train:
+        raise TypeError("wrt names the arguments to differentiate; it "
+                        "needs train=True")
+    if train:
+        o.train = 1
+        wrt = list(wrt or [])
+        for i in wrt:
+            if isinstance(i, bool) or not isinstance(i, int) or i < 0:
+                raise TypeError("wrt must list argument positions (ints of "
+                                "0 or more), not %r" % (i,))
+        if wrt:
+            o.wrt = (ctypes.c_uint * len(wrt))(*wrt)
+            keep.append(o.wrt)
+            o.num_wrt = len(wrt)
     return o, keep, dict(arch=arch, backend=backend, fp32_math=fp32_math,
                          sm_count=sm_count, gpu=gpu)
 
 
-def _finish(result, options):
+def _finish(result, options, training=None):
     try:
         if not _capi.jit.fusec_jit_ok(result):
             raise Error(_capi.jit.fusec_jit_error(result).decode().rstrip())
@@ -689,6 +704,12 @@ def _finish(result, options):
         warning = _capi.jit.fusec_jit_warnings(result).decode()
         if warning:
             warnings.warn(warning.rstrip(), RuntimeWarning, stacklevel=4)
+        if training is not None:
+            from ._training import TrainingKernel
+            return TrainingKernel(
+                artifact, _SOURCES[_capi.jit.fusec_jit_result_source(result)],
+                _capi.jit.fusec_jit_milliseconds(result), warning, options,
+                *training)
         return Kernel(artifact,
                       _SOURCES[_capi.jit.fusec_jit_result_source(result)],
                       _capi.jit.fusec_jit_milliseconds(result), warning,
@@ -699,10 +720,12 @@ def _finish(result, options):
 
 def _compile(call, arch=None, backend="ptx", fp32_math="ieee", tiles=None,
              tuning_db=None, entry=None, cache=True, cache_dir=None,
-             sm_count=None, gpu=None):
+             sm_count=None, gpu=None, train=False, wrt=None, text=None):
     o, keep, summary = _options(arch, backend, fp32_math, tiles, tuning_db,
-                                entry, cache, cache_dir, sm_count, gpu)
-    return _finish(call(ctypes.byref(o)), summary)
+                                entry, cache, cache_dir, sm_count, gpu,
+                                train, wrt)
+    training = (text, list(wrt or []), entry) if train else None
+    return _finish(call(ctypes.byref(o)), summary, training)
 
 
 def _graph_text(graph, what, hint=""):
@@ -727,16 +750,24 @@ def compile(graph, *, name=None, **options):
       cache / cache_dir: the kernel cache (memory, then $FUSEC_CACHE_DIR or
       ~/.cache/fusec/kernels). sm_count, gpu: the GPU to size grids and pick
       tuning entries for. `name` names the graph in messages.
+      train=True compiles a training step instead (docs/Training.md): a
+      fusec.TrainingKernel with forward(*args) and backward(*grads); wrt
+      lists the arguments to differentiate (None: every argument a
+      gradient reaches).
     """
     text = _graph_text(graph, "compile", " (compile_file takes a path)")
     return _compile(lambda o: _capi.jit.fusec_jit_compile(
-        text.encode(), _b(name or "<graph>"), o), **options)
+        text.encode(), _b(name or "<graph>"), o), text=text, **options)
 
 
 def compile_file(path, **options):
     """compile() on the graph in the file at `path`."""
+    text = None
+    if options.get("train"):
+        with open(path) as f:
+            text = f.read()
     return _compile(lambda o: _capi.jit.fusec_jit_compile_file(_b(path), o),
-                    **options)
+                    text=text, **options)
 
 
 def reference(graph, *inputs, entry=None):
@@ -868,3 +899,9 @@ def tune(graph, *, tuning_db=None, arch=None, fp32_math="ieee", entry=None,
         return entries
     finally:
         _capi.jit.fusec_jit_tuning_free(t)
+
+
+# Training steps (compile(..., train=True)); at the end: _training imports
+# from this module.
+from ._training import (TrainingKernel, TrainingStep,  # noqa: E402
+                        reference_training)

@@ -29,6 +29,14 @@ struct fusec_module {
   std::unique_ptr<Module> module;
 };
 
+struct fusec_training_module {
+  std::unique_ptr<TrainingModule> module;
+};
+
+struct fusec_training_step {
+  std::unique_ptr<TrainingStep> step;
+};
+
 namespace {
 
 thread_local std::string lastError;
@@ -59,11 +67,8 @@ template <typename Body> fusec_status guarded(const char *function, Body body) {
   }
 }
 
-fusec_status bufferInfo(const fusec_module *module, size_t index, bool input,
-                        fusec_buffer_info *info, const char *function) {
-  if (!module || !info)
-    return invalidArgument(function, "module and info must not be NULL");
-  const Plan &plan = module->module->plan();
+fusec_status planBufferInfo(const Plan &plan, size_t index, bool input,
+                            fusec_buffer_info *info, const char *function) {
   const std::vector<int64_t> &ids = input ? plan.inputs : plan.outputs;
   if (index >= ids.size())
     return report(Status::error(
@@ -77,6 +82,13 @@ fusec_status bufferInfo(const fusec_module *module, size_t index, bool input,
   info->shape = desc.shape.data();
   info->bytes = desc.bytes;
   return FUSEC_OK;
+}
+
+fusec_status bufferInfo(const fusec_module *module, size_t index, bool input,
+                        fusec_buffer_info *info, const char *function) {
+  if (!module || !info)
+    return invalidArgument(function, "module and info must not be NULL");
+  return planBufferInfo(module->module->plan(), index, input, info, function);
 }
 
 } // namespace
@@ -342,6 +354,152 @@ fusec_status fusec_pointer_device(fusec_device_ptr ptr, int *ordinal) {
     if (status == FUSEC_OK)
       *ordinal = value;
     return status;
+  });
+}
+
+fusec_status fusec_training_load(fusec_device *device, const char *artifact,
+                                 size_t length,
+                                 fusec_training_module **module) {
+  if (!module)
+    return invalidArgument("fusec_training_load", "module must not be NULL");
+  *module = nullptr;
+  if (!device || (!artifact && length))
+    return invalidArgument("fusec_training_load",
+                           "device and artifact must not be NULL");
+  return guarded("fusec_training_load", [&] {
+    std::unique_ptr<TrainingModule> m;
+    fusec_status status = report(TrainingModule::load(
+        device->device, std::string(artifact ? artifact : "", length), m));
+    if (status == FUSEC_OK)
+      *module = new fusec_training_module{std::move(m)};
+    return status;
+  });
+}
+
+fusec_status fusec_training_load_file(fusec_device *device, const char *path,
+                                      fusec_training_module **module) {
+  if (!module)
+    return invalidArgument("fusec_training_load_file",
+                           "module must not be NULL");
+  *module = nullptr;
+  if (!device || !path)
+    return invalidArgument("fusec_training_load_file",
+                           "device and path must not be NULL");
+  return guarded("fusec_training_load_file", [&] {
+    std::unique_ptr<TrainingModule> m;
+    fusec_status status =
+        report(TrainingModule::loadFile(device->device, path, m));
+    if (status == FUSEC_OK)
+      *module = new fusec_training_module{std::move(m)};
+    return status;
+  });
+}
+
+void fusec_training_release(fusec_training_module *module) { delete module; }
+
+size_t fusec_training_num_args(const fusec_training_module *module) {
+  return module ? module->module->numArgs() : 0;
+}
+
+size_t fusec_training_num_results(const fusec_training_module *module) {
+  return module ? module->module->numResults() : 0;
+}
+
+fusec_status fusec_training_arg_info(const fusec_training_module *module,
+                                     size_t index, fusec_buffer_info *info) {
+  if (!module || !info)
+    return invalidArgument("fusec_training_arg_info",
+                           "module and info must not be NULL");
+  return planBufferInfo(module->module->plan().forward, index,
+                        /*input=*/true, info, "fusec_training_arg_info");
+}
+
+fusec_status fusec_training_result_info(const fusec_training_module *module,
+                                        size_t index, fusec_buffer_info *info) {
+  if (!module || !info)
+    return invalidArgument("fusec_training_result_info",
+                           "module and info must not be NULL");
+  if (index >= module->module->numResults())
+    return report(Status::error(
+        StatusCode::InvalidArgument,
+        "fusec_training_result_info: index " + std::to_string(index) +
+            " is out of range: the graph has " +
+            std::to_string(module->module->numResults()) + " results"));
+  return planBufferInfo(module->module->plan().forward, index,
+                        /*input=*/false, info, "fusec_training_result_info");
+}
+
+size_t fusec_training_num_grads(const fusec_training_module *module) {
+  return module ? module->module->gradResults().size() : 0;
+}
+
+int64_t fusec_training_grad_result(const fusec_training_module *module,
+                                   size_t index) {
+  if (!module || index >= module->module->gradResults().size())
+    return -1;
+  return module->module->gradResults()[index];
+}
+
+size_t fusec_training_num_wrt(const fusec_training_module *module) {
+  return module ? module->module->wrt().size() : 0;
+}
+
+int64_t fusec_training_wrt(const fusec_training_module *module, size_t index) {
+  if (!module || index >= module->module->wrt().size())
+    return -1;
+  return module->module->wrt()[index];
+}
+
+size_t fusec_training_num_saved(const fusec_training_module *module) {
+  return module ? module->module->numSaved() : 0;
+}
+
+uint64_t fusec_training_saved_bytes(const fusec_training_module *module) {
+  return module ? module->module->savedBytes() : 0;
+}
+
+fusec_status fusec_training_step_create(fusec_training_module *module,
+                                        fusec_training_step **step) {
+  if (!step)
+    return invalidArgument("fusec_training_step_create",
+                           "step must not be NULL");
+  *step = nullptr;
+  if (!module)
+    return invalidArgument("fusec_training_step_create",
+                           "module must not be NULL");
+  return guarded("fusec_training_step_create", [&] {
+    std::unique_ptr<TrainingStep> s;
+    fusec_status status = report(TrainingStep::create(*module->module, s));
+    if (status == FUSEC_OK)
+      *step = new fusec_training_step{std::move(s)};
+    return status;
+  });
+}
+
+void fusec_training_step_release(fusec_training_step *step) { delete step; }
+
+fusec_status
+fusec_training_step_forward(fusec_training_step *step, fusec_stream stream,
+                            const fusec_buffer *args, size_t num_args,
+                            const fusec_buffer *results, size_t num_results) {
+  if (!step || (!args && num_args) || (!results && num_results))
+    return invalidArgument("fusec_training_step_forward",
+                           "step, args and results must not be NULL");
+  return guarded("fusec_training_step_forward", [&] {
+    return report(step->step->forward(stream, buffers(args, num_args),
+                                      buffers(results, num_results)));
+  });
+}
+
+fusec_status fusec_training_step_backward(
+    fusec_training_step *step, fusec_stream stream, const fusec_buffer *grads,
+    size_t num_grads, const fusec_buffer *arg_grads, size_t num_arg_grads) {
+  if (!step || (!grads && num_grads) || (!arg_grads && num_arg_grads))
+    return invalidArgument("fusec_training_step_backward",
+                           "step, grads and arg_grads must not be NULL");
+  return guarded("fusec_training_step_backward", [&] {
+    return report(step->step->backward(stream, buffers(grads, num_grads),
+                                       buffers(arg_grads, num_arg_grads)));
   });
 }
 

@@ -575,6 +575,53 @@ Status parseStep(const json &value, const std::string &path, int64_t version,
 // Entry points
 //===----------------------------------------------------------------------===//
 
+/// Reads the training object of a training artifact's plan: what its inputs
+/// and outputs are to the other plan (checked against it by
+/// parseTrainingArtifact).
+static Status parseTraining(const json &value, const std::string &path,
+                            Plan &plan) {
+  TrainingDesc &t = plan.training;
+  if (!value.is_object())
+    return invalid(path, "expected an object, got " + kindOf(value));
+  std::string role;
+  FUSEC_RETURN_IF_ERROR(
+      getString(value.contains("role") ? value["role"] : json(),
+                join(path, "role"), role));
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  size_t numInputs = plan.inputs.size(), numOutputs = plan.outputs.size();
+  if (role == "forward") {
+    FUSEC_RETURN_IF_ERROR(checkObject(value, path, {"role", "num_results"}));
+    t.role = TrainingDesc::Role::Forward;
+    return getInt(value["num_results"], join(path, "num_results"), 1,
+                  static_cast<int64_t>(numOutputs), t.numResults);
+  }
+  if (role != "backward")
+    return invalid(join(path, "role"),
+                   "expected \"forward\" or \"backward\", got \"" + role +
+                       "\"");
+  FUSEC_RETURN_IF_ERROR(checkObject(
+      value, path,
+      {"role", "forward_args", "num_saved", "grad_results", "wrt"}));
+  t.role = TrainingDesc::Role::Backward;
+  FUSEC_RETURN_IF_ERROR(getInts(value["forward_args"],
+                                join(path, "forward_args"), 0, numInputs, 0,
+                                kMax, t.forwardArgs));
+  FUSEC_RETURN_IF_ERROR(getInt(value["num_saved"], join(path, "num_saved"), 0,
+                               static_cast<int64_t>(numInputs), t.numSaved));
+  FUSEC_RETURN_IF_ERROR(getInts(value["grad_results"],
+                                join(path, "grad_results"), 0, numInputs, 0,
+                                kMax, t.gradResults));
+  size_t accounted =
+      t.forwardArgs.size() + size_t(t.numSaved) + t.gradResults.size();
+  if (accounted != numInputs)
+    return invalid(path, "forward_args, num_saved and grad_results name " +
+                             std::to_string(accounted) +
+                             " inputs, but the plan has " +
+                             std::to_string(numInputs));
+  return getInts(value["wrt"], join(path, "wrt"), numOutputs, numOutputs, 0,
+                 kMax, t.wrt);
+}
+
 Status fusec::runtime::parsePlan(const std::string &text, Plan &plan) {
   plan = Plan();
   json root;
@@ -590,7 +637,8 @@ Status fusec::runtime::parsePlan(const std::string &text, Plan &plan) {
   }
 
   FUSEC_RETURN_IF_ERROR(checkObject(
-      root, "", {"format", "version", "graph", "target", "buffers", "steps"}));
+      root, "", {"format", "version", "graph", "target", "buffers", "steps"},
+      {"training"}));
 
   std::string format;
   FUSEC_RETURN_IF_ERROR(getString(root["format"], "format", format));
@@ -649,6 +697,12 @@ Status fusec::runtime::parsePlan(const std::string &text, Plan &plan) {
     FUSEC_RETURN_IF_ERROR(
         parseStep(steps[i], indexed("steps", i), version, plan, step));
     plan.steps.push_back(std::move(step));
+  }
+  if (root.contains("training")) {
+    if (version < 3)
+      return invalid("training", "a training plan needs plan version 3 or "
+                                 "newer");
+    FUSEC_RETURN_IF_ERROR(parseTraining(root["training"], "training", plan));
   }
   return Status::success();
 }
@@ -734,41 +788,42 @@ Status fusec::runtime::checkKernelParameters(const std::string &ptx,
   return Status::success();
 }
 
-Status fusec::runtime::parseArtifact(const std::string &text, Plan &plan,
-                                     const std::string &sourceName) {
+namespace {
+/// A '// fusec-plan: ' line: its number and the JSON after the prefix.
+struct PlanLine {
+  size_t number = 0;
+  std::string json;
+};
+} // namespace
+
+static std::vector<PlanLine> planLines(const std::string &text) {
   const std::string prefix = kPlanLinePrefix;
-  std::string planLine;
-  bool found = false;
-  size_t lineNumber = 0, planLineNumber = 0;
-  size_t lineStart = 0;
+  std::vector<PlanLine> lines;
+  size_t lineNumber = 0, lineStart = 0;
   while (lineStart < text.size()) {
     ++lineNumber;
     size_t lineEnd = text.find('\n', lineStart);
     if (lineEnd == std::string::npos)
       lineEnd = text.size();
     if (text.compare(lineStart, prefix.size(), prefix) == 0) {
-      if (found)
-        return invalid(sourceName + ":" + std::to_string(lineNumber),
-                       "a second '// fusec-plan: ' line; an artifact "
-                       "carries exactly one plan");
-      found = true;
-      planLineNumber = lineNumber;
-      planLine = text.substr(lineStart + prefix.size(),
-                             lineEnd - lineStart - prefix.size());
-      if (!planLine.empty() && planLine.back() == '\r')
-        planLine.pop_back();
+      PlanLine line{lineNumber,
+                    text.substr(lineStart + prefix.size(),
+                                lineEnd - lineStart - prefix.size())};
+      if (!line.json.empty() && line.json.back() == '\r')
+        line.json.pop_back();
+      lines.push_back(std::move(line));
     }
     lineStart = lineEnd + 1;
   }
-  if (!found)
-    return invalid(sourceName,
-                   "not a fusec artifact: it has no '// fusec-plan: ' line "
-                   "(compile the graph with fusec to get an artifact)");
+  return lines;
+}
 
-  Status status = parsePlan(planLine, plan);
+/// Parses one plan line and checks that the code defines its kernels.
+static Status parsePlanLine(const std::string &text, const PlanLine &line,
+                            Plan &plan, const std::string &sourceName) {
+  Status status = parsePlan(line.json, plan);
   if (!status)
-    return status.withContext(sourceName + ":" +
-                              std::to_string(planLineNumber) +
+    return status.withContext(sourceName + ":" + std::to_string(line.number) +
                               ": invalid launch plan");
 
   if (plan.targetKind != "cuda")
@@ -785,6 +840,114 @@ Status fusec::runtime::parseArtifact(const std::string &text, Plan &plan,
                          "function '" +
                          step.kernel + "'); the plan and the CUDA C do not "
                          "match");
+  }
+  return Status::success();
+}
+
+static Status noPlanLine(const std::string &sourceName) {
+  return invalid(sourceName,
+                 "not a fusec artifact: it has no '// fusec-plan: ' line "
+                 "(compile the graph with fusec to get an artifact)");
+}
+
+Status fusec::runtime::parseArtifact(const std::string &text, Plan &plan,
+                                     const std::string &sourceName) {
+  std::vector<PlanLine> lines = planLines(text);
+  if (lines.empty())
+    return noPlanLine(sourceName);
+  if (lines.size() > 1)
+    return invalid(sourceName + ":" + std::to_string(lines[1].number),
+                   "a second '// fusec-plan: ' line; an artifact carries "
+                   "exactly one plan (a training artifact, from fusec "
+                   "--train, carries two: load it with TrainingModule or "
+                   "fusec_training_load)");
+  return parsePlanLine(text, lines.front(), plan, sourceName);
+}
+
+Status fusec::runtime::parseTrainingArtifact(const std::string &text,
+                                             TrainingPlan &plans,
+                                             const std::string &sourceName) {
+  std::vector<PlanLine> lines = planLines(text);
+  if (lines.empty())
+    return noPlanLine(sourceName);
+  if (lines.size() != 2)
+    return invalid(sourceName,
+                   "not a training artifact: it has " +
+                       std::to_string(lines.size()) +
+                       " '// fusec-plan: ' lines, a training artifact two "
+                       "(the forward's and the backward's; compile the "
+                       "graph with fusec --train)");
+  Plan &fwd = plans.forward, &bwd = plans.backward;
+  fwd = Plan();
+  bwd = Plan();
+  FUSEC_RETURN_IF_ERROR(parsePlanLine(text, lines[0], fwd, sourceName));
+  FUSEC_RETURN_IF_ERROR(parsePlanLine(text, lines[1], bwd, sourceName));
+  auto where = [&](size_t i, const std::string &field) {
+    return sourceName + ":" + std::to_string(lines[i].number) + ": " +
+           (i ? "backward" : "forward") + " plan: " + field;
+  };
+  if (fwd.training.role != TrainingDesc::Role::Forward)
+    return invalid(where(0, "training"),
+                   "the first plan of a training artifact is the forward's "
+                   "(training.role \"forward\")");
+  if (bwd.training.role != TrainingDesc::Role::Backward)
+    return invalid(where(1, "training"),
+                   "the second plan of a training artifact is the "
+                   "backward's (training.role \"backward\")");
+  if (fwd.targetKind != bwd.targetKind || fwd.arch != bwd.arch)
+    return invalid(where(1, "target"), "differs from the forward plan's");
+  const TrainingDesc &t = bwd.training;
+  int64_t numResults = fwd.training.numResults;
+  int64_t numSaved = int64_t(fwd.outputs.size()) - numResults;
+  if (t.numSaved != numSaved)
+    return invalid(where(1, "training.num_saved"),
+                   std::to_string(t.numSaved) + ", but the forward saves " +
+                       std::to_string(numSaved) + " tensors");
+  // Each backward input and output has the type of the forward value it
+  // stands for.
+  auto same = [&](const BufferDesc &a, const BufferDesc &b,
+                  const std::string &field, const std::string &what) -> Status {
+    if (a.dtype == b.dtype && a.shape == b.shape)
+      return Status::success();
+    return invalid(where(1, field), "is " + a.typeString() + ", but " + what +
+                                        " is " + b.typeString());
+  };
+  size_t in = 0;
+  for (size_t i = 0; i < t.forwardArgs.size(); ++i, ++in) {
+    std::string field = indexed("training.forward_args", i);
+    int64_t arg = t.forwardArgs[i];
+    if (arg >= int64_t(fwd.inputs.size()))
+      return invalid(where(1, field), "input " + std::to_string(arg) +
+                                          " does not exist; the forward has " +
+                                          std::to_string(fwd.inputs.size()));
+    FUSEC_RETURN_IF_ERROR(same(bwd.input(in), fwd.input(arg), field,
+                               "forward input " + std::to_string(arg)));
+  }
+  for (int64_t i = 0; i < numSaved; ++i, ++in)
+    FUSEC_RETURN_IF_ERROR(same(bwd.input(in), fwd.output(numResults + i),
+                               "input " + std::to_string(in),
+                               "saved tensor " + std::to_string(i) +
+                                   " (forward output " +
+                                   std::to_string(numResults + i) + ")"));
+  for (size_t i = 0; i < t.gradResults.size(); ++i, ++in) {
+    std::string field = indexed("training.grad_results", i);
+    int64_t result = t.gradResults[i];
+    if (result >= numResults)
+      return invalid(where(1, field), "result " + std::to_string(result) +
+                                          " does not exist; the forward has " +
+                                          std::to_string(numResults));
+    FUSEC_RETURN_IF_ERROR(same(bwd.input(in), fwd.output(result), field,
+                               "forward result " + std::to_string(result)));
+  }
+  for (size_t i = 0; i < t.wrt.size(); ++i) {
+    std::string field = indexed("training.wrt", i);
+    int64_t arg = t.wrt[i];
+    if (arg >= int64_t(fwd.inputs.size()))
+      return invalid(where(1, field), "input " + std::to_string(arg) +
+                                          " does not exist; the forward has " +
+                                          std::to_string(fwd.inputs.size()));
+    FUSEC_RETURN_IF_ERROR(same(bwd.output(i), fwd.input(arg), field,
+                               "forward input " + std::to_string(arg)));
   }
   return Status::success();
 }

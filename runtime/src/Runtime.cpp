@@ -410,12 +410,21 @@ Status Module::load(std::shared_ptr<Device> device, const std::string &artifact,
                     std::unique_ptr<Module> &module,
                     const std::string &sourceName) {
   module.reset();
+  Plan plan;
+  FUSEC_RETURN_IF_ERROR(parseArtifact(artifact, plan, sourceName));
+  return load(std::move(device), artifact, std::move(plan), module, sourceName);
+}
+
+Status Module::load(std::shared_ptr<Device> device, const std::string &artifact,
+                    Plan parsed, std::unique_ptr<Module> &module,
+                    const std::string &sourceName) {
+  module.reset();
   // Filled as resources are acquired, so that a failure part way releases
   // what was acquired (in ~Module).
   std::unique_ptr<Module> m(new Module());
   m->device_ = device;
   m->sourceName_ = sourceName;
-  FUSEC_RETURN_IF_ERROR(parseArtifact(artifact, m->plan_, sourceName));
+  m->plan_ = std::move(parsed);
   const Plan &plan = m->plan_;
   FUSEC_RETURN_IF_ERROR(checkDevice(plan, *device, sourceName));
 
@@ -898,4 +907,143 @@ Status Module::enqueue(Stream stream, Span<BufferRef> inputs,
                        bytesString(step.sharedBytes) + " of shared memory");
   }
   return Status::success();
+}
+
+//===----------------------------------------------------------------------===//
+// Training
+//===----------------------------------------------------------------------===//
+
+Status TrainingModule::load(std::shared_ptr<Device> device,
+                            const std::string &artifact,
+                            std::unique_ptr<TrainingModule> &module,
+                            const std::string &sourceName) {
+  module.reset();
+  std::unique_ptr<TrainingModule> m(new TrainingModule());
+  m->device_ = device;
+  FUSEC_RETURN_IF_ERROR(parseTrainingArtifact(artifact, m->plan_, sourceName));
+  FUSEC_RETURN_IF_ERROR(Module::load(device, artifact, m->plan_.forward,
+                                     m->forward_, sourceName + " (forward)"));
+  FUSEC_RETURN_IF_ERROR(Module::load(device, artifact, m->plan_.backward,
+                                     m->backward_, sourceName + " (backward)"));
+  module = std::move(m);
+  return Status::success();
+}
+
+Status TrainingModule::loadFile(std::shared_ptr<Device> device,
+                                const std::string &path,
+                                std::unique_ptr<TrainingModule> &module) {
+  std::string text;
+  FUSEC_RETURN_IF_ERROR(readFile(path, text));
+  return load(std::move(device), text, module, path);
+}
+
+uint64_t TrainingModule::savedBytes() const {
+  uint64_t bytes = 0;
+  for (size_t i = numResults(); i < plan_.forward.outputs.size(); ++i)
+    bytes += plan_.forward.output(i).bytes;
+  return bytes;
+}
+
+Status TrainingStep::create(const TrainingModule &module,
+                            std::unique_ptr<TrainingStep> &step) {
+  step.reset();
+  std::unique_ptr<TrainingStep> s(new TrainingStep());
+  s->module_ = &module;
+  const Plan &fwd = module.plan().forward;
+  for (size_t i = module.numResults(); i < fwd.outputs.size(); ++i) {
+    DeviceBuffer buffer;
+    FUSEC_RETURN_IF_ERROR(
+        DeviceBuffer::allocate(module.device_, fwd.output(i).bytes, buffer)
+            .withContext("allocating saved tensor " +
+                         std::to_string(i - module.numResults()) + " (" +
+                         fwd.output(i).typeString() + ")"));
+    s->saved_.push_back(std::move(buffer));
+  }
+  step = std::move(s);
+  return Status::success();
+}
+
+/// Checks `given` against the plan buffers they stand for, naming each as
+/// `what` i and the value it is the buffer of.
+static Status checkTrainingBuffers(const char *call, const char *what,
+                                   const std::vector<const BufferDesc *> &descs,
+                                   const std::vector<std::string> &names,
+                                   Span<BufferRef> given) {
+  if (given.size() != descs.size())
+    return Status::error(StatusCode::InvalidArgument,
+                         std::string(call) + ": expected " +
+                             std::to_string(descs.size()) + " " + what +
+                             (descs.size() == 1 ? "" : "s") + ", got " +
+                             std::to_string(given.size()));
+  for (size_t i = 0; i < descs.size(); ++i)
+    if (given[i].bytes != descs[i]->bytes)
+      return Status::error(
+          StatusCode::InvalidArgument,
+          std::string(call) + ": " + what + " " + std::to_string(i) + names[i] +
+              " has " + std::to_string(given[i].bytes) +
+              " bytes, the plan needs " + std::to_string(descs[i]->bytes) +
+              " (" + descs[i]->typeString() + ")");
+  return Status::success();
+}
+
+Status TrainingStep::forward(Stream stream, Span<BufferRef> args,
+                             Span<BufferRef> results) {
+  const Plan &fwd = module_->plan().forward;
+  std::vector<const BufferDesc *> descs;
+  std::vector<std::string> names;
+  for (size_t i = 0; i < module_->numArgs(); ++i) {
+    descs.push_back(&fwd.input(i));
+    names.emplace_back();
+  }
+  FUSEC_RETURN_IF_ERROR(
+      checkTrainingBuffers("forward", "argument", descs, names, args));
+  descs.clear();
+  for (size_t i = 0; i < module_->numResults(); ++i)
+    descs.push_back(&fwd.output(i));
+  names.resize(descs.size());
+  FUSEC_RETURN_IF_ERROR(
+      checkTrainingBuffers("forward", "result", descs, names, results));
+  std::vector<BufferRef> outputs(results.begin(), results.end());
+  for (const DeviceBuffer &buffer : saved_)
+    outputs.push_back(buffer.ref());
+  FUSEC_RETURN_IF_ERROR(
+      module_->forward().run(stream, args, outputs).withContext("forward"));
+  args_.assign(args.begin(), args.end());
+  haveForward_ = true;
+  return Status::success();
+}
+
+Status TrainingStep::backward(Stream stream, Span<BufferRef> resultGrads,
+                              Span<BufferRef> argGrads) {
+  if (!haveForward_)
+    return Status::error(StatusCode::InvalidArgument,
+                         "backward: no forward has run on this step; the "
+                         "backward reads what the forward saves");
+  const Plan &fwd = module_->plan().forward;
+  const TrainingDesc &t = module_->plan().backward.training;
+  std::vector<const BufferDesc *> descs;
+  std::vector<std::string> names;
+  for (int64_t r : t.gradResults) {
+    descs.push_back(&fwd.output(r));
+    names.push_back(" (of result " + std::to_string(r) + ")");
+  }
+  FUSEC_RETURN_IF_ERROR(checkTrainingBuffers("backward", "result gradient",
+                                             descs, names, resultGrads));
+  descs.clear();
+  names.clear();
+  for (int64_t a : t.wrt) {
+    descs.push_back(&fwd.input(a));
+    names.push_back(" (of argument " + std::to_string(a) + ")");
+  }
+  FUSEC_RETURN_IF_ERROR(checkTrainingBuffers("backward", "argument gradient",
+                                             descs, names, argGrads));
+  std::vector<BufferRef> inputs;
+  for (int64_t a : t.forwardArgs)
+    inputs.push_back(args_[a]);
+  for (const DeviceBuffer &buffer : saved_)
+    inputs.push_back(buffer.ref());
+  inputs.insert(inputs.end(), resultGrads.begin(), resultGrads.end());
+  return module_->backward()
+      .run(stream, inputs, argGrads)
+      .withContext("backward");
 }

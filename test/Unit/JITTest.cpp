@@ -1,4 +1,5 @@
-//===- JITTest.cpp - The compiler as a library, and its kernel cache -------===//
+//===- JITTest.cpp - The compiler as a library, and its kernel cache
+//-------===//
 //
 // No GPU: compile() produces artifacts the runtime's parser accepts; errors
 // are located; the cache hits in memory and on disk, rebuilds a damaged
@@ -10,6 +11,7 @@
 #include "fusec/fusec_jit.h"
 
 #include "fusec/runtime/Plan.h"
+#include "fusec/runtime/Runtime.h"
 
 #include <gtest/gtest.h>
 
@@ -769,6 +771,144 @@ TEST_F(JIT, CApiEvaluatesAndBuilds) {
   fusec_jit_evaluation_free(e);
   EXPECT_STREQ(fusec_jit_chip_for_device(9, 0), "sm_90a");
   EXPECT_EQ(fusec_jit_tolerance(FUSEC_JIT_F16, nullptr), 5e-3);
+}
+
+} // namespace
+
+namespace {
+
+/// The forward returns its arguments, %x twice: the backward sums %x's two
+/// gradients (no gradient rule involved).
+const char *kPairGraph =
+    "func.func @f(%x: tensor<4xf32>, %y: tensor<3xf32>) -> (tensor<4xf32>, "
+    "tensor<3xf32>, tensor<4xf32>) {\n"
+    "  return %x, %y, %x : tensor<4xf32>, tensor<3xf32>, tensor<4xf32>\n"
+    "}\n";
+
+TEST_F(JIT, CompilesATrainingStepTheRuntimeAccepts) {
+  options.train = true;
+  jit::Result r = jit::compile(kPairGraph, options, "pair.mlir");
+  ASSERT_TRUE(r.ok()) << r.error;
+  runtime::TrainingPlan plans;
+  runtime::Status status =
+      runtime::parseTrainingArtifact(r.artifact, plans, "pair");
+  ASSERT_TRUE(status) << status.message();
+  EXPECT_EQ(plans.forward.graph, "f_forward");
+  EXPECT_EQ(plans.forward.training.numResults, 3);
+  EXPECT_EQ(plans.backward.graph, "f_backward");
+  EXPECT_EQ(plans.backward.kernels, std::vector<std::string>{"bwd_k0_add"});
+  EXPECT_EQ(plans.backward.training.wrt, (std::vector<int64_t>{0, 1}));
+  // Not the inference artifact of the same graph, in the cache either.
+  options.train = false;
+  jit::Result plain = jit::compile(kPairGraph, options, "pair.mlir");
+  ASSERT_TRUE(plain.ok()) << plain.error;
+  EXPECT_EQ(plain.source, jit::Source::Compiled);
+  EXPECT_NE(plain.artifact, r.artifact);
+
+  options.train = true;
+  options.wrt = {7};
+  r = jit::compile(kPairGraph, options, "pair.mlir");
+  EXPECT_NE(r.error.find("pair.mlir:1:1: error: fusec-autodiff: argument #7 "
+                         "does not exist; @f has 2"),
+            std::string::npos)
+      << r.error;
+}
+
+TEST_F(JIT, EvaluatesATrainingStepOnTheReference) {
+  std::vector<jit::HostTensor> args = {{{4}, jit::DType::F32, {1, 2, 3, 4}},
+                                       {{3}, jit::DType::F32, {5, 6, 7}}};
+  std::vector<jit::HostTensor> grads = {
+      {{4}, jit::DType::F32, {1, 1, 1, 1}},
+      {{3}, jit::DType::F32, {2, 2, 2}},
+      {{4}, jit::DType::F32, {0.5, 0.5, 0.5, 0.5}}};
+  jit::TrainingEvaluation e = jit::evaluateTraining(kPairGraph, args, grads);
+  ASSERT_TRUE(e.ok()) << e.error;
+  ASSERT_EQ(e.outputs.size(), 3u);
+  EXPECT_EQ(e.outputs[2].data, args[0].data);
+  EXPECT_TRUE(e.saved.empty());
+  EXPECT_EQ(e.wrt, (std::vector<int64_t>{0, 1}));
+  EXPECT_EQ(e.gradResults, (std::vector<int64_t>{0, 1, 2}));
+  ASSERT_EQ(e.gradients.size(), 2u);
+  EXPECT_EQ(e.gradients[0].data, (std::vector<double>{1.5, 1.5, 1.5, 1.5}));
+  EXPECT_EQ(e.gradients[1].data, (std::vector<double>{2, 2, 2}));
+
+  e = jit::evaluateTraining(kPairGraph, args, grads, {1});
+  ASSERT_TRUE(e.ok()) << e.error;
+  EXPECT_EQ(e.wrt, std::vector<int64_t>{1});
+  ASSERT_EQ(e.gradients.size(), 1u);
+
+  grads.pop_back();
+  e = jit::evaluateTraining(kPairGraph, args, grads, {}, "", "pair.mlir");
+  EXPECT_EQ(e.error, "pair.mlir: error: @f: the graph takes 3 result "
+                     "gradients, 2 were given\n");
+
+  // Through C.
+  long long s4[] = {4}, s3[] = {3};
+  fusec_jit_host_tensor in[] = {{args[0].data.data(), s4, 1},
+                                {args[1].data.data(), s3, 1}};
+  double ones4[] = {1, 1, 1, 1}, ones3[] = {1, 1, 1};
+  fusec_jit_host_tensor g[] = {{ones4, s4, 1}, {ones3, s3, 1}, {ones4, s4, 1}};
+  unsigned wrt[] = {0};
+  fusec_jit_training_evaluation *c = fusec_jit_evaluate_training(
+      kPairGraph, "pair.mlir", nullptr, in, 2, g, 3, wrt, 1);
+  ASSERT_STREQ(fusec_jit_training_evaluation_error(c), "");
+  EXPECT_EQ(fusec_jit_training_evaluation_count(c, FUSEC_JIT_TRAINING_RESULTS),
+            3u);
+  ASSERT_EQ(
+      fusec_jit_training_evaluation_count(c, FUSEC_JIT_TRAINING_GRADIENTS), 1u);
+  EXPECT_EQ(fusec_jit_training_evaluation_wrt(c, 0), 0);
+  EXPECT_EQ(fusec_jit_training_evaluation_wrt(c, 1), -1);
+  size_t rank = 0;
+  const double *dx = fusec_jit_training_evaluation_tensor(
+      c, FUSEC_JIT_TRAINING_GRADIENTS, 0, nullptr, &rank, nullptr);
+  ASSERT_TRUE(dx);
+  EXPECT_EQ(rank, 1u);
+  EXPECT_EQ(std::vector<double>(dx, dx + 4), (std::vector<double>{2, 2, 2, 2}));
+  fusec_jit_training_evaluation_free(c);
+
+  // The C options compile a training step.
+  fusec_jit_options o;
+  fusec_jit_options_init(&o);
+  std::string cacheDir = dir.string();
+  o.cache_dir = cacheDir.c_str();
+  o.tuning_db = "none";
+  o.train = 1;
+  o.wrt = wrt;
+  o.num_wrt = 1;
+  fusec_jit_result *r = fusec_jit_compile(kPairGraph, "pair.mlir", &o);
+  ASSERT_TRUE(fusec_jit_ok(r)) << fusec_jit_error(r);
+  runtime::TrainingPlan plans;
+  runtime::Status status =
+      runtime::parseTrainingArtifact(fusec_jit_artifact(r, nullptr), plans);
+  EXPECT_TRUE(status) << status.message();
+  EXPECT_EQ(plans.backward.training.wrt, std::vector<int64_t>{0});
+  fusec_jit_result_free(r);
+}
+
+TEST_F(JIT, RunsATrainingStepOnTheGpu) {
+  std::shared_ptr<runtime::Device> device;
+  if (!runtime::Device::open(0, device))
+    GTEST_SKIP() << "no CUDA device";
+  options.train = true;
+  options.arch = "sm_80";
+  jit::Result r = jit::compile(kPairGraph, options, "pair.mlir");
+  ASSERT_TRUE(r.ok()) << r.error;
+  std::vector<jit::HostTensor> args = {{{4}, jit::DType::F32, {1, 2, 3, 4}},
+                                       {{3}, jit::DType::F32, {5, 6, 7}}};
+  std::vector<jit::HostTensor> grads = {
+      {{4}, jit::DType::F32, {1, 1, 1, 1}},
+      {{3}, jit::DType::F32, {2, 2, 2}},
+      {{4}, jit::DType::F32, {0.5, 0.5, 0.5, 0.5}}};
+  jit::TrainingEvaluation gpu = jit::runTraining(r.artifact, args, grads);
+  ASSERT_TRUE(gpu.ok()) << gpu.error;
+  jit::TrainingEvaluation ref = jit::evaluateTraining(kPairGraph, args, grads);
+  ASSERT_TRUE(ref.ok()) << ref.error;
+  ASSERT_EQ(gpu.outputs.size(), ref.outputs.size());
+  for (size_t i = 0; i < ref.outputs.size(); ++i)
+    EXPECT_EQ(gpu.outputs[i].data, ref.outputs[i].data) << "result " << i;
+  ASSERT_EQ(gpu.gradients.size(), ref.gradients.size());
+  for (size_t i = 0; i < ref.gradients.size(); ++i)
+    EXPECT_EQ(gpu.gradients[i].data, ref.gradients[i].data) << "gradient " << i;
 }
 
 } // namespace

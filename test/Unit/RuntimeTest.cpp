@@ -213,15 +213,15 @@ TEST(RuntimePlan, RejectsWrongFormatAndVersion) {
   p["format"] = "onnx";
   EXPECT_EQ(planError(p), "format: expected \"fusec-plan\", got \"onnx\"");
   p = validPlan();
-  p["version"] = 3;
-  EXPECT_EQ(planError(p), "version: plan version 3 is newer than this "
-                          "runtime reads (2): update the fusec runtime");
+  p["version"] = 4;
+  EXPECT_EQ(planError(p), "version: plan version 4 is newer than this "
+                          "runtime reads (3): update the fusec runtime");
   // Version 2 only adds tensor maps: a version-1 plan reads the same.
   p["version"] = 2;
   EXPECT_EQ(planError(p), "ok");
   p["version"] = 0;
   EXPECT_EQ(planError(p),
-            "version: plan version 0 does not exist: expected 1 to 2");
+            "version: plan version 0 does not exist: expected 1 to 3");
   p["version"] = "1";
   EXPECT_EQ(planError(p), "version: expected an integer, got a string");
 }
@@ -481,8 +481,11 @@ TEST(RuntimeArtifact, FindsThePlanLineAndChecksKernels) {
             "(compile the graph with fusec to get an artifact)");
 
   status = parseArtifact("// fusec-plan: {}\n" + artifact, plan, "a.ptx");
-  EXPECT_EQ(status.message(), "a.ptx:3: a second '// fusec-plan: ' line; an "
-                              "artifact carries exactly one plan");
+  EXPECT_EQ(status.message(),
+            "a.ptx:3: a second '// fusec-plan: ' line; an artifact carries "
+            "exactly one plan (a training artifact, from fusec --train, "
+            "carries two: load it with TrainingModule or "
+            "fusec_training_load)");
 
   status = parseArtifact("// fusec-plan: {\"format\"\n", plan, "a.ptx");
   EXPECT_EQ(status.message().rfind("a.ptx:1: invalid launch plan: the plan "
@@ -663,6 +666,139 @@ TEST(RuntimeCApi, ChecksArguments) {
 //===----------------------------------------------------------------------===//
 // The launch path, against a fake driver
 //===----------------------------------------------------------------------===//
+
+//===----------------------------------------------------------------------===//
+// Training artifacts
+//===----------------------------------------------------------------------===//
+
+/// The forward of f(x [4]) = y [4], saving s [4]: kernel fwd_k0 (x, y, s).
+json forwardPlan() {
+  return json::parse(R"({
+    "format": "fusec-plan", "version": 3, "graph": "f_forward",
+    "target": {"kind": "ptx", "arch": "sm_90"},
+    "buffers": [
+      {"id": 0, "role": "input", "index": 0, "dtype": "f32", "shape": [4],
+       "bytes": 16},
+      {"id": 1, "role": "output", "index": 0, "dtype": "f32", "shape": [4],
+       "bytes": 16},
+      {"id": 2, "role": "output", "index": 1, "dtype": "f32", "shape": [4],
+       "bytes": 16}
+    ],
+    "steps": [{"kind": "launch", "kernel": "fwd_k0", "grid": [1, 1, 1],
+               "block": [32, 1, 1], "shared_bytes": 0, "args": [0, 1, 2]}],
+    "training": {"role": "forward", "num_results": 1}
+  })");
+}
+
+/// Its backward: (x, s, dy) -> dx, kernel bwd_k0 (x, s, dy, dx).
+json backwardPlan() {
+  return json::parse(R"({
+    "format": "fusec-plan", "version": 3, "graph": "f_backward",
+    "target": {"kind": "ptx", "arch": "sm_90"},
+    "buffers": [
+      {"id": 0, "role": "input", "index": 0, "dtype": "f32", "shape": [4],
+       "bytes": 16},
+      {"id": 1, "role": "input", "index": 1, "dtype": "f32", "shape": [4],
+       "bytes": 16},
+      {"id": 2, "role": "input", "index": 2, "dtype": "f32", "shape": [4],
+       "bytes": 16},
+      {"id": 3, "role": "output", "index": 0, "dtype": "f32", "shape": [4],
+       "bytes": 16}
+    ],
+    "steps": [{"kind": "launch", "kernel": "bwd_k0", "grid": [1, 1, 1],
+               "block": [32, 1, 1], "shared_bytes": 0,
+               "args": [0, 1, 2, 3]}],
+    "training": {"role": "backward", "forward_args": [0], "num_saved": 1,
+                 "grad_results": [0], "wrt": [0]}
+  })");
+}
+
+std::string trainingArtifactOf(const json &forward, const json &backward) {
+  return "// fusec artifact v1\n// fusec-plan: " + forward.dump() +
+         "\n// fusec-plan: " + backward.dump() + "\n" +
+         ptxDefining({"fwd_k0", "bwd_k0"}, {{"fwd_k0", 3}, {"bwd_k0", 4}});
+}
+
+/// The message of parseTrainingArtifact, or "ok".
+std::string trainingError(const json &forward, const json &backward) {
+  TrainingPlan plans;
+  Status status = parseTrainingArtifact(trainingArtifactOf(forward, backward),
+                                        plans, "step.ptx");
+  return status ? "ok" : status.message();
+}
+
+TEST(RuntimeTraining, ParsesBothPlansAndTheirContract) {
+  TrainingPlan plans;
+  std::string artifact = trainingArtifactOf(forwardPlan(), backwardPlan());
+  Status status = parseTrainingArtifact(artifact, plans, "step.ptx");
+  ASSERT_TRUE(status) << status.message();
+  EXPECT_EQ(plans.forward.graph, "f_forward");
+  EXPECT_EQ(plans.forward.training.role, TrainingDesc::Role::Forward);
+  EXPECT_EQ(plans.forward.training.numResults, 1);
+  const TrainingDesc &t = plans.backward.training;
+  EXPECT_EQ(t.role, TrainingDesc::Role::Backward);
+  EXPECT_EQ(t.forwardArgs, std::vector<int64_t>{0});
+  EXPECT_EQ(t.numSaved, 1);
+  EXPECT_EQ(t.gradResults, std::vector<int64_t>{0});
+  EXPECT_EQ(t.wrt, std::vector<int64_t>{0});
+
+  // An inference load refuses it; a training load refuses an inference
+  // artifact.
+  Plan plan;
+  status = parseArtifact(artifact, plan, "step.ptx");
+  EXPECT_EQ(status.message().rfind("step.ptx:3: a second '// fusec-plan: ' "
+                                   "line",
+                                   0),
+            0u)
+      << status.message();
+  status = parseTrainingArtifact(artifactOf(validPlan(), {"k0_conv2d"}), plans,
+                                 "one.ptx");
+  EXPECT_EQ(status.message(),
+            "one.ptx: not a training artifact: it has 1 '// fusec-plan: ' "
+            "lines, a training artifact two (the forward's and the "
+            "backward's; compile the graph with fusec --train)");
+}
+
+TEST(RuntimeTraining, RejectsABrokenContract) {
+  json f = forwardPlan(), b = backwardPlan();
+  // The training object is version 3.
+  f["version"] = 2;
+  EXPECT_EQ(trainingError(f, b),
+            "step.ptx:2: invalid launch plan: training: a training plan "
+            "needs plan version 3 or newer");
+  f = forwardPlan();
+  f["training"]["role"] = "sideways";
+  EXPECT_EQ(trainingError(f, b),
+            "step.ptx:2: invalid launch plan: training.role: expected "
+            "\"forward\" or \"backward\", got \"sideways\"");
+  // The plans in the wrong order.
+  f = forwardPlan();
+  EXPECT_EQ(trainingError(b, f).rfind("step.ptx:2: forward plan: training: "
+                                      "the first plan",
+                                      0),
+            0u);
+  f = forwardPlan();
+  f["training"]["num_results"] = 2;
+  EXPECT_EQ(trainingError(f, b),
+            "step.ptx:3: backward plan: training.num_saved: 1, but the "
+            "forward saves 0 tensors");
+  // Inputs the contract does not account for.
+  b["training"]["num_saved"] = 0;
+  EXPECT_EQ(trainingError(forwardPlan(), b),
+            "step.ptx:3: invalid launch plan: training: forward_args, "
+            "num_saved and grad_results name 2 inputs, but the plan has 3");
+  // A gradient of another type than its argument.
+  b = backwardPlan();
+  b["buffers"][3]["shape"] = json::array({2, 2});
+  EXPECT_EQ(trainingError(forwardPlan(), b),
+            "step.ptx:3: backward plan: training.wrt[0]: is f32 [2,2], but "
+            "forward input 0 is f32 [4]");
+  b = backwardPlan();
+  b["training"]["grad_results"] = json::array({1});
+  EXPECT_EQ(trainingError(forwardPlan(), b),
+            "step.ptx:3: backward plan: training.grad_results[0]: result 1 "
+            "does not exist; the forward has 1");
+}
 
 namespace fake {
 using namespace fusec::runtime::detail;
@@ -1142,6 +1278,58 @@ TEST_F(RuntimeLaunch, RunsThePlanAsWritten) {
   module.reset();
   EXPECT_TRUE(fake::state.live.empty());
   EXPECT_FALSE(fake::state.moduleLoaded);
+}
+
+TEST_F(RuntimeLaunch, RunsATrainingStep) {
+  fake::state.arity = {{"fwd_k0", 3}, {"bwd_k0", 4}};
+  std::shared_ptr<Device> device = openDevice();
+  std::unique_ptr<TrainingModule> module;
+  Status status = TrainingModule::load(
+      device, trainingArtifactOf(forwardPlan(), backwardPlan()), module,
+      "step.ptx");
+  ASSERT_TRUE(status) << status.message();
+  EXPECT_EQ(module->numArgs(), 1u);
+  EXPECT_EQ(module->numResults(), 1u);
+  EXPECT_EQ(module->numSaved(), 1u);
+  EXPECT_EQ(module->savedBytes(), 16u);
+  size_t before = fake::state.live.size();
+  std::unique_ptr<TrainingStep> step;
+  status = TrainingStep::create(*module, step);
+  ASSERT_TRUE(status) << status.message();
+  // The step owns its saved tensor, on the device.
+  ASSERT_EQ(fake::state.live.size(), before + 1);
+  ASSERT_EQ(step->saved().size(), 1u);
+  DevicePtr saved = step->saved()[0].ptr();
+  EXPECT_EQ(fake::state.live.at(saved), 16u);
+
+  const DevicePtr x = 0xA000000, y = 0xB000000, dy = 0xC000000, dx = 0xD000000;
+  Stream stream = reinterpret_cast<Stream>(0x5);
+  status = step->backward(stream, {{dy, 16}}, {{dx, 16}});
+  EXPECT_EQ(status.message(), "backward: no forward has run on this step; "
+                              "the backward reads what the forward saves");
+  status = step->forward(stream, {{x, 16}}, {{y, 16}, {dx, 16}});
+  EXPECT_EQ(status.message(), "forward: expected 1 result, got 2");
+  fake::state.launches.clear();
+  status = step->forward(stream, {{x, 16}}, {{y, 16}});
+  ASSERT_TRUE(status) << status.message();
+  ASSERT_EQ(fake::state.launches.size(), 1u);
+  EXPECT_EQ(fake::state.launches[0].kernel, "fwd_k0");
+  EXPECT_EQ(fake::state.launches[0].args,
+            (std::vector<fake::CUdeviceptr>{x, y, saved}));
+  status = step->backward(stream, {{dy, 8}}, {{dx, 16}});
+  EXPECT_EQ(status.message(),
+            "backward: result gradient 0 (of result 0) has 8 bytes, the plan "
+            "needs 16 (f32 [4])");
+  // The backward reads the forward's argument and saved tensor.
+  status = step->backward(stream, {{dy, 16}}, {{dx, 16}});
+  ASSERT_TRUE(status) << status.message();
+  ASSERT_EQ(fake::state.launches.size(), 2u);
+  EXPECT_EQ(fake::state.launches[1].kernel, "bwd_k0");
+  EXPECT_EQ(fake::state.launches[1].args,
+            (std::vector<fake::CUdeviceptr>{x, saved, dy, dx}));
+  step.reset();
+  EXPECT_FALSE(fake::state.live.count(saved));
+  module.reset();
 }
 
 TEST_F(RuntimeLaunch, EncodesTensorMapsWhenTheirBufferMoves) {

@@ -141,6 +141,18 @@ static cl::opt<bool>
                 cl::desc("Print the compiler's remarks (fusion decisions)"),
                 cl::init(false), cl::cat(fusecCat));
 
+static cl::opt<bool>
+    train("train",
+          cl::desc("Compile a training step: differentiate the graph "
+                   "(fusec-autodiff) and write one artifact holding its "
+                   "forward and backward plans (docs/Training.md)"),
+          cl::init(false), cl::cat(fusecCat));
+static cl::list<unsigned>
+    wrtArgs("wrt",
+            cl::desc("With --train: the graph arguments to differentiate, "
+                     "by position (default: every argument a gradient "
+                     "reaches)"),
+            cl::value_desc("i,j,..."), cl::CommaSeparated, cl::cat(fusecCat));
 static cl::opt<std::string> outputFilename("o", cl::desc("Output file"),
                                            cl::value_desc("file"),
                                            cl::init("-"), cl::cat(fusecCat));
@@ -243,6 +255,8 @@ static FailureOr<std::string> lower(ModuleOp module, EmitKind kind,
   options.fp32Math = fp32Math;
   options.mmaPrefetch = mmaPrefetch;
   options.tuningDb = tuningDbPath();
+  options.train = train;
+  options.wrt = llvm::to_vector(wrtArgs);
   if (kind == EmitKind::PTX || kind == EmitKind::CUDA) {
     ArtifactOptions how;
     how.backend = kind == EmitKind::CUDA ? Backend::CUDA : Backend::PTX;
@@ -255,7 +269,8 @@ static FailureOr<std::string> lower(ModuleOp module, EmitKind kind,
       return failure();
     return std::move(compiled->text);
   }
-  if (kind != EmitKind::MLIR) {
+  // --train --emit=mlir: the forward/backward pair, as compiled.
+  if (kind != EmitKind::MLIR || train) {
     static const Stage stages[] = {Stage::Graph, Stage::Kernels, Stage::Tiled,
                                    Stage::GPU};
     PassManager pm(module->getContext());
@@ -283,7 +298,11 @@ static LogicalResult emitGraph(ModuleOp module) {
   auto target = PTXTarget::parse(arch);
   if (!target)
     return fail(llvm::toString(target.takeError()));
-  if (kind >= EmitKind::Tiled) {
+  if (!wrtArgs.empty() && !train)
+    return fail("--wrt names the arguments to differentiate; it needs "
+                "--train");
+  // fusec-autodiff differentiates one graph.
+  if (kind >= EmitKind::Tiled || train) {
     func::FuncOp entry = findEntry(module);
     if (!entry)
       return failure();
@@ -509,6 +528,8 @@ extern "C" int fusec_main(int argc, char **argv) {
       "  fusec graph.mlir -o kernel.cu [--arch=sm_90] ...   (CUDA C for "
       "NVRTC)\n"
       "  fusec graph.mlir [--emit=mlir|kernels|tiled|gpu|ptx|cuda] [-o out]\n"
+      "  fusec graph.mlir --train [--wrt=0,2] -o step.ptx   (forward and "
+      "backward)\n"
       "  fusec run graph.mlir [--device=auto|cpu|gpu] [--seed=N] "
       "[--input=a.npy ...] [--output-dir=DIR]\n"
       "  fusec tune graph.mlir [--tuning-db=FILE] [--repeat=N]\n");

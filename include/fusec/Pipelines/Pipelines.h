@@ -62,6 +62,16 @@ struct PipelineOptions : mlir::PassPipelineOptions<PipelineOptions> {
       llvm::cl::desc("Tensor-core GEMM: load the next k-step's fragments "
                      "before this one's mma.sync (a tuning knob)"),
       llvm::cl::init(true)};
+  Option<bool> train{
+      *this, "train",
+      llvm::cl::desc("Differentiate the graph first (fusec-autodiff) and "
+                     "compile its forward and backward functions, their "
+                     "kernels named fwd_* and bwd_*"),
+      llvm::cl::init(false)};
+  ListOption<unsigned> wrt{
+      *this, "wrt",
+      llvm::cl::desc("With train: the arguments to differentiate (default: "
+                     "every argument a gradient reaches)")};
 };
 
 /// What an artifact carries: PTX, or CUDA C that NVRTC compiles at load.
@@ -105,7 +115,9 @@ struct CompiledArtifact {
 };
 
 /// Lowers a graph module holding one function (keepOnlyEntry) to an
-/// artifact (docs/Artifact.md) for `options.arch`. Errors are emitted as
+/// artifact (docs/Artifact.md) for `options.arch`. With `options.train`, the
+/// artifact holds the forward and the backward plan of the function's
+/// fusec-autodiff pair (docs/Training.md). Errors are emitted as
 /// diagnostics on the module's context.
 mlir::FailureOr<CompiledArtifact>
 compileArtifact(mlir::ModuleOp module, const PipelineOptions &options,

@@ -225,6 +225,20 @@ static const FamilyInfo kAttentionMmaSync{
 // Families without a tile.
 //===----------------------------------------------------------------------===//
 
+/// Batch norm with batch statistics and its gradient: a statistics pass, a
+/// per-channel finalize, then the element pass with the epilogue
+/// (BatchNormTraining.cpp; this table is its one caller).
+namespace fusec::tiling {
+std::unique_ptr<KernelBuilder>
+makeBatchNormTrainingKernel(KernelOp kernel, gpu::GPUModuleOp module,
+                            const TargetDescription &target);
+} // namespace fusec::tiling
+
+/// Batch norm with batch statistics or its gradient.
+static bool isBatchNormTraining(const KernelQuery &q) {
+  return isa_and_nonnull<BatchNormTrainOp, BatchNormGradOp>(q.anchor);
+}
+
 /// The builder of a family without a tile: its factory, on the kernel alone.
 template <std::unique_ptr<KernelBuilder> (*Make)(KernelOp, gpu::GPUModuleOp,
                                                  const TargetDescription &)>
@@ -248,11 +262,19 @@ llvm::ArrayRef<FamilyInfo> fusec::tiling::familyTable() {
       {KernelFamily::DirectConv,
        [](const KernelQuery &q) { return isa_and_nonnull<Conv2dOp>(q.anchor); },
        nullptr, nullptr, nullptr, buildUntiled<makeDirectConvKernel>},
+      // Normalisations: over rows, and batch norm's over channels with batch
+      // statistics (BatchNormTraining.cpp).
       {KernelFamily::RowReduction,
        [](const KernelQuery &q) {
-         return q.anchor && isRowReduction(q.anchor);
+         return q.anchor &&
+                (isRowReduction(q.anchor) || isBatchNormTraining(q));
        },
-       nullptr, nullptr, nullptr, buildUntiled<makeRowReductionKernel>},
+       nullptr, nullptr, nullptr,
+       [](const KernelQuery &q, gpu::GPUModuleOp module, Attribute) {
+         return isBatchNormTraining(q)
+                    ? makeBatchNormTrainingKernel(q.kernel, module, q.target)
+                    : makeRowReductionKernel(q.kernel, module, q.target);
+       }},
       {KernelFamily::PoolResample,
        [](const KernelQuery &q) {
          return isa_and_nonnull<MaxPool2dOp, AvgPool2dOp, GlobalAvgPoolOp,

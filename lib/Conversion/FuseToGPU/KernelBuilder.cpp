@@ -58,8 +58,12 @@ FailureOr<LaunchConfig> KernelBuilder::build() {
     }
   if (wideIndex)
     setIndexBitwidth(module, 64);
+  // A batch norm in training stores its per-channel results itself
+  // (BatchNormTraining.cpp).
+  bool perChannelResults =
+      isa_and_nonnull<BatchNormTrainOp, BatchNormGradOp>(anchor);
   for (Value v : yield().getValues())
-    if (shapeOf(v) != shapeOf(yield().getValues()[0]))
+    if (!perChannelResults && shapeOf(v) != shapeOf(yield().getValues()[0]))
       return kernel.emitOpError("results of different shapes cannot share "
                                 "one GPU kernel");
   b.setInsertionPointToEnd(module.getBody());

@@ -9,6 +9,7 @@
 
 #include "fusec/Conversion/Passes.h"
 
+#include "ExtraLaunches.h"
 #include "Strategy.h"
 
 #include "fusec/Conversion/AttrNames.h"
@@ -155,6 +156,22 @@ static LogicalResult lowerGraph(func::FuncOp func, gpu::GPUModuleOp module,
                              arith::ConstantIndexOp::create(b, loc, d[1]),
                              arith::ConstantIndexOp::create(b, loc, d[2])};
     };
+    // Scratch buffers follow the results; kernels launched first (a batch
+    // norm's statistics) take the same memrefs.
+    SmallVector<MemRefType> workspaces;
+    std::vector<ExtraLaunch> first;
+    takeExtraLaunches(kernelFunc, workspaces, first);
+    for (MemRefType type : workspaces)
+      args.push_back(memref::AllocOp::create(b, loc, type).getResult());
+    for (const ExtraLaunch &launch : first) {
+      Value bytes;
+      if (launch.sharedBytes)
+        bytes = arith::ConstantIntOp::create(b, loc, b.getI32Type(),
+                                             launch.sharedBytes);
+      gpu::LaunchFuncOp::create(
+          b, loc, module.lookupSymbol<gpu::GPUFuncOp>(launch.func),
+          dim3(launch.grid), dim3(launch.block), bytes, args);
+    }
     // Tensor maps follow the memrefs, each over one of them.
     auto ptr = LLVM::LLVMPointerType::get(b.getContext());
     for (const TensorMapParam &map : config->tensorMaps) {

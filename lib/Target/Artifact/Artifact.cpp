@@ -3,6 +3,7 @@
 #include "fusec/Target/Artifact.h"
 #include "Fuse/FuseOps.h"
 #include "fusec/Conversion/AttrNames.h"
+#include "fusec/Transforms/Autodiff.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -162,22 +163,60 @@ LogicalResult PlanWriter::run(func::FuncOp plan) {
   return success();
 }
 
+/// The `training` object of a plan of a forward/backward pair
+/// (docs/Training.md): what its inputs and outputs are to the other plan.
+static llvm::json::Object trainingRecord(func::FuncOp plan) {
+  auto ints = [&](StringRef name) {
+    llvm::json::Array values;
+    if (auto array = plan->getAttrOfType<DenseI64ArrayAttr>(name))
+      for (int64_t v : array.asArrayRef())
+        values.push_back(v);
+    return values;
+  };
+  auto integer = [&](StringRef name) {
+    auto attr = plan->getAttrOfType<IntegerAttr>(name);
+    return attr ? attr.getInt() : 0;
+  };
+  if (plan->hasAttr(kBackwardAttr))
+    return llvm::json::Object{{"role", "forward"},
+                              {"num_results", integer(kNumResultsAttr)}};
+  return llvm::json::Object{{"role", "backward"},
+                            {"forward_args", ints(kForwardArgsAttr)},
+                            {"num_saved", integer(kNumSavedAttr)},
+                            {"grad_results", ints(kGradResultsAttr)},
+                            {"wrt", ints(kWrtAttr)}};
+}
+
 FailureOr<std::string>
 fusec::writeArtifactHeader(ModuleOp module, StringRef kind, StringRef arch) {
   auto plans = llvm::to_vector(module.getOps<func::FuncOp>());
-  if (plans.size() != 1)
+  // A training artifact: the forward's plan, then the backward's.
+  bool training = plans.size() == 2 && plans[0]->hasAttr(kBackwardAttr) &&
+                  plans[1]->hasAttr(kForwardAttr);
+  if (plans.size() != 1 && !training)
     return module.emitError("an artifact holds exactly one graph, found ")
            << plans.size() << " plans";
-  PlanWriter writer;
-  if (failed(writer.run(plans.front())))
-    return failure();
-  writer.result["target"] = llvm::json::Object{{"kind", kind}, {"arch", arch}};
-  std::string text = "// fusec artifact v1\n// fusec-plan: ";
+  std::string text = "// fusec artifact v1\n";
   llvm::raw_string_ostream os(text);
-  os << llvm::json::Value(std::move(writer.result)) << "\n";
+  llvm::json::Array kernels;
+  for (func::FuncOp plan : plans) {
+    PlanWriter writer;
+    if (failed(writer.run(plan)))
+      return failure();
+    writer.result["target"] =
+        llvm::json::Object{{"kind", kind}, {"arch", arch}};
+    // Version 3 added the training object.
+    if (training) {
+      writer.result["version"] = 3;
+      writer.result["training"] = trainingRecord(plan);
+    }
+    os << "// fusec-plan: " << llvm::json::Value(std::move(writer.result))
+       << "\n";
+    for (llvm::json::Value &kernel : writer.kernels)
+      kernels.push_back(std::move(kernel));
+  }
   // How each kernel was configured, for people (no runtime reads it; tools
   // take the same from compileArtifact's records).
-  os << "// fusec-kernels: " << llvm::json::Value(std::move(writer.kernels))
-     << "\n";
+  os << "// fusec-kernels: " << llvm::json::Value(std::move(kernels)) << "\n";
   return text;
 }

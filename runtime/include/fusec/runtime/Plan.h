@@ -22,8 +22,9 @@ namespace fusec {
 namespace runtime {
 
 /// The newest plan format version this runtime reads (it reads every older
-/// one too). Version 2 added tensor-map kernel parameters.
-constexpr int kPlanVersion = 2;
+/// one too). Version 2 added tensor-map kernel parameters, version 3 the
+/// training object of a training artifact's plans.
+constexpr int kPlanVersion = 3;
 
 /// The prefix of the artifact line that carries the plan.
 constexpr const char *kPlanLinePrefix = "// fusec-plan: ";
@@ -101,6 +102,25 @@ struct Step {
   uint64_t bytes = 0;
 };
 
+/// What a plan of a training artifact is to the other plan (plan version
+/// 3, docs/Training.md).
+struct TrainingDesc {
+  enum class Role { None, Forward, Backward };
+  /// None for an ordinary (inference) plan.
+  Role role = Role::None;
+  /// Forward: the first numResults outputs are the graph's results, the
+  /// rest are the tensors saved for the backward.
+  int64_t numResults = 0;
+  /// Backward: its inputs are the forward inputs listed in forwardArgs (by
+  /// index), then numSaved saved tensors, then the gradients of the results
+  /// listed in gradResults; its outputs are the gradients of the forward
+  /// inputs listed in wrt, in that order.
+  std::vector<int64_t> forwardArgs;
+  int64_t numSaved = 0;
+  std::vector<int64_t> gradResults;
+  std::vector<int64_t> wrt;
+};
+
 struct Plan {
   std::string graph;
   /// "ptx".
@@ -122,6 +142,8 @@ struct Plan {
   std::vector<int64_t> outputs;
   /// Every kernel named by a launch step, once, in order of first use.
   std::vector<std::string> kernels;
+  /// A training artifact's plans say what they are to each other.
+  TrainingDesc training;
 
   const BufferDesc &input(size_t i) const { return buffers[inputs[i]]; }
   const BufferDesc &output(size_t i) const { return buffers[outputs[i]]; }
@@ -137,6 +159,21 @@ Status parsePlan(const std::string &json, Plan &plan);
 /// (a file name) starts every message.
 Status parseArtifact(const std::string &text, Plan &plan,
                      const std::string &sourceName = "artifact");
+
+/// The two plans of a training artifact (`fusec --train`): the forward,
+/// which returns the graph's results and the saved tensors, and the
+/// backward, which takes them and returns the arguments' gradients.
+struct TrainingPlan {
+  Plan forward, backward;
+};
+
+/// Parses a training artifact: its two plan lines (the forward's, then the
+/// backward's), each checked as parseArtifact checks one, and the contract
+/// between them (the backward's inputs and outputs have the types of the
+/// forward values they stand for). Errors name the plan and the field:
+/// "backward plan: training.wrt[1]: ...".
+Status parseTrainingArtifact(const std::string &text, TrainingPlan &plans,
+                             const std::string &sourceName = "artifact");
 
 /// Checks that `ptx` defines every kernel `plan` launches, each with as many
 /// parameters as its step passes. parseArtifact does this for PTX artifacts;

@@ -238,6 +238,14 @@ public:
                          const std::string &path,
                          std::unique_ptr<Module> &module);
 
+  /// load() with `plan`, already parsed from `artifact` (one of a training
+  /// artifact's plans, from parseTrainingArtifact) and checked against its
+  /// code.
+  static Status load(std::shared_ptr<Device> device,
+                     const std::string &artifact, Plan plan,
+                     std::unique_ptr<Module> &module,
+                     const std::string &sourceName);
+
   ~Module();
   Module(const Module &) = delete;
   Module &operator=(const Module &) = delete;
@@ -332,6 +340,100 @@ private:
   };
   std::vector<TensorMapBytes> tensorMaps_;
   std::vector<DevicePtr> tensorMapAddresses_;
+};
+
+//===----------------------------------------------------------------------===//
+// Training
+//===----------------------------------------------------------------------===//
+
+class TrainingStep;
+
+/// A loaded training artifact (`fusec graph.mlir --train`, docs/Training.md):
+/// the forward plan and the backward plan, each a Module (which loads the
+/// artifact's code once per plan). A TrainingStep runs them.
+class TrainingModule {
+public:
+  /// Loads artifact text: parseTrainingArtifact, then each plan as
+  /// Module::load does.
+  static Status load(std::shared_ptr<Device> device,
+                     const std::string &artifact,
+                     std::unique_ptr<TrainingModule> &module,
+                     const std::string &sourceName = "artifact");
+  static Status loadFile(std::shared_ptr<Device> device,
+                         const std::string &path,
+                         std::unique_ptr<TrainingModule> &module);
+
+  const TrainingPlan &plan() const { return plan_; }
+  /// The forward plan: the graph's arguments in; its results, then the
+  /// saved tensors, out.
+  Module &forward() const { return *forward_; }
+  /// The backward plan (TrainingDesc says what its inputs are).
+  Module &backward() const { return *backward_; }
+
+  /// The graph's arguments (the forward's inputs).
+  size_t numArgs() const { return plan_.forward.inputs.size(); }
+  /// The graph's results (the forward's first outputs).
+  size_t numResults() const {
+    return static_cast<size_t>(plan_.forward.training.numResults);
+  }
+  /// The tensors the forward saves for the backward.
+  size_t numSaved() const {
+    return plan_.forward.outputs.size() - numResults();
+  }
+  /// Bytes of the saved tensors: the device memory a TrainingStep holds.
+  uint64_t savedBytes() const;
+  /// The results whose gradients the backward takes, in its order.
+  const std::vector<int64_t> &gradResults() const {
+    return plan_.backward.training.gradResults;
+  }
+  /// The arguments whose gradients the backward returns, in its order.
+  const std::vector<int64_t> &wrt() const {
+    return plan_.backward.training.wrt;
+  }
+
+private:
+  friend class TrainingStep;
+  TrainingModule() = default;
+  std::shared_ptr<Device> device_;
+  TrainingPlan plan_;
+  std::unique_ptr<Module> forward_, backward_;
+};
+
+/// One training step's state: the saved tensors, device buffers the step
+/// owns, and the arguments of its last forward. Steps of one module are
+/// independent (micro-batches in flight, one per stream); a step's forward
+/// and backward run in order, on one stream or with the caller ordering
+/// them.
+class TrainingStep {
+public:
+  /// Allocates the saved tensors of `module`, which must outlive the step.
+  static Status create(const TrainingModule &module,
+                       std::unique_ptr<TrainingStep> &step);
+
+  /// Enqueues the forward plan: one buffer per graph argument and per graph
+  /// result (Module::run's rules); the saved tensors go to the step's
+  /// buffers. The backward reads some arguments again (TrainingDesc's
+  /// forwardArgs): keep them alive and unchanged until it has run.
+  Status forward(Stream stream, Span<BufferRef> args, Span<BufferRef> results);
+
+  /// Enqueues the backward plan after a forward of this step: one gradient
+  /// per entry of gradResults() (each its result's type), one output per
+  /// entry of wrt() (each its argument's type). Fails (InvalidArgument)
+  /// before any forward. A backward may run again after one forward (the
+  /// saved tensors are only read).
+  Status backward(Stream stream, Span<BufferRef> resultGrads,
+                  Span<BufferRef> argGrads);
+
+  /// The saved tensors, in the forward's order.
+  const std::vector<DeviceBuffer> &saved() const { return saved_; }
+  const TrainingModule &module() const { return *module_; }
+
+private:
+  TrainingStep() = default;
+  const TrainingModule *module_ = nullptr;
+  std::vector<DeviceBuffer> saved_;
+  std::vector<BufferRef> args_;
+  bool haveForward_ = false;
 };
 
 } // namespace runtime

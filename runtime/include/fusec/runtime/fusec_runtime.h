@@ -167,6 +167,61 @@ fusec_module_run_with_workspace(fusec_module *module, fusec_stream stream,
                                 const fusec_buffer *outputs, size_t num_outputs,
                                 fusec_buffer workspace);
 
+/* ---- Training ----------------------------------------------------------- */
+/* A training artifact (`fusec graph.mlir --train`, docs/Training.md) holds a
+   forward plan and a backward plan. A training module loads both; a
+   training step owns the tensors the forward saves for the backward (device
+   memory) and runs the two. */
+typedef struct fusec_training_module fusec_training_module;
+typedef struct fusec_training_step fusec_training_step;
+
+/* Loads a training artifact from memory (`length` bytes) or a file. */
+fusec_status fusec_training_load(fusec_device *device, const char *artifact,
+                                 size_t length, fusec_training_module **module);
+fusec_status fusec_training_load_file(fusec_device *device, const char *path,
+                                      fusec_training_module **module);
+/* Unloads the module; its steps must be released first. NULL is ignored. */
+void fusec_training_release(fusec_training_module *module);
+/* The graph's arguments and results, as the forward takes and returns
+   them. */
+size_t fusec_training_num_args(const fusec_training_module *module);
+size_t fusec_training_num_results(const fusec_training_module *module);
+fusec_status fusec_training_arg_info(const fusec_training_module *module,
+                                     size_t index, fusec_buffer_info *info);
+fusec_status fusec_training_result_info(const fusec_training_module *module,
+                                        size_t index, fusec_buffer_info *info);
+/* The backward takes one gradient per differentiable result: the i-th is of
+   result fusec_training_grad_result(module, i), of its type. It returns one
+   gradient per differentiated argument: the i-th is of argument
+   fusec_training_wrt(module, i), of its type. (-1 for an index out of
+   range.) */
+size_t fusec_training_num_grads(const fusec_training_module *module);
+int64_t fusec_training_grad_result(const fusec_training_module *module,
+                                   size_t index);
+size_t fusec_training_num_wrt(const fusec_training_module *module);
+int64_t fusec_training_wrt(const fusec_training_module *module, size_t index);
+/* The tensors the forward saves, and their bytes (what each step holds). */
+size_t fusec_training_num_saved(const fusec_training_module *module);
+uint64_t fusec_training_saved_bytes(const fusec_training_module *module);
+
+/* A step: allocates the saved tensors. Release it before its module. */
+fusec_status fusec_training_step_create(fusec_training_module *module,
+                                        fusec_training_step **step);
+void fusec_training_step_release(fusec_training_step *step);
+/* Enqueues the forward: one buffer per argument and per result; the saved
+   tensors stay in the step. The backward reads some arguments again: keep
+   them alive and unchanged until it has run. */
+fusec_status
+fusec_training_step_forward(fusec_training_step *step, fusec_stream stream,
+                            const fusec_buffer *args, size_t num_args,
+                            const fusec_buffer *results, size_t num_results);
+/* Enqueues the backward of the step's last forward: the result gradients
+   in, the argument gradients out (see fusec_training_grad_result and
+   fusec_training_wrt). */
+fusec_status fusec_training_step_backward(
+    fusec_training_step *step, fusec_stream stream, const fusec_buffer *grads,
+    size_t num_grads, const fusec_buffer *arg_grads, size_t num_arg_grads);
+
 /* ---- Pointers ----------------------------------------------------------- */
 
 /* The ordinal (as fusec_device_open takes it) of the device that holds

@@ -1,0 +1,285 @@
+"""CPU check of bench/training.py's logic (run by lit: test/bench/training.test).
+
+- every graph the benchmark compiles parses and verifies with fusec-opt (the
+  declared result types are the inferred ones: conv_transpose2d's
+  output_padding gives back the forward's input size);
+- fusec-opt -fusec-autodiff differentiates the training graphs, and its report
+  (the bytes saved, the forward arguments the backward reads) parses;
+- the table prints rows with missing contenders as n/a, never fails;
+- where PyTorch is installed (not in CI), the whole run on tiny shapes on the
+  CPU, fusec's rows n/a.
+"""
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+from contextlib import redirect_stdout
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import training  # noqa: E402
+
+FUSEC_OPT = os.environ.get("FUSEC_OPT") or shutil.which("fusec-opt")
+
+
+def have_torch():
+    try:
+        import torch  # noqa: F401
+        return True
+    except ImportError:
+        return False
+
+
+class Geometry(unittest.TestCase):
+    def test_output_padding(self):
+        # The stem: 224 -> 112 with k7 s2 p3; the transpose needs 1 more row.
+        self.assertEqual(training.conv_out(224, 7, 2, 3), 112)
+        self.assertEqual(training.output_padding(224, 7, 2, 3), 1)
+        for layer in training.R50_LAYERS + training.R50_N256 + training.TINY_LAYERS:
+            _, n, ci, h, w, co, k, s, p, g = layer
+            op = training.output_padding(h, k, s, p)
+            self.assertTrue(0 <= op < max(s, 1) or op == 0, layer)
+            ho = training.conv_out(h, k, s, p)
+            self.assertEqual((ho - 1) * s - 2 * p + k + op, h)
+
+    def test_flops(self):
+        # WORKLOADS.md: 2*N*Ho*Wo*Co*(Ci/g)*k*k.
+        self.assertEqual(training.conv_flops(32, 64, 56, 56, 64, 3, 1, 1, 1), 2 * 32 * 56 * 56 * 64 * 64 * 9)
+        blk = training.block_flops(32, training.BLOCK)
+        self.assertEqual(blk, 2 * 32 * 56 * 56 * (256 * 64 + 64 * 64 * 9 + 64 * 256))
+
+    def test_tensor_bytes(self):
+        self.assertEqual(training.tensor_bytes("tensor<2x3xbf16>"), 12)
+        self.assertEqual(training.tensor_bytes("tensor<5xf32>"), 20)
+        self.assertEqual(training.tensor_bytes("tensor<f32>"), 4)
+
+
+class Report(unittest.TestCase):
+    def test_parse_autodiff(self):
+        text = ("loc: remark: @blk: the forward saves 3 tensors (1200 bytes) for the backward\n"
+                "func.func @blk_forward(%arg0: tensor<2x4xf32>) -> tensor<2x4xf32> attributes {} {\n}\n"
+                "func.func @blk_backward(%arg0: tensor<2x4xf32>, %arg1: tensor<4xbf16>, %arg2: tensor<8xf32>)"
+                " -> tensor<2x4xf32> attributes {fusec.forward = \"blk_forward\", "
+                "fusec.forward_args = array<i64: 0, 3>, fusec.num_saved = 1 : i64} {\n}\n")
+        r = training.parse_autodiff(text)
+        self.assertEqual(r["blk"], dict(saved_tensors=3, saved_bytes=1200, forward_arg_bytes=32 + 8))
+        empty = training.parse_autodiff(
+            "remark: @f: the forward saves 0 tensors (0 bytes) for the backward\n"
+            "func.func @f_backward(%arg0: tensor<4xf32>) -> tensor<4xf32> attributes "
+            "{fusec.forward_args = array<i64>} {\n}\n")
+        self.assertEqual(empty["f"], dict(saved_tensors=0, saved_bytes=0, forward_arg_bytes=0))
+
+    def test_table_with_na(self):
+        rep = training.Report()
+        with redirect_stdout(io.StringIO()):
+            rep.emit(kind="ceilings", device="cpu", copy_TBps=None, gemm_bf16_TFLOPs=None, gemm_f16_TFLOPs=None)
+            rep.emit(kind="conv_grad", layer="r50_c2_3x3", grad="dgrad", dtype="bf16", k=3, cudnn_ms=0.1,
+                     fusec_ms=None, ratio=None, fusec_TFLOPs=None, frac=None, fusec_na="n/a: Error: no lowering")
+            rep.emit(kind="conv_grad", layer="r50_c4_3x3", grad="dgrad", dtype="bf16", k=3, cudnn_ms=0.1,
+                     fusec_ms=0.08, ratio=1.25, fusec_TFLOPs=500.0, frac=0.65)
+            rep.emit(kind="bn_train", variant="bn", **{"pass": "fwd"}, shape="64x256x56x56", dtype="bf16",
+                     eager_TBps=1.7, eager_frac=0.56, compile_TBps=None, fusec_TBps=2.6, fusec_frac=None,
+                     ratio=1.5)
+            rep.emit(kind="bottleneck_step", batch=32, dtype="bf16", eager_ms=3.0, compile_ms=None,
+                     compile_ro_ms=2.5, graph_ms=2.4, fusec_ms=None, ratio=None, frac=None, fusec_na="n/a: x")
+            rep.emit(kind="saved_bytes", graph="blk", eager_bytes=10e6, eager_intermediate_bytes=8e6,
+                     fusec_intermediate_bytes=None, ratio=None, fusec_na="n/a: no report")
+            rep.emit(kind="skipped", what="section bn", reason="RuntimeError: boom")
+        table = rep.table()
+        self.assertIn("n/a: Error: no lowering", table)
+        self.assertIn("dgrad 3x3: min ratio 1.25 (bar 0.9), geomean 1.25 (bar 1.0), 1/2 rows ran", table)
+        self.assertIn("1.70 (0.56)", table)
+        self.assertIn("2.60 (n/a)", table)
+        self.assertIn("skipped section bn: RuntimeError: boom", table)
+
+    def test_ratio(self):
+        self.assertEqual(training.ratio([2.0, None, 1.0], 0.5), 2.0)
+        self.assertIsNone(training.ratio([None], 0.5))
+        self.assertIsNone(training.ratio([1.0], None))
+
+
+@unittest.skipUnless(FUSEC_OPT, "fusec-opt not found")
+class Graphs(unittest.TestCase):
+    def opt(self, text, *flags):
+        return subprocess.run([FUSEC_OPT, *flags, "-"], input=text, capture_output=True, text=True)
+
+    def test_graphs_verify(self):
+        graphs = dict(training.kernel_graphs() + training.kernel_graphs(quick=True) +
+                      training.kernel_graphs(tiny=True) + training.train_graphs() +
+                      training.train_graphs(quick=True) + training.train_graphs(tiny=True))
+        r = self.opt("\n".join(graphs.values()))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        for name in graphs:
+            self.assertIn("@" + name + "(", r.stdout)
+
+    def test_autodiff_report(self):
+        for name, text in training.train_graphs(tiny=True):
+            report, error = training.run_autodiff(FUSEC_OPT, text)
+            if error and "no gradient rule" in error:
+                self.skipTest("gradient rules missing: " + error)
+            self.assertIsNone(error, name)
+            self.assertIn(name, report)
+            self.assertGreater(report[name]["saved_bytes"], 0, name)
+            self.assertIn("forward_arg_bytes", report[name])
+
+    def test_prepare(self):
+        with tempfile.TemporaryDirectory() as d, redirect_stdout(io.StringIO()):
+            self.assertEqual(training.main(["prepare", "--fusec-opt", FUSEC_OPT, "--out", d]), 0)
+            with open(os.path.join(d, "saved.json")) as f:
+                saved = json.load(f)
+        for name, _ in training.train_graphs() + training.train_graphs(quick=True):
+            self.assertIn(name, saved)
+
+
+class StandIn:
+    """A stand-in for the fusec module on the CPU, computing with PyTorch
+    what each of the script's graphs computes, to check the script's side:
+    the arguments' order and layout, out=, forward/backward."""
+
+    def __init__(self):
+        import torch
+        self.torch = torch
+
+    def version(self):
+        return "stand-in"
+
+    def tolerance(self, dt):
+        return 1e-4
+
+    def compile(self, text, train=False):
+        import re
+        name = re.search(r"func\.func @(\w+)\(", text).group(1)
+        return StandInStep(self.torch, name) if train else StandInKernel(self.torch, name)
+
+
+def _layer(name):
+    return next(l for l in training.TINY_LAYERS if name.startswith(l[0] + "_"))
+
+
+class StandInKernel:
+    def __init__(self, torch, name):
+        self.torch, self.name = torch, name
+
+    def __call__(self, *args, out=None):
+        torch, nchw, nhwc = self.torch, training.nchw, training.nhwc
+        F = torch.nn.functional
+        n = self.name
+        if "_dgrad_" in n or "_wgrad_" in n:
+            _, N, ci, h, w, co, k, s, p, g = _layer(n)
+            geo = ([s, s], [p, p], [1, 1], False, [0, 0], g)
+            if "_dgrad_" in n:
+                dy, wt = nchw(args[0]), nchw(args[1])
+                x = torch.empty(N, ci, h, w, dtype=dy.dtype)
+                res = (nhwc(torch.ops.aten.convolution_backward(dy, x, wt, None, *geo, [True, False, False])[0]),)
+            else:
+                x, dy = nchw(args[0]), nchw(args[1])
+                wt = torch.empty(co, ci // g, k, k, dtype=x.dtype)
+                res = (nhwc(torch.ops.aten.convolution_backward(dy, x, wt, None, *geo, [False, True, False])[1]),)
+        elif n.endswith("_fwd"):
+            x, rm, rv, g, b = args
+            rm, rv = rm.clone(), rv.clone()
+            y, m, i = torch.native_batch_norm(nchw(x), g, b, rm, rv, True, training.BN_MOMENTUM, training.BN_EPS)
+            res = (nhwc(F.relu(y) if n.startswith("bn_relu") else y), m, i, rm, rv)
+        elif n.endswith("_bwd"):
+            if n.startswith("bn_relu"):
+                dy, y, x, m, i, g = args
+                dy = dy * (y > 0)
+            else:
+                dy, x, m, i, g = args
+            dx, dg, db = torch.ops.aten.native_batch_norm_backward(
+                nchw(dy), nchw(x), g, None, None, m, i, True, training.BN_EPS, [True, True, True])
+            res = (nhwc(dx), dg, db)
+        else:
+            raise RuntimeError("stand-in: no kernel for " + n)
+        if out is None:
+            return res[0] if len(res) == 1 else res
+        for o, r in zip(out if isinstance(out, (list, tuple)) else [out], res):
+            o.copy_(r)
+        return out
+
+
+class StandInStep:
+    saved_bytes = 1234
+
+    def __init__(self, torch, name):
+        self.torch, self.name = torch, name
+
+    def forward(self, *args):
+        torch, nchw, nhwc = self.torch, training.nchw, training.nhwc
+        F = torch.nn.functional
+        leaves = [a.detach().clone().requires_grad_() for a in args]
+        if self.name.startswith("bn"):
+            x, rm, rv, g, b = leaves
+            y = training.bn_eager_fn(torch, "bn_relu" if self.name.startswith("bn_relu") else "bn")(
+                nchw(x), rm.detach(), rv.detach(), g, b)
+            self.wrt = [x, g, b]
+        else:
+            x, h = leaves[0], nchw(leaves[0])
+            self.wrt = [x]
+            for c in range(3):
+                w, rm, rv, g, b = leaves[1 + 5 * c:6 + 5 * c]
+                wt = nchw(w)
+                h = F.batch_norm(F.conv2d(h, wt, padding=wt.shape[-1] // 2), rm.detach(), rv.detach(), g, b,
+                                 training=True, momentum=training.BN_MOMENTUM, eps=training.BN_EPS)
+                h = F.relu(h) if c < 2 else h
+                self.wrt += [w, g, b]
+            y = F.relu(h + nchw(x))
+        self.y = y
+        return (nhwc(y).detach(),)
+
+    def backward(self, dy):
+        # The leaves are the arguments as given (NHWC, OHWI): so are their gradients.
+        return self.torch.autograd.grad(self.y, self.wrt, training.nchw(dy), retain_graph=True)
+
+
+@unittest.skipUnless(have_torch(), "PyTorch not installed")
+class TinyRun(unittest.TestCase):
+    def run_tiny(self, *flags):
+        with tempfile.TemporaryDirectory() as d:
+            out = io.StringIO()
+            with redirect_stdout(out):
+                rc = training.main(["run", "--device", "cpu", "--tiny", "--json", os.path.join(d, "t.json"),
+                                    *flags])
+            self.assertEqual(rc, 0, out.getvalue())
+            with open(os.path.join(d, "t.json")) as f:
+                return [json.loads(line) for line in f], out.getvalue()
+
+    def test_stand_in_fusec(self):
+        sys.modules["fusec"] = StandIn()
+        try:
+            rows, text = self.run_tiny("--fusec-on-cpu")
+        finally:
+            del sys.modules["fusec"]
+        for r in rows:
+            self.assertNotEqual(r["kind"], "skipped", r)
+            if r["kind"] in ("conv_grad", "bn_train", "bottleneck_step"):
+                self.assertNotIn("fusec_na", r, r)
+                self.assertIsNotNone(r["fusec_ms"], r)
+                self.assertIsNotNone(r["ratio"], r)
+            if r["kind"] == "conv_grad":
+                self.assertLess(r["relerr"], 1e-5, r)
+            if r["kind"] == "bn_train":
+                self.assertIsNotNone(r["fusec_pair_ms"], r)
+                self.assertIsNotNone(r["fusec_kernels_ms"], r)
+            if r["kind"] == "saved_bytes":
+                self.assertEqual(r["fusec_intermediate_bytes"], 1234)
+        self.assertIn("dgrad 3x3: min ratio", text)
+
+    def test_run_cpu_tiny(self):
+        rows, _ = self.run_tiny()
+        kinds = {r["kind"] for r in rows}
+        self.assertTrue({"ceilings", "conv_grad", "bn_train", "bottleneck_step", "saved_bytes"} <= kinds, kinds)
+        for r in rows:
+            if r["kind"] == "conv_grad":
+                self.assertIsNotNone(r["cudnn_ms"], r)
+                self.assertTrue(r["fusec_na"].startswith("n/a"), r)
+            if r["kind"] == "saved_bytes":
+                self.assertGreater(r["eager_intermediate_bytes"], 0, r)
+        self.assertNotIn("section", " ".join(r.get("what", "") for r in rows if r["kind"] == "skipped"))
+
+
+if __name__ == "__main__":
+    unittest.main()
