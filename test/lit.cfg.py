@@ -35,6 +35,7 @@ tool_dirs = [config.fusec_tools_dir, config.llvm_tools_dir]
 tools = [
     ToolSubst("%fusec", os.path.join(config.fusec_tools_dir, "fusec"), unresolved="fatal"),
     "fusec",
+    "fusec-gradcheck",
     "fusec-opt",
     "fusec-runner",
     "fusec-translate",

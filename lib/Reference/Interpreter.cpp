@@ -480,7 +480,8 @@ LogicalResult fusec::ref::checkHostMemory(func::FuncOp func) {
 }
 
 FailureOr<std::vector<Tensor>> fusec::ref::evaluate(func::FuncOp func,
-                                                    ArrayRef<Tensor> inputs) {
+                                                    ArrayRef<Tensor> inputs,
+                                                    bool roundResults) {
   if (func.isDeclaration())
     return func.emitOpError("is a declaration; a graph needs a body");
   if (failed(verifyGraph(func)) || failed(checkHostMemory(func)))
@@ -496,6 +497,8 @@ FailureOr<std::vector<Tensor>> fusec::ref::evaluate(func::FuncOp func,
   FailureOr<std::vector<Tensor>> results = evaluateBlock(ev, body);
   if (failed(results))
     return failure();
+  if (!roundResults)
+    return results;
   for (auto [t, type] : llvm::zip_equal(*results, func.getResultTypes()))
     t = castTo(t, *getDType(cast<RankedTensorType>(type).getElementType()));
   return results;

@@ -16,3 +16,14 @@ func.func @a(%x: tensor<4xf32>) -> tensor<4xf32> {
 func.func @b(%x: tensor<4xf32>) -> tensor<4xf32> {
   return %x : tensor<4xf32>
 }
+
+// -----
+
+// Ops with rules around one without: the error is at the one without.
+func.func @no_rule_inside(%x: tensor<4x6xf32>, %w: tensor<6xf32>) -> tensor<4x6xf32> {
+  %0 = fuse.add %x, %w : tensor<4x6xf32>, tensor<6xf32>
+  // expected-error @below {{fusec-autodiff: fuse.layer_norm has no gradient rule}}
+  %1 = fuse.layer_norm %0 : tensor<4x6xf32>
+  %2 = fuse.relu %1 : tensor<4x6xf32>
+  return %2 : tensor<4x6xf32>
+}

@@ -38,10 +38,13 @@ double hostMemoryBytes(mlir::func::FuncOp func);
 
 /// Evaluates `func` on `inputs`, one per argument with the argument's shape
 /// (the caller has already rounded them to the argument dtypes). Results are
-/// rounded to their element types. Emits an error at the offending op and
-/// fails on anything that is not a fuse op.
+/// rounded to their element types unless `roundResults` is false (finite
+/// differences need float64 throughout; only fuse.cast rounds then). Emits
+/// an error at the offending op and fails on anything that is not a fuse
+/// op.
 mlir::FailureOr<std::vector<Tensor>> evaluate(mlir::func::FuncOp func,
-                                              llvm::ArrayRef<Tensor> inputs);
+                                              llvm::ArrayRef<Tensor> inputs,
+                                              bool roundResults = true);
 
 /// ||x - reference|| / ||reference|| (||x - reference|| when the reference
 /// is all zeros); NaN when x holds one. The spans have one size.

@@ -1,0 +1,10 @@
+// fuse.leaky_relu {alpha = 0.2 : f64}: fuse.activation_grad.
+// RUN: fusec-gradcheck %s --func=f | FileCheck %s --check-prefix=F
+
+// F: @f: PASS
+func.func @f(%x: tensor<3x7x5xf32>) -> tensor<3x7x5xf32> {
+  %a = fuse.add %x, %x : tensor<3x7x5xf32>, tensor<3x7x5xf32>
+  %b = fuse.add %a, %a : tensor<3x7x5xf32>, tensor<3x7x5xf32>
+  %y = fuse.leaky_relu %b {alpha = 0.2 : f64} : tensor<3x7x5xf32>
+  return %y : tensor<3x7x5xf32>
+}
