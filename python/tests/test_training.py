@@ -20,7 +20,7 @@ PAIR = """func.func @f(%x: tensor<4xf32>, %y: tensor<3xf32>) -> (tensor<4xf32>, 
 
 # relu(x * w): the rules of mul and relu (GradientOpInterface).
 LAYER = """func.func @layer(%x: tensor<3x5xf32>, %w: tensor<3x5xf32>) -> tensor<3x5xf32> {
-  %p = fuse.mul %x, %w : (tensor<3x5xf32>, tensor<3x5xf32>) -> tensor<3x5xf32>
+  %p = fuse.mul %x, %w : tensor<3x5xf32>, tensor<3x5xf32>
   %y = fuse.relu %p : tensor<3x5xf32>
   return %y : tensor<3x5xf32>
 }
