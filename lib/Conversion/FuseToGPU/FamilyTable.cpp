@@ -250,18 +250,25 @@ llvm::ArrayRef<FamilyInfo> fusec::tiling::familyTable() {
        nullptr, nullptr, nullptr, buildUntiled<makeDirectConvKernel>},
       {KernelFamily::RowReduction,
        [](const KernelQuery &q) {
-         return q.anchor && isRowReduction(q.anchor);
+         return q.anchor && (isRowReduction(q.anchor) ||
+                             // Training (issue 25): sums over axes.
+                             isa<ReduceSumOp>(q.anchor));
        },
        nullptr, nullptr, nullptr, buildUntiled<makeRowReductionKernel>},
       {KernelFamily::PoolResample,
        [](const KernelQuery &q) {
          return isa_and_nonnull<MaxPool2dOp, AvgPool2dOp, GlobalAvgPoolOp,
-                                UpsampleOp>(q.anchor);
+                                UpsampleOp,
+                                // Training (issue 25): their gradients.
+                                MaxPool2dGradOp, AvgPool2dGradOp,
+                                UpsampleGradOp>(q.anchor);
        },
        nullptr, nullptr, nullptr, buildUntiled<makePoolResampleKernel>},
       {KernelFamily::Gather,
        [](const KernelQuery &q) {
-         return isa_and_nonnull<TransposeOp, RopeOp>(q.anchor);
+         return isa_and_nonnull<TransposeOp, RopeOp,
+                                // Training (issue 25): zero-padded writes.
+                                SliceGradOp>(q.anchor);
        },
        nullptr, nullptr, nullptr, buildUntiled<makeGatherKernel>},
       {KernelFamily::Elementwise,
