@@ -164,8 +164,19 @@ Value EpilogueEvaluator::evalUnary(Operation *op, Value x) {
       .Default([](Operation *) { return Value(); });
 }
 
-Value EpilogueEvaluator::evalActivationGrad(ActivationGradOp op, Value dy,
-                                             Value v) {
+/// fuse.activation_grad of `dy` given the activation's `v` (the result or
+/// the input, as the op says), built with `bld` on `b`.
+static Value activationGrad(Builders &bld, ImplicitLocOpBuilder &b,
+                            ActivationGradOp op, Value dy, Value v) {
+  auto f32 = [&](double c) { return bld.f32(c); };
+  auto mulf = [&](Value x, Value y) { return bld.mulf(x, y); };
+  auto addf = [&](Value x, Value y) { return bld.addf(x, y); };
+  auto subf = [&](Value x, Value y) { return bld.subf(x, y); };
+  auto divf = [&](Value x, Value y) { return bld.divf(x, y); };
+  auto fma = [&](Value x, Value y, Value z) { return bld.fma(x, y, z); };
+  auto exp = [&](Value x) { return bld.exp(x); };
+  auto andi = [&](Value x, Value y) { return bld.andi(x, y); };
+  auto select = [&](Value c, Value x, Value y) { return bld.select(c, x, y); };
   auto cmp = [&](arith::CmpFPredicate p, Value x, double c) {
     return arith::CmpFOp::create(b, p, x, f32(c)).getResult();
   };
@@ -288,8 +299,8 @@ Value EpilogueEvaluator::evalAt(Value v, ArrayRef<Value> coords) {
           .Case([&](MulOp o) { return mulf(at(o.getLhs()), at(o.getRhs())); })
           .Case([&](DivOp o) { return divf(at(o.getLhs()), at(o.getRhs())); })
           .Case([&](ActivationGradOp o) {
-            return evalActivationGrad(o, at(o.getOutputGrad()),
-                                      at(o.getValue()));
+            Value dy = at(o.getOutputGrad());
+            return activationGrad(*this, b, o, dy, at(o.getValue()));
           })
           .Case([&](BiasAddOp o) {
             int64_t axis = static_cast<int64_t>(o.getAxis());

@@ -118,10 +118,6 @@ private:
   llvm::SmallVector<mlir::Value> evalResults(llvm::ArrayRef<mlir::Value> coords,
                                              mlir::Value anchorValue);
   mlir::Value evalUnary(mlir::Operation *op, mlir::Value x);
-  /// fuse.activation_grad of `dy` given the activation's `value` (the
-  /// result or the input, as the op says).
-  mlir::Value evalActivationGrad(mlir::fuse::ActivationGradOp op,
-                                 mlir::Value dy, mlir::Value value);
   /// A concat's element at `coords`, read from the operand that holds it.
   mlir::Value evalConcat(mlir::fuse::ConcatOp op,
                          llvm::ArrayRef<mlir::Value> coords);
