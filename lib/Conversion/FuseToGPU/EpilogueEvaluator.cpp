@@ -150,6 +150,7 @@ Value EpilogueEvaluator::evalUnary(Operation *op, Value x) {
         return divf(f32(1), addf(f32(1), exp(arith::NegFOp::create(b, x))));
       })
       .Case([&](TanhOp) { return math::TanhOp::create(b, x); })
+      .Case([&](NegOp) { return arith::NegFOp::create(b, x).getResult(); })
       .Case([&](HardSwishOp) {
         Value r6 = minf(maxf(addf(x, f32(3)), f32(0)), f32(6));
         return mulf(x, mulf(r6, f32(1.0 / 6.0)));
@@ -161,6 +162,76 @@ Value EpilogueEvaluator::evalUnary(Operation *op, Value x) {
         return toF32(arith::TruncFOp::create(b, to, x));
       })
       .Default([](Operation *) { return Value(); });
+}
+
+/// fuse.activation_grad of `dy` given the activation's `v` (the result or
+/// the input, as the op says), built with `bld` on `b`.
+static Value activationGrad(Builders &bld, ImplicitLocOpBuilder &b,
+                            ActivationGradOp op, Value dy, Value v) {
+  auto f32 = [&](double c) { return bld.f32(c); };
+  auto mulf = [&](Value x, Value y) { return bld.mulf(x, y); };
+  auto addf = [&](Value x, Value y) { return bld.addf(x, y); };
+  auto subf = [&](Value x, Value y) { return bld.subf(x, y); };
+  auto divf = [&](Value x, Value y) { return bld.divf(x, y); };
+  auto fma = [&](Value x, Value y, Value z) { return bld.fma(x, y, z); };
+  auto exp = [&](Value x) { return bld.exp(x); };
+  auto andi = [&](Value x, Value y) { return bld.andi(x, y); };
+  auto select = [&](Value c, Value x, Value y) { return bld.select(c, x, y); };
+  auto cmp = [&](arith::CmpFPredicate p, Value x, double c) {
+    return arith::CmpFOp::create(b, p, x, f32(c)).getResult();
+  };
+  using P = arith::CmpFPredicate;
+  // Where the derivative is 0 or 1, a select: the gradient is dy or 0
+  // exactly, as PyTorch's threshold backwards give (a NaN dy does not leak
+  // through a closed gate).
+  auto gate = [&](Value open) { return select(open, dy, f32(0)); };
+  switch (op.getActivation()) {
+  case Activation::Relu:
+    return gate(cmp(P::OGT, v, 0));
+  case Activation::Relu6:
+    return gate(andi(cmp(P::OGT, v, 0), cmp(P::OLT, v, 6)));
+  case Activation::Clamp:
+    return gate(andi(cmp(P::OGT, v, op.getMin()->convertToDouble()),
+                     cmp(P::OLT, v, op.getMax()->convertToDouble())));
+  case Activation::LeakyRelu:
+    return select(cmp(P::OGT, v, 0), dy,
+                  mulf(dy, f32(op.getAlpha().convertToDouble())));
+  case Activation::Sigmoid:
+    return mulf(dy, mulf(v, subf(f32(1), v)));
+  case Activation::Tanh:
+    return mulf(dy, fma(arith::NegFOp::create(b, v), v, f32(1)));
+  case Activation::Gelu: {
+    // Phi(x) + x phi(x).
+    Value cdf = mulf(f32(0.5), addf(f32(1), math::ErfOp::create(
+                                                b, mulf(v, f32(M_SQRT1_2)))));
+    Value pdf = mulf(f32(0.5 * M_2_SQRTPI * M_SQRT1_2),
+                     exp(mulf(mulf(v, v), f32(-0.5))));
+    return mulf(dy, fma(v, pdf, cdf));
+  }
+  case Activation::GeluTanh: {
+    // d/dx of 0.5 x (1 + tanh(k (x + 0.044715 x^3))), k = sqrt(2 / pi).
+    double k = std::sqrt(2.0 / M_PI), kappa = 0.044715;
+    Value x2 = mulf(v, v);
+    Value t = math::TanhOp::create(
+        b, mulf(f32(k), fma(mulf(x2, v), f32(kappa), v)));
+    Value left = mulf(f32(0.5), addf(f32(1), t));
+    Value right = mulf(mulf(mulf(f32(0.5), v), fma(arith::NegFOp::create(b, t),
+                                                   t, f32(1))),
+                       mulf(f32(k), fma(x2, f32(3 * kappa), f32(1))));
+    return mulf(dy, addf(left, right));
+  }
+  case Activation::Silu: {
+    Value s =
+        divf(f32(1), addf(f32(1), exp(arith::NegFOp::create(b, v))));
+    return mulf(dy, mulf(s, fma(v, subf(f32(1), s), f32(1))));
+  }
+  case Activation::HardSwish: {
+    Value mid = mulf(dy, fma(v, f32(1.0 / 3.0), f32(0.5)));
+    return select(cmp(P::OLT, v, -3), f32(0),
+                  select(cmp(P::OGT, v, 3), dy, mid));
+  }
+  }
+  llvm_unreachable("an activation without a derivative");
 }
 
 Value EpilogueEvaluator::evalConcat(ConcatOp op, ArrayRef<Value> coords) {
@@ -227,6 +298,10 @@ Value EpilogueEvaluator::evalAt(Value v, ArrayRef<Value> coords) {
           .Case([&](SubOp o) { return subf(at(o.getLhs()), at(o.getRhs())); })
           .Case([&](MulOp o) { return mulf(at(o.getLhs()), at(o.getRhs())); })
           .Case([&](DivOp o) { return divf(at(o.getLhs()), at(o.getRhs())); })
+          .Case([&](ActivationGradOp o) {
+            Value dy = at(o.getOutputGrad());
+            return activationGrad(*this, b, o, dy, at(o.getValue()));
+          })
           .Case([&](BiasAddOp o) {
             int64_t axis = static_cast<int64_t>(o.getAxis());
             if (axis < 0)

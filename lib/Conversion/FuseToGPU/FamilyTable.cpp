@@ -266,8 +266,10 @@ llvm::ArrayRef<FamilyInfo> fusec::tiling::familyTable() {
       // statistics (BatchNormTraining.cpp).
       {KernelFamily::RowReduction,
        [](const KernelQuery &q) {
-         return q.anchor &&
-                (isRowReduction(q.anchor) || isBatchNormTraining(q));
+         return q.anchor && (isRowReduction(q.anchor) ||
+                             isBatchNormTraining(q) ||
+                             // Training (issue 25): sums over axes.
+                             isa<ReduceSumOp>(q.anchor));
        },
        nullptr, nullptr, nullptr,
        [](const KernelQuery &q, gpu::GPUModuleOp module, Attribute) {
@@ -278,12 +280,17 @@ llvm::ArrayRef<FamilyInfo> fusec::tiling::familyTable() {
       {KernelFamily::PoolResample,
        [](const KernelQuery &q) {
          return isa_and_nonnull<MaxPool2dOp, AvgPool2dOp, GlobalAvgPoolOp,
-                                UpsampleOp>(q.anchor);
+                                UpsampleOp,
+                                // Training (issue 25): their gradients.
+                                MaxPool2dGradOp, AvgPool2dGradOp,
+                                UpsampleGradOp>(q.anchor);
        },
        nullptr, nullptr, nullptr, buildUntiled<makePoolResampleKernel>},
       {KernelFamily::Gather,
        [](const KernelQuery &q) {
-         return isa_and_nonnull<TransposeOp, RopeOp>(q.anchor);
+         return isa_and_nonnull<TransposeOp, RopeOp,
+                                // Training (issue 25): zero-padded writes.
+                                SliceGradOp>(q.anchor);
        },
        nullptr, nullptr, nullptr, buildUntiled<makeGatherKernel>},
       {KernelFamily::Elementwise,

@@ -5,7 +5,8 @@
 // merges heads) a thread moves a 16-byte vector of it; a transpose that
 // moves the innermost axis goes through a shared-memory tile, so that both
 // its reads and its writes are contiguous; otherwise one thread per output
-// element.
+// element. A slice's gradient gathers too: each output element is the
+// gradient's element at its coordinates less the offsets, or zero.
 //
 //===----------------------------------------------------------------------===//
 
@@ -24,6 +25,7 @@ public:
 private:
   FailureOr<LaunchConfig> emitBody() override;
   LaunchConfig emitTiledTranspose(TransposeOp op);
+  LaunchConfig emitSliceGrad(SliceGradOp op);
 };
 } // namespace
 
@@ -34,6 +36,8 @@ fusec::tiling::makeGatherKernel(KernelOp kernel, gpu::GPUModuleOp module,
 }
 
 FailureOr<LaunchConfig> GatherKernel::emitBody() {
+  if (auto sliceGrad = dyn_cast<SliceGradOp>(anchor))
+    return emitSliceGrad(sliceGrad);
   ArrayRef<int64_t> shape = shapeOf(anchorResult);
   auto transpose = dyn_cast<TransposeOp>(anchor);
   if (transpose && transpose.getPermutation().back() !=
@@ -142,4 +146,34 @@ LaunchConfig GatherKernel::emitTiledTranspose(TransposeOp op) {
     }
   }
   return {{tilesTo * tilesLast * batches, 1, 1}, {kBlock, 1, 1}};
+}
+
+LaunchConfig GatherKernel::emitSliceGrad(SliceGradOp op) {
+  // Every output element is written once, zero outside the block: a thread
+  // per 16 bytes where the block's innermost edges fall on vector
+  // boundaries (so a vector is wholly inside or outside), else per element.
+  ArrayRef<int64_t> shape = shapeOf(op.getResult());
+  ArrayRef<int64_t> inner = shapeOf(op.getOutputGrad());
+  ArrayRef<int64_t> offsets = op.getOffsets();
+  Value dy = argOf.lookup(op.getOutputGrad());
+  int64_t width = vectorWidth(shape);
+  if (width && (offsets.back() % width || inner.back() % width))
+    width = 0;
+  int64_t lanes = std::max<int64_t>(width, 1);
+  return perElement(product(shape) / lanes, [&](Value linear) {
+    SmallVector<Value> coords = delinearize(muli(linear, idx(lanes)), shape);
+    SmallVector<Value> at;
+    Value inside = arith::ConstantIntOp::create(b, 1, 1);
+    for (auto [c, offset, extent] : llvm::zip_equal(coords, offsets, inner)) {
+      at.push_back(subi(c, idx(offset)));
+      if (offset != 0 || extent != shape[at.size() - 1])
+        inside = andi(inside, inRange(at.back(), extent));
+    }
+    if (!width) {
+      epilogue.storeResults(coords, loadOrZero(inside, dy, [&] { return at; }));
+      return;
+    }
+    epilogue.storeVectorResults(
+        coords, width, loadVectorOrZero(inside, dy, [&] { return at; }, width));
+  });
 }

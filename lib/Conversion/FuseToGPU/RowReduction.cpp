@@ -34,6 +34,11 @@ private:
                             int64_t length, int64_t rows);
   /// Shared-memory tree reduction of one f32 per thread across the block.
   Value blockReduce(Value partial, bool isMax);
+  /// Butterfly reduction of one f32 per lane across a warp: every lane gets
+  /// the result.
+  Value warpReduce(Value partial, bool isMax);
+  /// fuse.reduce_sum (see emitReduceSum's comment).
+  LaunchConfig emitReduceSum(ReduceSumOp op);
   /// The anchor's value of input element `v` at `coords`, given the row's
   /// parameters: {max, 1 / sum} (softmax), {mean, 1 / deviation} (layer
   /// norm), {1 / root mean square} (rms norm).
@@ -80,14 +85,20 @@ fusec::tiling::makeRowReductionKernel(KernelOp kernel,
   return std::make_unique<RowReductionKernel>(kernel, module, target);
 }
 
-Value RowReductionKernel::blockReduce(Value partial, bool isMax) {
-  // Within each warp by shuffles, then across the warps' partials in
-  // shared memory: two barriers instead of one per halving.
+Value RowReductionKernel::warpReduce(Value partial, bool isMax) {
   auto combine = [&](Value a, Value c) { return isMax ? maxf(a, c) : addf(a, c); };
   for (int32_t offset = 16; offset > 0; offset /= 2)
     partial = combine(partial, gpu::ShuffleOp::create(b, partial, offset, 32,
                                                       gpu::ShuffleMode::XOR)
                                    .getShuffleResult());
+  return partial;
+}
+
+Value RowReductionKernel::blockReduce(Value partial, bool isMax) {
+  // Within each warp by shuffles, then across the warps' partials in
+  // shared memory: two barriers instead of one per halving.
+  auto combine = [&](Value a, Value c) { return isMax ? maxf(a, c) : addf(a, c); };
+  partial = warpReduce(partial, isMax);
   Value tid = threadId();
   ifThen(arith::CmpIOp::create(b, arith::CmpIPredicate::eq, remi(tid, 32),
                                idx(0)),
@@ -205,6 +216,8 @@ RowReductionKernel::affineLanes(Value base, Value head, int64_t width,
 
 FailureOr<LaunchConfig> RowReductionKernel::emitBody() {
   Operation *op = anchor;
+  if (auto sum = dyn_cast<ReduceSumOp>(op))
+    return emitReduceSum(sum);
   Value input = op->getOperand(0);
   ArrayRef<int64_t> shape = shapeOf(input);
   int64_t length, inner;
@@ -617,4 +630,136 @@ LaunchConfig RowReductionKernel::emitStreamed(Value input,
   else
     loop(0, chunks, secondPass);
   return LaunchConfig{{rows, 1, 1}, {threads, 1, 1}};
+}
+
+//===----------------------------------------------------------------------===//
+// reduce_sum
+//===----------------------------------------------------------------------===//
+
+LaunchConfig RowReductionKernel::emitReduceSum(ReduceSumOp op) {
+  // The input's axes split into kept ones (the result's, in order; `o`
+  // indexes them) and summed ones (`r`), f32 accumulation. Two shapes:
+  //  - the innermost axis summed (rows): a warp per result, or a block when
+  //    the results are too few to fill the GPU and the rows long, lanes
+  //    striding along the row (coalesced), then shuffles;
+  //  - the innermost axis kept (columns: the per-channel sum over N, H, W of
+  //    an NHWC tensor, a bias gradient): consecutive threads take
+  //    consecutive results, in 16-byte vectors where the innermost extent
+  //    allows, so each row of the sum is read coalesced; the block's rows of
+  //    threads split the sum, whose partials are added by a tree in shared
+  //    memory. Fixed order everywhere: the result is deterministic.
+  Value input = op.getInput();
+  ArrayRef<int64_t> shape = shapeOf(input);
+  ArrayRef<int64_t> outShape = shapeOf(op.getResult());
+  int64_t rank = shape.size();
+  SmallVector<int64_t> keptShape, sumShape;
+  for (int64_t i = 0; i < rank; ++i)
+    (op.isReduced(i) ? sumShape : keptShape).push_back(shape[i]);
+  int64_t results = product(keptShape), length = product(sumShape);
+  Value x = argOf.lookup(input);
+  auto inputCoords = [&](Value o, Value r) {
+    SmallVector<Value> kept = delinearize(o, keptShape);
+    SmallVector<Value> summed = delinearize(r, sumShape);
+    SmallVector<Value> coords;
+    unsigned k = 0, s = 0;
+    for (int64_t i = 0; i < rank; ++i)
+      coords.push_back(op.isReduced(i) ? summed[s++] : kept[k++]);
+    return coords;
+  };
+  Value tid = threadId();
+  Value block = blockId(gpu::Dimension::x);
+
+  if (op.isReduced(rank - 1)) {
+    int64_t warpsPerBlock = kBlock / 32;
+    bool wholeBlock = length >= 1024 &&
+                      ceilDiv(results, warpsPerBlock) < 2 * target.smCount;
+    int64_t group = wholeBlock ? kBlock : 32;
+    int64_t perBlock = kBlock / group;
+    Value o = addi(muli(block, idx(perBlock)), divi(tid, group));
+    Value lane = remi(tid, group);
+    auto sumRow = [&] {
+      Value partial =
+          loop(lane, idx(length), idx(group), {f32(0)},
+               [&](Value r, ValueRange acc) -> SmallVector<Value> {
+                 return {addf(acc[0], load(x, inputCoords(o, r)))};
+               })[0];
+      return wholeBlock ? blockReduce(partial, /*isMax=*/false)
+                        : warpReduce(partial, /*isMax=*/false);
+    };
+    auto storeSum = [&](Value sum) {
+      ifThen(arith::CmpIOp::create(b, arith::CmpIPredicate::eq, lane, idx(0)),
+             [&] { epilogue.storeResults(delinearize(o, outShape), sum); });
+    };
+    if (wholeBlock) {
+      reduceBuffer = allocShared({kBlock}, b.getF32Type());
+      storeSum(sumRow());
+    } else {
+      // Warp-uniform: the shuffles see the whole warp.
+      ifThen(ltc(o, results), [&] { storeSum(sumRow()); });
+    }
+    return {{ceilDiv(results, perBlock), 1, 1}, {kBlock, 1, 1}};
+  }
+
+  int64_t width = vectorWidth(outShape);
+  int64_t step = std::max<int64_t>(width, 1);
+  int64_t units = results / step;
+  // Contiguous results after the last summed axis, in units of `step`.
+  int64_t inner = 1;
+  for (int64_t i = rank - 1; i >= 0 && !op.isReduced(i); --i)
+    inner *= shape[i];
+  int64_t columns = std::min<int64_t>(
+      32, llvm::PowerOf2Ceil(std::min(ceilDiv(inner, step), units)));
+  // Few blocks (few channels): bigger ones pull more of the SM's bandwidth.
+  int64_t threads = ceilDiv(units, columns) < target.smCount ? 1024 : kBlock;
+  int64_t rows = threads / columns;
+  Value column = remi(tid, columns), row = divi(tid, columns);
+  Value unit = addi(muli(block, idx(columns)), column);
+  Value active = ltc(unit, units);
+  Value o = muli(unit, idx(step));
+  SmallVector<Value> init(step, f32(0));
+  SmallVector<Value> partial =
+      loop(row, select(active, idx(length), idx(0)), idx(rows), init,
+           [&](Value r, ValueRange acc) -> SmallVector<Value> {
+             SmallVector<Value> coords = inputCoords(o, r), sums(acc);
+             if (!width) {
+               sums[0] = addf(sums[0], load(x, coords));
+               return sums;
+             }
+             Value vec = loadVector(x, coords, width);
+             for (int64_t l = 0; l < width; ++l)
+               sums[l] = addf(
+                   sums[l], toF32(vector::ExtractOp::create(b, vec, l)));
+             return sums;
+           });
+  Value buffer = allocShared({rows, columns * step}, b.getF32Type());
+  auto slot = [&](Value r, int64_t l) {
+    return SmallVector<Value>{r, addi(muli(column, idx(step)), idx(l))};
+  };
+  for (int64_t l = 0; l < step; ++l)
+    memref::StoreOp::create(b, partial[l], buffer, slot(row, l));
+  gpu::BarrierOp::create(b);
+  for (int64_t half = rows / 2; half >= 1; half /= 2) {
+    ifThen(ltc(row, half), [&] {
+      for (int64_t l = 0; l < step; ++l) {
+        Value sum =
+            addf(memref::LoadOp::create(b, buffer, slot(row, l)),
+                 memref::LoadOp::create(b, buffer,
+                                        slot(addi(row, idx(half)), l)));
+        memref::StoreOp::create(b, sum, buffer, slot(row, l));
+      }
+    });
+    gpu::BarrierOp::create(b);
+  }
+  Value first = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, row, idx(0));
+  ifThen(andi(first, active), [&] {
+    SmallVector<Value> sums;
+    for (int64_t l = 0; l < step; ++l)
+      sums.push_back(memref::LoadOp::create(b, buffer, slot(idx(0), l)));
+    SmallVector<Value> coords = delinearize(o, outShape);
+    if (width)
+      epilogue.storeVectorResults(coords, width, sums);
+    else
+      epilogue.storeResults(coords, sums[0]);
+  });
+  return {{ceilDiv(units, columns), 1, 1}, {threads, 1, 1}};
 }
