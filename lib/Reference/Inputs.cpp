@@ -27,6 +27,14 @@ bool ref::isVariance(Value value) {
       return use.get() == bn.getVariance();
     if (auto coeffs = dyn_cast<fuse::BatchNormCoefficientsOp>(user))
       return use.get() == coeffs.getVariance();
+    // In training graphs: the running variance, the count a cumulative
+    // average divides by, and the inverse std (or, in the evaluation form,
+    // the variance) a batch-norm backward reads.
+    if (auto bn = dyn_cast<fuse::BatchNormTrainOp>(user))
+      return use.get() == bn.getRunningVar() ||
+             use.get() == bn.getBatchesTracked();
+    if (auto grad = dyn_cast<fuse::BatchNormGradOp>(user))
+      return use.get() == grad.getInvstd();
     if (auto kernel = dyn_cast<fuse::KernelOp>(user))
       return isVariance(kernel.getBody().getArgument(use.getOperandNumber()));
     return false;

@@ -1,6 +1,7 @@
 //===- Interpreter.cpp - CPU reference interpreter for fuse graphs --------===//
 
 #include "fusec/Reference/Interpreter.h"
+#include "fusec/Reference/TrainingKernels.h"
 
 #include "Fuse/FuseOps.h"
 
@@ -59,28 +60,17 @@ private:
 };
 } // namespace
 
+/// The parameters of fuse.upsample (or its gradient, `op`) from an input of
+/// `inShape` to an output of `outShape`.
 template <typename OpTy>
-static Tensor evalPool(const Evaluator &ev, OpTy op, bool isMax) {
-  Pool2dParams p;
-  p.kernel = toArray<2>(op.getKernel());
-  p.strides = toArray<2>(op.getEffectiveStrides());
-  p.pads = op.getPads();
-  p.layout = toRef(op.getLayout());
-  if constexpr (std::is_same_v<OpTy, AvgPool2dOp>)
-    p.countIncludePad = op.getCountIncludePad();
-  return isMax ? maxPool2d(ev.get(op.getInput()), p)
-               : avgPool2d(ev.get(op.getInput()), p);
-}
-
-static Tensor evalUpsample(const Evaluator &ev, UpsampleOp op) {
-  const Tensor &x = ev.get(op.getInput());
-  auto resultShape = op.getResult().getType().getShape();
+static UpsampleParams upsampleParams(OpTy op, ArrayRef<int64_t> inShape,
+                                     ArrayRef<int64_t> outShape) {
   bool nhwc = op.getLayout() == fuse::Layout::NHWC;
-  int64_t h = x.shape[nhwc ? 1 : 2], w = x.shape[nhwc ? 2 : 3];
+  int64_t h = inShape[nhwc ? 1 : 2], w = inShape[nhwc ? 2 : 3];
   UpsampleParams p;
   p.mode = op.getMode() == fuse::UpsampleMode::Bilinear ? ref::UpsampleMode::Bilinear
                                                   : ref::UpsampleMode::Nearest;
-  p.outSize = {resultShape[nhwc ? 1 : 2], resultShape[nhwc ? 2 : 3]};
+  p.outSize = {outShape[nhwc ? 1 : 2], outShape[nhwc ? 2 : 3]};
   if (std::optional<ArrayRef<double>> scale = op.getScale())
     p.coordScale = {1.0 / (*scale)[0], 1.0 / (*scale)[1]};
   else
@@ -88,7 +78,83 @@ static Tensor evalUpsample(const Evaluator &ev, UpsampleOp op) {
                     static_cast<double>(w) / p.outSize[1]};
   p.alignCorners = op.getAlignCorners();
   p.layout = toRef(op.getLayout());
-  return upsample(x, p);
+  return p;
+}
+
+static Tensor evalUpsample(const Evaluator &ev, UpsampleOp op) {
+  const Tensor &x = ev.get(op.getInput());
+  return upsample(
+      x, upsampleParams(op, x.shape, op.getResult().getType().getShape()));
+}
+
+template <typename OpTy> static Conv2dParams convParams(OpTy op) {
+  Conv2dParams p;
+  p.strides = toArray<2>(op.getStrides());
+  p.pads = op.getPads();
+  p.dilation = toArray<2>(op.getDilation());
+  p.groups = op.getGroups();
+  p.layout = toRef(op.getLayout());
+  return p;
+}
+
+template <typename OpTy> static Pool2dParams poolParams(OpTy op) {
+  Pool2dParams p;
+  p.kernel = toArray<2>(op.getKernel());
+  p.strides = toArray<2>(op.getEffectiveStrides());
+  p.pads = op.getPads();
+  p.layout = toRef(op.getLayout());
+  if constexpr (std::is_same_v<OpTy, AvgPool2dOp> ||
+                std::is_same_v<OpTy, AvgPool2dGradOp>)
+    p.countIncludePad = op.getCountIncludePad();
+  return p;
+}
+
+static std::vector<int64_t> shapeOf(Value v) {
+  auto shape = cast<RankedTensorType>(v.getType()).getShape();
+  return {shape.begin(), shape.end()};
+}
+
+/// The kernel of fuse.activation_grad's activation and its parameters.
+static Tensor evalActivationGrad(const Evaluator &ev, ActivationGradOp op) {
+  UnaryKind kind = UnaryKind::Relu;
+  double a = 0, b = 0;
+  switch (op.getActivation()) {
+  case Activation::Relu:
+    kind = UnaryKind::Relu;
+    break;
+  case Activation::Relu6:
+    kind = UnaryKind::Relu6;
+    break;
+  case Activation::Clamp:
+    kind = UnaryKind::Clamp;
+    a = op.getMin()->convertToDouble();
+    b = op.getMax()->convertToDouble();
+    break;
+  case Activation::LeakyRelu:
+    kind = UnaryKind::LeakyRelu;
+    a = op.getAlpha().convertToDouble();
+    break;
+  case Activation::Gelu:
+    kind = UnaryKind::Gelu;
+    break;
+  case Activation::GeluTanh:
+    kind = UnaryKind::GeluTanh;
+    break;
+  case Activation::Silu:
+    kind = UnaryKind::Silu;
+    break;
+  case Activation::Sigmoid:
+    kind = UnaryKind::Sigmoid;
+    break;
+  case Activation::Tanh:
+    kind = UnaryKind::Tanh;
+    break;
+  case Activation::HardSwish:
+    kind = UnaryKind::HardSwish;
+    break;
+  }
+  return activationGrad(kind, ev.get(op.getOutputGrad()), ev.get(op.getValue()),
+                        a, b);
 }
 
 FailureOr<Tensor> Evaluator::evaluate(Operation *op) {
@@ -101,14 +167,8 @@ FailureOr<Tensor> Evaluator::evaluate(Operation *op) {
   };
   return llvm::TypeSwitch<Operation *, FailureOr<Tensor>>(op)
       .Case([&](Conv2dOp o) {
-        Conv2dParams p;
-        p.strides = toArray<2>(o.getStrides());
-        p.pads = o.getPads();
-        p.dilation = toArray<2>(o.getDilation());
-        p.groups = o.getGroups();
-        p.layout = toRef(o.getLayout());
         return conv2d(get(o.getInput()), get(o.getFilter()),
-                      getOptional(o.getBias()), p);
+                      getOptional(o.getBias()), convParams(o));
       })
       .Case([&](BatchNormOp o) {
         return batchNorm(get(o.getInput()), get(o.getMean()),
@@ -179,8 +239,12 @@ FailureOr<Tensor> Evaluator::evaluate(Operation *op) {
         return rope(get(o.getInput()), get(o.getCos()), get(o.getSin()),
                     o.getInterleaved());
       })
-      .Case([&](MaxPool2dOp o) { return evalPool(*this, o, /*isMax=*/true); })
-      .Case([&](AvgPool2dOp o) { return evalPool(*this, o, /*isMax=*/false); })
+      .Case([&](MaxPool2dOp o) {
+        return maxPool2d(get(o.getInput()), poolParams(o));
+      })
+      .Case([&](AvgPool2dOp o) {
+        return avgPool2d(get(o.getInput()), poolParams(o));
+      })
       .Case([&](GlobalAvgPoolOp o) {
         return globalAvgPool(get(o.getInput()), toRef(o.getLayout()));
       })
@@ -208,6 +272,45 @@ FailureOr<Tensor> Evaluator::evaluate(Operation *op) {
           inputs.push_back(&get(v));
         return concat(inputs,
                       normaliseAxis(o.getAxis(), o.getType().getRank()));
+      })
+      // Training ops (FuseTrainingOps.td); the multi-result batch norms
+      // are evaluated in evaluateBlock.
+      .Case([&](ConvTranspose2dOp o) {
+        return convTranspose2d(get(o.getInput()), get(o.getFilter()),
+                               getOptional(o.getBias()), convParams(o),
+                               toArray<2>(o.getOutputPadding()));
+      })
+      .Case([&](Conv2dFilterGradOp o) {
+        return conv2dFilterGrad(get(o.getInput()), get(o.getOutputGrad()),
+                                toArray<2>(o.getKernel()), convParams(o));
+      })
+      .Case([&](ReduceSumOp o) {
+        int64_t rank = o.getInput().getType().getRank();
+        std::vector<int64_t> axes;
+        for (int64_t a : o.getAxes())
+          axes.push_back(normaliseAxis(a, rank));
+        return reduceSum(get(o.getInput()), axes, o.getKeepDims());
+      })
+      .Case([&](ActivationGradOp o) { return evalActivationGrad(*this, o); })
+      .Case([&](NegOp o) { return unaryOf(o, UnaryKind::Neg); })
+      .Case([&](MaxPool2dGradOp o) {
+        return maxPool2dGrad(get(o.getInput()), get(o.getOutputGrad()),
+                             poolParams(o));
+      })
+      .Case([&](AvgPool2dGradOp o) {
+        return avgPool2dGrad(get(o.getOutputGrad()), shapeOf(o.getResult()),
+                             poolParams(o));
+      })
+      .Case([&](UpsampleGradOp o) {
+        std::vector<int64_t> in = shapeOf(o.getResult());
+        return upsampleGrad(get(o.getOutputGrad()), in,
+                            upsampleParams(o, in, shapeOf(o.getOutputGrad())));
+      })
+      .Case([&](SliceGradOp o) {
+        auto offsets = o.getOffsets();
+        return sliceGrad(get(o.getOutputGrad()),
+                         {offsets.begin(), offsets.end()},
+                         shapeOf(o.getResult()));
       })
       .Default([](Operation *o) -> FailureOr<Tensor> {
         return o->emitOpError("is not supported by the reference interpreter");
@@ -277,6 +380,39 @@ static FailureOr<std::vector<Tensor>> evaluateBlock(Evaluator &ev,
           coeffs.getEpsilon().convertToDouble());
       ev.set(coeffs.getResultScale(), std::move(s));
       ev.set(coeffs.getResultShift(), std::move(t));
+      continue;
+    }
+    if (auto bn = dyn_cast<BatchNormTrainOp>(op)) {
+      BatchNormTrainParams p;
+      p.epsilon = bn.getEpsilon().convertToDouble();
+      // PyTorch's momentum=None: a cumulative average over the batches
+      // tracked, this one included.
+      p.factor = bn.getCumulative()
+                     ? 1.0 / ev.get(bn.getBatchesTracked()).data[0]
+                     : bn.getMomentum().convertToDouble();
+      p.channelAxis = bn.getChannelAxis();
+      BatchNormTrainResults r =
+          batchNormTrain(ev.get(bn.getInput()), ev.get(bn.getRunningMean()),
+                         ev.get(bn.getRunningVar()), ev.get(bn.getScale()),
+                         ev.get(bn.getShift()), p);
+      ev.set(bn.getResult(), std::move(r.result));
+      ev.set(bn.getSavedMean(), std::move(r.savedMean));
+      ev.set(bn.getSavedInvstd(), std::move(r.savedInvstd));
+      ev.set(bn.getNewRunningMean(), std::move(r.runningMean));
+      ev.set(bn.getNewRunningVar(), std::move(r.runningVar));
+      continue;
+    }
+    if (auto bn = dyn_cast<BatchNormGradOp>(op)) {
+      std::optional<double> eps;
+      if (std::optional<APFloat> e = bn.getEpsilon())
+        eps = e->convertToDouble();
+      BatchNormGradResults r =
+          batchNormGrad(ev.get(bn.getOutputGrad()), ev.get(bn.getInput()),
+                        ev.get(bn.getMean()), ev.get(bn.getInvstd()),
+                        ev.get(bn.getScale()), eps, bn.getChannelAxis());
+      ev.set(bn.getInputGrad(), std::move(r.input));
+      ev.set(bn.getScaleGrad(), std::move(r.scale));
+      ev.set(bn.getShiftGrad(), std::move(r.shift));
       continue;
     }
     if (auto split = dyn_cast<SplitOp>(op)) {

@@ -8,6 +8,8 @@
 
 #include "fusec/Reference/Kernels.h"
 
+#include "KernelHelpers.h"
+
 #include "fusec/Support/Float16.h"
 
 #include <algorithm>
@@ -18,27 +20,31 @@
 
 using namespace fusec;
 using namespace fusec::ref;
+using namespace fusec::ref::detail;
 
 //===----------------------------------------------------------------------===//
 // Helpers
 //===----------------------------------------------------------------------===//
 
 namespace {
-
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kPi = 3.14159265358979323846;
+} // namespace
 
 /// Product of shape[begin, end).
-int64_t product(const std::vector<int64_t> &shape, size_t begin, size_t end) {
+int64_t ref::detail::product(const std::vector<int64_t> &shape, size_t begin,
+                             size_t end) {
   int64_t n = 1;
   for (size_t i = begin; i < end; ++i)
     n *= shape[i];
   return n;
 }
 
-int64_t product(const std::vector<int64_t> &shape) {
+int64_t ref::detail::product(const std::vector<int64_t> &shape) {
   return product(shape, 0, shape.size());
 }
+
+namespace {
 
 /// NumPy broadcast of two shapes (aligned on the right).
 std::vector<int64_t> broadcastShapes(const std::vector<int64_t> &a,
@@ -55,15 +61,18 @@ std::vector<int64_t> broadcastShapes(const std::vector<int64_t> &a,
   return result;
 }
 
-/// Multi-index of the row-major position `linear` in `shape`.
-void unravel(int64_t linear, const std::vector<int64_t> &shape,
-             std::vector<int64_t> &index) {
+} // namespace
+
+void ref::detail::unravel(int64_t linear, const std::vector<int64_t> &shape,
+                          std::vector<int64_t> &index) {
   index.resize(shape.size());
   for (size_t i = shape.size(); i-- > 0;) {
     index[i] = linear % shape[i];
     linear /= shape[i];
   }
 }
+
+namespace {
 
 /// Row-major offset, in a tensor of `shape`, of the element that a broadcast
 /// result reads at `index`. `index` may have more leading dimensions than
@@ -81,12 +90,9 @@ int64_t broadcastOffset(const std::vector<int64_t> &index,
   return offset;
 }
 
-/// Sizes of a 4-D activation, independent of its layout.
-struct Dims4 {
-  int64_t n, c, h, w;
-};
+} // namespace
 
-Dims4 activationDims(const Tensor &t, Layout layout) {
+Dims4 ref::detail::activationDims(const Tensor &t, Layout layout) {
   assert(t.rank() == 4 && "expected a 4-D activation");
   const auto &s = t.shape;
   if (layout == Layout::NCHW)
@@ -94,30 +100,27 @@ Dims4 activationDims(const Tensor &t, Layout layout) {
   return {s[0], s[3], s[1], s[2]};
 }
 
-std::vector<int64_t> activationShape(const Dims4 &d, Layout layout) {
+std::vector<int64_t> ref::detail::activationShape(const Dims4 &d,
+                                                  Layout layout) {
   if (layout == Layout::NCHW)
     return {d.n, d.c, d.h, d.w};
   return {d.n, d.h, d.w, d.c};
 }
 
-int64_t activationIndex(const Dims4 &d, Layout layout, int64_t n, int64_t c,
-                        int64_t h, int64_t w) {
+int64_t ref::detail::activationIndex(const Dims4 &d, Layout layout, int64_t n,
+                                     int64_t c, int64_t h, int64_t w) {
   if (layout == Layout::NCHW)
     return ((n * d.c + c) * d.h + h) * d.w + w;
   return ((n * d.h + h) * d.w + w) * d.c + c;
 }
 
-/// Sizes of the dimensions before, along and after `axis`, so that element
-/// (o, a, i) of the 3-D view is at (o * len + a) * inner + i.
-struct AxisView {
-  int64_t outer, len, inner;
-};
-
-AxisView axisView(const Tensor &x, int64_t axis) {
+AxisView ref::detail::axisView(const Tensor &x, int64_t axis) {
   assert(axis >= 0 && axis < x.rank() && "axis out of range");
   return {product(x.shape, 0, axis), x.shape[axis],
           product(x.shape, axis + 1, x.shape.size())};
 }
+
+namespace {
 
 /// Number of trailing elements normalised by layerNorm / rmsNorm, after
 /// checking that an optional affine tensor has the trailing shape.
@@ -356,6 +359,8 @@ static double applyUnary(UnaryKind kind, double x, double a, double b) {
     return std::tanh(x);
   case UnaryKind::HardSwish:
     return x * clampNaN(x + 3.0, 0.0, 6.0) / 6.0;
+  case UnaryKind::Neg:
+    return -x;
   }
   assert(false && "unknown unary kind");
   return x;
@@ -578,13 +583,38 @@ Tensor ref::attention(const Tensor &q, const Tensor &k, const Tensor &v,
 // Pooling and resampling
 //===----------------------------------------------------------------------===//
 
-/// Output size of a pooling window (floor mode).
-static Dims4 poolOutput(const Dims4 &in, const Pool2dParams &p) {
+Dims4 ref::detail::poolOutput(const Dims4 &in, const Pool2dParams &p) {
   const int64_t spanH = in.h + p.pads[0] + p.pads[1] - p.kernel[0];
   const int64_t spanW = in.w + p.pads[2] + p.pads[3] - p.kernel[1];
   assert(p.strides[0] >= 1 && p.strides[1] >= 1);
   assert(spanH >= 0 && spanW >= 0 && "window larger than the padded input");
   return {in.n, in.c, spanH / p.strides[0] + 1, spanW / p.strides[1] + 1};
+}
+
+int64_t ref::detail::maxPoolArgmax(const Tensor &x, const Dims4 &in,
+                                   const Pool2dParams &p, int64_t n, int64_t c,
+                                   int64_t oy, int64_t ox) {
+  int64_t arg = -1;
+  double best = -kInf;
+  for (int64_t ky = 0; ky < p.kernel[0]; ++ky) {
+    const int64_t iy = oy * p.strides[0] - p.pads[0] + ky;
+    if (iy < 0 || iy >= in.h)
+      continue; // padding acts as -inf
+    for (int64_t kx = 0; kx < p.kernel[1]; ++kx) {
+      const int64_t ix = ox * p.strides[1] - p.pads[2] + kx;
+      if (ix < 0 || ix >= in.w)
+        continue;
+      const int64_t at = activationIndex(in, p.layout, n, c, iy, ix);
+      const double val = x.data[at];
+      // The first element stands until beaten (so an all -inf window picks
+      // it); NaN propagates, as in PyTorch.
+      if (arg < 0 || val > best || std::isnan(val)) {
+        arg = at;
+        best = val;
+      }
+    }
+  }
+  return arg;
 }
 
 Tensor ref::maxPool2d(const Tensor &x, const Pool2dParams &p) {
@@ -595,40 +625,44 @@ Tensor ref::maxPool2d(const Tensor &x, const Pool2dParams &p) {
     for (int64_t c = 0; c < out.c; ++c)
       for (int64_t oy = 0; oy < out.h; ++oy)
         for (int64_t ox = 0; ox < out.w; ++ox) {
-          double best = -kInf;
-          for (int64_t ky = 0; ky < p.kernel[0]; ++ky) {
-            const int64_t iy = oy * p.strides[0] - p.pads[0] + ky;
-            if (iy < 0 || iy >= in.h)
-              continue; // padding acts as -inf
-            for (int64_t kx = 0; kx < p.kernel[1]; ++kx) {
-              const int64_t ix = ox * p.strides[1] - p.pads[2] + kx;
-              if (ix < 0 || ix >= in.w)
-                continue;
-              const double val =
-                  x.data[activationIndex(in, p.layout, n, c, iy, ix)];
-              // NaN propagates, as in PyTorch.
-              if (val > best || std::isnan(val))
-                best = val;
-            }
-          }
-          result.data[activationIndex(out, p.layout, n, c, oy, ox)] = best;
+          const int64_t arg = maxPoolArgmax(x, in, p, n, c, oy, ox);
+          result.data[activationIndex(out, p.layout, n, c, oy, ox)] =
+              arg < 0 ? -kInf : x.data[arg];
         }
   return result;
+}
+
+int64_t ref::detail::avgPoolDivisor(const Dims4 &in, const Pool2dParams &p,
+                                    int64_t oy, int64_t ox) {
+  const int64_t padTop = p.pads[0], padBottom = p.pads[1];
+  const int64_t padLeft = p.pads[2], padRight = p.pads[3];
+  // Window [y0, y1) x [x0, x1) in input coordinates.
+  const int64_t y0 = oy * p.strides[0] - padTop;
+  const int64_t x0 = ox * p.strides[1] - padLeft;
+  const int64_t y1 = y0 + p.kernel[0], x1 = x0 + p.kernel[1];
+  if (p.countIncludePad) {
+    // Clipped to the padded input, as PyTorch does.
+    return (std::min(y1, in.h + padBottom) - std::max(y0, -padTop)) *
+           (std::min(x1, in.w + padRight) - std::max(x0, -padLeft));
+  }
+  const int64_t rows =
+      std::max<int64_t>(std::min(y1, in.h) - std::max<int64_t>(y0, 0), 0);
+  const int64_t cols =
+      std::max<int64_t>(std::min(x1, in.w) - std::max<int64_t>(x0, 0), 0);
+  return rows * cols;
 }
 
 Tensor ref::avgPool2d(const Tensor &x, const Pool2dParams &p) {
   const Dims4 in = activationDims(x, p.layout);
   const Dims4 out = poolOutput(in, p);
-  const int64_t padTop = p.pads[0], padBottom = p.pads[1];
-  const int64_t padLeft = p.pads[2], padRight = p.pads[3];
   Tensor result(activationShape(out, p.layout));
   for (int64_t n = 0; n < out.n; ++n)
     for (int64_t c = 0; c < out.c; ++c)
       for (int64_t oy = 0; oy < out.h; ++oy)
         for (int64_t ox = 0; ox < out.w; ++ox) {
           // Window [y0, y1) x [x0, x1) in input coordinates.
-          const int64_t y0 = oy * p.strides[0] - padTop;
-          const int64_t x0 = ox * p.strides[1] - padLeft;
+          const int64_t y0 = oy * p.strides[0] - p.pads[0];
+          const int64_t x0 = ox * p.strides[1] - p.pads[2];
           const int64_t y1 = y0 + p.kernel[0], x1 = x0 + p.kernel[1];
           double sum = 0.0;
           for (int64_t iy = std::max<int64_t>(y0, 0); iy < std::min(y1, in.h);
@@ -636,19 +670,7 @@ Tensor ref::avgPool2d(const Tensor &x, const Pool2dParams &p) {
             for (int64_t ix = std::max<int64_t>(x0, 0); ix < std::min(x1, in.w);
                  ++ix)
               sum += x.data[activationIndex(in, p.layout, n, c, iy, ix)];
-
-          int64_t count;
-          if (p.countIncludePad) {
-            // Clipped to the padded input, as PyTorch does.
-            count = (std::min(y1, in.h + padBottom) - std::max(y0, -padTop)) *
-                    (std::min(x1, in.w + padRight) - std::max(x0, -padLeft));
-          } else {
-            const int64_t rows = std::max<int64_t>(
-                std::min(y1, in.h) - std::max<int64_t>(y0, 0), 0);
-            const int64_t cols = std::max<int64_t>(
-                std::min(x1, in.w) - std::max<int64_t>(x0, 0), 0);
-            count = rows * cols;
-          }
+          const int64_t count = avgPoolDivisor(in, p, oy, ox);
           result.data[activationIndex(out, p.layout, n, c, oy, ox)] =
               count == 0 ? 0.0 : sum / static_cast<double>(count);
         }
@@ -671,13 +693,13 @@ Tensor ref::globalAvgPool(const Tensor &x, Layout layout) {
   return result;
 }
 
-/// Source index of nearest upsampling, computed exactly as PyTorch's CPU
-/// kernel does (nearest_idx): the same-size and exact 2x cases are shortcuts,
-/// everything else runs in float32 arithmetic. Index selection is
-/// discontinuous, so doing this in double could pick another pixel when
-/// dst * coordScale lands next to an integer.
-static int64_t nearestSource(int64_t dst, int64_t inSize, int64_t outSize,
-                             double coordScale) {
+/// Computed exactly as PyTorch's CPU kernel does (nearest_idx): the
+/// same-size and exact 2x cases are shortcuts, everything else runs in
+/// float32 arithmetic. Index selection is discontinuous, so doing this in
+/// double could pick another pixel when dst * coordScale lands next to an
+/// integer.
+int64_t ref::detail::nearestSource(int64_t dst, int64_t inSize, int64_t outSize,
+                                   double coordScale) {
   if (outSize == inSize)
     return dst;
   if (outSize == 2 * inSize)
@@ -687,16 +709,9 @@ static int64_t nearestSource(int64_t dst, int64_t inSize, int64_t outSize,
   return std::min(static_cast<int64_t>(src), inSize - 1);
 }
 
-namespace {
-/// The two source taps of linear interpolation along one axis.
-struct LinearTaps {
-  int64_t i0, i1;
-  double lambda; // weight of i1
-};
-} // namespace
-
-static LinearTaps linearSource(int64_t dst, int64_t inSize, int64_t outSize,
-                               double coordScale, bool alignCorners) {
+LinearTaps ref::detail::linearSource(int64_t dst, int64_t inSize,
+                                     int64_t outSize, double coordScale,
+                                     bool alignCorners) {
   // PyTorch copies when the sizes match, whatever the scale factor.
   if (outSize == inSize)
     return {dst, dst, 0.0};

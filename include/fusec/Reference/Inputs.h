@@ -4,7 +4,9 @@
 // fusec tune, jit::tune) draws them here, so that one seed gives one set
 // of inputs everywhere: uniform in [-1, 1), except arguments used as a
 // batch-norm variance, drawn from [0.5, 2) so that the graph has a defined
-// result; each rounded to its argument's element type. fusec-runner draws
+// result (in training graphs also a running variance, the batch count of a
+// cumulative average and the inverse std a batch-norm backward reads); each
+// rounded to its argument's element type. fusec-runner draws
 // the same values from the same seed (its --positive names the variances).
 // Inputs may come from .npy files instead, and are saved as .npy.
 //
@@ -23,8 +25,9 @@
 
 namespace fusec::ref {
 
-/// True if `value` feeds the variance operand of a batch norm, also inside
-/// a fuse.kernel: its random values are drawn positive.
+/// True if `value` feeds the variance operand of a batch norm (or another
+/// operand that must be positive, listed above), also inside a fuse.kernel:
+/// its random values are drawn positive.
 bool isVariance(mlir::Value value);
 
 /// Seeded random inputs of `func`, one per argument, by the policy above.

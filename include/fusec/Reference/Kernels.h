@@ -100,6 +100,7 @@ enum class UnaryKind {
   Sigmoid,   // 1 / (1 + exp(-x))
   Tanh,      // tanh(x)
   HardSwish, // x * min(max(x + 3, 0), 6) / 6
+  Neg,       // -x
 };
 
 /// Elementwise activation. `a` and `b` are the parameters named above.

@@ -1,0 +1,110 @@
+//===- TrainingKernels.h - CPU reference kernels of training ops -*- C++
+//-*-===//
+//
+// Plain-loop float64 implementations of the ops of training graphs
+// (dialect/Fuse/FuseTrainingOps.td): batch norm with batch statistics and
+// its backward, the gradients of convolutions, pooling, resampling and
+// slicing, the derivatives of the activations, and the sum that undoes a
+// broadcast. The conventions of Kernels.h hold: row-major float64 tensors,
+// float64 accumulation, no rounding, shapes checked by the verifiers and
+// only asserted here.
+//
+// The adjoints walk the windows and taps of their forward kernels through
+// the same helpers, so each is the exact transpose of its forward op.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FUSEC_REFERENCE_TRAININGKERNELS_H
+#define FUSEC_REFERENCE_TRAININGKERNELS_H
+
+#include "fusec/Reference/Kernels.h"
+
+#include <optional>
+
+namespace fusec::ref {
+
+struct BatchNormTrainParams {
+  double epsilon = 1e-5;
+  /// The running-statistics factor f: the momentum (PyTorch's default 0.1),
+  /// or, with a cumulative average, 1 / batches tracked (this batch
+  /// included).
+  double factor = 0.1;
+  int64_t channelAxis = 0;
+};
+
+struct BatchNormTrainResults {
+  Tensor result, savedMean, savedInvstd, runningMean, runningVar;
+};
+
+/// Batch norm with the batch's statistics over every axis but
+/// `channelAxis` (M values a channel, M >= 2): the biased variance
+/// normalises; the running variance takes the unbiased one, var * M / (M-1):
+///   running = (1 - f) * running + f * statistic.
+BatchNormTrainResults batchNormTrain(const Tensor &x, const Tensor &runningMean,
+                                     const Tensor &runningVar,
+                                     const Tensor &scale, const Tensor &shift,
+                                     const BatchNormTrainParams &p);
+
+struct BatchNormGradResults {
+  Tensor input, scale, shift;
+};
+
+/// The backward of a batch norm, x^ = (x - mean) * invstd:
+/// shift = sum(dy), scale = sum(dy * x^) per channel, and
+///  - training (evalEpsilon empty): `invstd` the saved inverse std,
+///    input = scale * invstd * (dy - shift / M - x^ * scale / M);
+///  - evaluation: `invstd` holds the running variance, the inverse std is
+///    1 / sqrt(variance + *evalEpsilon) and input = dy * scale * invstd.
+BatchNormGradResults batchNormGrad(const Tensor &dy, const Tensor &x,
+                                   const Tensor &mean, const Tensor &invstd,
+                                   const Tensor &scale,
+                                   std::optional<double> evalEpsilon,
+                                   int64_t channelAxis);
+
+/// Transposed convolution, the adjoint of conv2d with the same window:
+/// result[n, h * sh - top + kh * dh, w * sw - left + kw * dw, g * Cog + o]
+///   += input[n, h, w, ci] * filter[ci, kh, kw, o],  g = ci / (Ci / groups).
+/// Filters are [Ci, Kh, Kw, Co/g] for NHWC and [Ci, Co/g, Kh, Kw] for NCHW
+/// (conv2d's filters with the channel axes exchanged). The output extent is
+/// (H - 1) * sh - top - bottom + dh * (Kh - 1) + outputPadding + 1.
+Tensor convTranspose2d(const Tensor &input, const Tensor &filter,
+                       const Tensor *bias, const Conv2dParams &p,
+                       std::array<int64_t, 2> outputPadding);
+
+/// The filter gradient of conv2d(input, filter of extent `kernel`) given
+/// the gradient of its result: a filter-shaped sum over N, Ho and Wo.
+Tensor conv2dFilterGrad(const Tensor &input, const Tensor &outputGrad,
+                        std::array<int64_t, 2> kernel, const Conv2dParams &p);
+
+/// Sum over `axes` (each normalised to [0, rank), distinct); the reduced
+/// axes are dropped, or kept with extent 1.
+Tensor reduceSum(const Tensor &x, const std::vector<int64_t> &axes,
+                 bool keepDims);
+
+/// dy * f'(value) for the activation `kind` (Neg excluded). `value` is the
+/// result y for Relu, Relu6, Clamp, Sigmoid and Tanh, and the input x for
+/// the others (see fuse.activation_grad). `a`, `b`: as for unary().
+Tensor activationGrad(UnaryKind kind, const Tensor &dy, const Tensor &value,
+                      double a = 0.0, double b = 0.0);
+
+/// Gradient of maxPool2d(x, p): each element of dy goes to its window's
+/// winner (maxPoolArgmax's rule), summed where windows share one.
+Tensor maxPool2dGrad(const Tensor &x, const Tensor &dy, const Pool2dParams &p);
+
+/// Gradient of avgPool2d(x, p) for x of `inputShape`: each element of dy,
+/// divided by its window's divisor, added to the window's real elements.
+Tensor avgPool2dGrad(const Tensor &dy, const std::vector<int64_t> &inputShape,
+                     const Pool2dParams &p);
+
+/// Gradient of upsample(x, p) for x of `inputShape` (p.outSize is dy's
+/// extent): dy scattered back through upsample's taps and weights.
+Tensor upsampleGrad(const Tensor &dy, const std::vector<int64_t> &inputShape,
+                    const UpsampleParams &p);
+
+/// Zeros of `shape` with dy placed at `offsets` (the adjoint of slice).
+Tensor sliceGrad(const Tensor &dy, const std::vector<int64_t> &offsets,
+                 const std::vector<int64_t> &shape);
+
+} // namespace fusec::ref
+
+#endif // FUSEC_REFERENCE_TRAININGKERNELS_H
