@@ -22,6 +22,8 @@ public:
 
 private:
   FailureOr<LaunchConfig> emitBody() override {
+    if (auto transpose = dyn_cast<ConvTranspose2dOp>(anchor))
+      return emitDirectConv(transpose);
     auto op = cast<Conv2dOp>(anchor);
     int64_t width = vectorWidth(shapeOf(op.getResult()));
     // An input read through a concat goes element by element.
@@ -37,7 +39,9 @@ private:
   static constexpr int64_t kPixelsPerThread = 4;
   /// Output rows whose threads are adjacent in the grid.
   static constexpr int64_t kRowsTogether = 4;
-  LaunchConfig emitDirectConv(Conv2dOp op);
+  /// A conv2d, or a conv_transpose2d: its output gathers the input pixels
+  /// whose strided windows cover it, the filter's channel axes exchanged.
+  template <typename ConvLikeOp> LaunchConfig emitDirectConv(ConvLikeOp op);
 
   /// An NHWC depthwise convolution whose channels split into 16-byte
   /// vectors (8 16-bit values or 4 f32). With one pixel per thread, f32
@@ -143,13 +147,26 @@ LaunchConfig DirectConvKernel::emitDepthwiseVector(Conv2dOp op, int64_t width) {
   });
 }
 
-LaunchConfig DirectConvKernel::emitDirectConv(Conv2dOp op) {
+template <typename ConvLikeOp>
+LaunchConfig DirectConvKernel::emitDirectConv(ConvLikeOp op) {
+  constexpr bool transpose = std::is_same_v<ConvLikeOp, ConvTranspose2dOp>;
   Layout layout = op.getLayout();
   ArrayRef<int64_t> outShape = shapeOf(op.getResult());
   auto inDims = dimsNCHW(shapeOf(op.getInput()), layout);
   int64_t ci = inDims[1], h = inDims[2], w = inDims[3];
   int64_t co = dimsNCHW(outShape, layout)[1];
   ArrayRef<int64_t> fs = shapeOf(op.getFilter());
+  // A transpose's input pixel under a tap is (t + pad - tap) / stride where
+  // the stride divides it.
+  auto source = [&](Value t, int64_t stride,
+                    int64_t extent) -> std::pair<Value, Value> {
+    if (stride == 1)
+      return {t, inRange(t, extent)};
+    Value i = divi(t, stride);
+    Value ok = andi(cmpi(arith::CmpIPredicate::sge, t, idx(0)),
+                    cmpi(arith::CmpIPredicate::eq, remi(t, stride), idx(0)));
+    return {i, andi(ok, ltc(i, extent))};
+  };
   bool nhwc = layout == Layout::NHWC;
   int64_t kh = nhwc ? fs[1] : fs[2], kw = nhwc ? fs[2] : fs[3];
   int64_t groups = op.getGroups(), cig = ci / groups, cog = co / groups;
@@ -161,15 +178,27 @@ LaunchConfig DirectConvKernel::emitDirectConv(Conv2dOp op) {
     SmallVector<Value> coords = delinearize(linear, outShape);
     NCHW o = splitNCHW(coords, layout);
     Value g = divi(o.c, cog);
-    Value ih0 = subi(muli(o.h, idx(s[0])), idx(pads[0]));
-    Value iw0 = subi(muli(o.w, idx(s[1])), idx(pads[2]));
+    Value ih0 = transpose ? addi(o.h, idx(pads[0]))
+                          : subi(muli(o.h, idx(s[0])), idx(pads[0]));
+    Value iw0 = transpose ? addi(o.w, idx(pads[2]))
+                          : subi(muli(o.w, idx(s[1])), idx(pads[2]));
     // One tap of the window: (c, khi, kwi) index values.
     auto tap = [&](Value c, Value khi, Value kwi, Value acc) {
-      Value ih = addi(ih0, muli(khi, idx(d[0])));
-      Value iw = addi(iw0, muli(kwi, idx(d[1])));
+      Value ih, iw, inside;
+      if constexpr (transpose) {
+        auto [sh, hOk] = source(subi(ih0, muli(khi, idx(d[0]))), s[0], h);
+        auto [sw, wOk] = source(subi(iw0, muli(kwi, idx(d[1]))), s[1], w);
+        ih = sh;
+        iw = sw;
+        inside = andi(hOk, wOk);
+      } else {
+        ih = addi(ih0, muli(khi, idx(d[0])));
+        iw = addi(iw0, muli(kwi, idx(d[1])));
+      }
       Value ic = addi(muli(g, idx(cig)), c);
       auto at = [&] { return joinNCHW(o.n, ic, ih, iw, layout); };
-      Value inside = andi(inRange(ih, h), inRange(iw, w));
+      if constexpr (!transpose)
+        inside = andi(inRange(ih, h), inRange(iw, w));
       Value xv =
           x ? loadOrZero(inside, x, at)
             : ifElse(
@@ -178,6 +207,12 @@ LaunchConfig DirectConvKernel::emitDirectConv(Conv2dOp op) {
                   [&] { return f32(0.0); });
       SmallVector<Value> fi = nhwc ? SmallVector<Value>{o.c, khi, kwi, c}
                                    : SmallVector<Value>{o.c, c, khi, kwi};
+      if constexpr (transpose) {
+        // [Ci, kh, kw, Co/groups] or [Ci, Co/groups, kh, kw].
+        Value oc = remi(o.c, cog);
+        fi = nhwc ? SmallVector<Value>{ic, khi, kwi, oc}
+                  : SmallVector<Value>{ic, oc, khi, kwi};
+      }
       return fma(xv, load(filter, fi), acc);
     };
     Value acc = f32(0);

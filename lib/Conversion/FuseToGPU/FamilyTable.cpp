@@ -260,7 +260,9 @@ llvm::ArrayRef<FamilyInfo> fusec::tiling::familyTable() {
        },
        nullptr, nullptr, nullptr, buildUntiled<makeAttentionDirectKernel>},
       {KernelFamily::DirectConv,
-       [](const KernelQuery &q) { return isa_and_nonnull<Conv2dOp>(q.anchor); },
+       [](const KernelQuery &q) {
+         return isa_and_nonnull<Conv2dOp, ConvTranspose2dOp>(q.anchor);
+       },
        nullptr, nullptr, nullptr, buildUntiled<makeDirectConvKernel>},
       // Normalisations: over rows, and batch norm's over channels with batch
       // statistics (BatchNormTraining.cpp).

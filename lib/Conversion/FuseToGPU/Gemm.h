@@ -57,9 +57,17 @@ GemmShape getGemmShape(mlir::Operation *anchor);
 /// A convolution as an implicit GEMM per group: the geometry both of its
 /// operands' layouts carry.
 struct GemmConvGeometry {
+  /// Which GEMM of the convolution: its forward pass (conv2d), its data
+  /// gradient (conv_transpose2d) or its filter gradient
+  /// (conv2d_filter_grad).
+  enum class Pass { Forward, Transpose, FilterGrad };
+  Pass pass = Pass::Forward;
   mlir::fuse::Layout layout = mlir::fuse::Layout::NHWC;
   /// The input's [n, ci, h, w], the output's channels and pixels, the
-  /// filter's taps.
+  /// filter's taps. For a transpose, the input is the transpose's own (ci
+  /// its channels, h and w its pixels) and the output its result; for the
+  /// filter gradient, the input is the convolution's and the output its
+  /// result's gradient.
   int64_t n = 0, ci = 0, h = 0, w = 0, co = 0, ho = 0, wo = 0, kh = 0, kw = 0;
   int64_t groups = 1;
   /// Padding (top, bottom, left, right), strides and dilation (h, w).
@@ -85,6 +93,19 @@ struct GemmOperandLayout {
     ConvInput,
     /// A convolution's filter, [Co, kh, kw, Ci] (NHWC) or [Co, Ci, kh, kw].
     ConvFilter,
+    /// A transposed convolution's input, A (m output pixels, k taps x
+    /// input channels): each output pixel gathers the input pixels whose
+    /// strided window covers it.
+    TransposeInput,
+    /// Its filter, B (n output channels, k), [Ci, kh, kw, Co] (NHWC) or
+    /// [Ci, Co, kh, kw].
+    TransposeFilter,
+    /// The filter gradient's output gradient, A (m output channels, k
+    /// output pixels of the batch).
+    GradOutput,
+    /// Its input, B (n filter taps x input channels, k output pixels): the
+    /// input pixel under each tap of each output pixel (im2col, transposed).
+    GradInput,
   };
   Kind kind = Kind::Matrix;
   bool isA = true;
@@ -176,6 +197,10 @@ struct GemmColumns {
   int64_t width = 1;
   /// Output coordinate of lane 0 along the channel axis.
   mlir::Value channel;
+  /// Where the columns are more than one axis (a filter gradient's taps and
+  /// input channels): lane 0's coordinates along them, the channel axis
+  /// last.
+  llvm::SmallVector<mlir::Value> coords;
   llvm::SmallVector<mlir::Value> bias;
   llvm::SmallVector<llvm::DenseMap<mlir::Value, mlir::Value>> channelValues;
 };
@@ -296,12 +321,23 @@ private:
   convInputAddress(const GemmConvGeometry &g);
   std::function<GemmAddress(mlir::Value, mlir::Value, mlir::Value)>
   convFilterAddress(const GemmConvGeometry &g);
+  std::function<GemmAddress(mlir::Value, mlir::Value, mlir::Value)>
+  transposeInputAddress(const GemmConvGeometry &g);
+  std::function<GemmAddress(mlir::Value, mlir::Value, mlir::Value)>
+  transposeFilterAddress(const GemmConvGeometry &g);
+  std::function<GemmAddress(mlir::Value, mlir::Value, mlir::Value)>
+  gradOutputAddress(const GemmConvGeometry &g);
+  std::function<GemmAddress(mlir::Value, mlir::Value, mlir::Value)>
+  gradInputAddress(const GemmConvGeometry &g);
   /// (c, kh, kw) of a convolution's reduction index k.
   std::tuple<mlir::Value, mlir::Value, mlir::Value>
   splitConvK(const GemmConvGeometry &g, mlir::Value k);
   /// The epilogue of each anchor.
-  void convEpilogue(mlir::fuse::Conv2dOp op, const GemmConvGeometry &geometry,
+  /// A convolution's or a transposed convolution's (`bias` may be null).
+  void convEpilogue(mlir::Value bias, const GemmConvGeometry &geometry,
                     GemmProblem &problem);
+  void filterGradEpilogue(const GemmConvGeometry &geometry,
+                          GemmProblem &problem);
   void linearEpilogue(mlir::fuse::LinearOp op, GemmProblem &problem);
   void matmulEpilogue(mlir::fuse::MatmulOp op, GemmProblem &problem);
 };

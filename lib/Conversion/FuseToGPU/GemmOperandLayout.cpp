@@ -38,25 +38,58 @@ static void addParts(GemmOperandLayout &layout, int64_t axis) {
   }
 }
 
-static GemmOperandLayouts convLayouts(Conv2dOp op) {
+/// The geometry of a convolution from its input's and output's shapes (in
+/// `layout`), its filter taps and attributes.
+template <typename ConvLikeOp>
+static GemmConvGeometry convGeometry(ConvLikeOp op, GemmConvGeometry::Pass pass,
+                                     ArrayRef<int64_t> inShape,
+                                     ArrayRef<int64_t> outShape, int64_t kh,
+                                     int64_t kw) {
   GemmConvGeometry g;
+  g.pass = pass;
   g.layout = op.getLayout();
-  auto in = dimsNCHW(shapeOf(op.getInput()), g.layout);
+  auto in = dimsNCHW(inShape, g.layout);
   g.n = in[0];
   g.ci = in[1];
   g.h = in[2];
   g.w = in[3];
-  auto out = dimsNCHW(shapeOf(op.getResult()), g.layout);
+  auto out = dimsNCHW(outShape, g.layout);
   g.co = out[1];
   g.ho = out[2];
   g.wo = out[3];
-  ArrayRef<int64_t> fs = shapeOf(op.getFilter());
-  g.kh = g.nhwc() ? fs[1] : fs[2];
-  g.kw = g.nhwc() ? fs[2] : fs[3];
+  g.kh = kh;
+  g.kw = kw;
   g.groups = op.getGroups();
   g.pads = op.getPads();
   g.strides = {op.getStrides()[0], op.getStrides()[1]};
   g.dilation = {op.getDilation()[0], op.getDilation()[1]};
+  return g;
+}
+
+/// The filter taps of a conv2d's or conv_transpose2d's filter (both keep
+/// them at the same axes).
+static std::pair<int64_t, int64_t> filterTaps(Value filter, Layout layout) {
+  ArrayRef<int64_t> fs = shapeOf(filter);
+  bool nhwc = layout == Layout::NHWC;
+  return {nhwc ? fs[1] : fs[2], nhwc ? fs[2] : fs[3]};
+}
+
+/// Whether the input channels of an NHWC convolution-like operand split
+/// into aligned runs of `width`, in every part it is read through.
+static bool channelRunsAligned(const GemmOperandLayout &a,
+                               const GemmConvGeometry &g, int64_t width) {
+  if (!g.nhwc() || g.cig() % width || g.ci % width)
+    return false;
+  return llvm::all_of(a.parts, [&](auto part) {
+    return shapeOf(part.first)[a.partsAxis] % width == 0;
+  });
+}
+
+static GemmOperandLayouts convLayouts(Conv2dOp op) {
+  auto [kh, kw] = filterTaps(op.getFilter(), op.getLayout());
+  GemmConvGeometry g =
+      convGeometry(op, GemmConvGeometry::Pass::Forward,
+                   shapeOf(op.getInput()), shapeOf(op.getResult()), kh, kw);
 
   GemmOperandLayouts layouts{layoutOf(op.getInput(), true),
                              layoutOf(op.getFilter(), false)};
@@ -81,6 +114,55 @@ static GemmOperandLayouts convLayouts(Conv2dOp op) {
   });
   if (!partsAligned)
     a.vector = 1;
+  return layouts;
+}
+
+static GemmOperandLayouts convTransposeLayouts(ConvTranspose2dOp op) {
+  auto [kh, kw] = filterTaps(op.getFilter(), op.getLayout());
+  GemmConvGeometry g =
+      convGeometry(op, GemmConvGeometry::Pass::Transpose,
+                   shapeOf(op.getInput()), shapeOf(op.getResult()), kh, kw);
+  GemmOperandLayouts layouts{layoutOf(op.getInput(), true),
+                             layoutOf(op.getFilter(), false)};
+  GemmOperandLayout &a = layouts.a, &b = layouts.b;
+  a.kind = GemmOperandLayout::Kind::TransposeInput;
+  b.kind = GemmOperandLayout::Kind::TransposeFilter;
+  a.conv = b.conv = g;
+  // A(g, m, k) as for the forward convolution: NHWC input channels are
+  // contiguous along k within a tap (the stride test is the tap's), and
+  // joined inputs are read in place.
+  addParts(a, g.nhwc() ? 3 : 1);
+  a.kContiguous = g.nhwc();
+  int64_t width = vectorElements(op.getInput());
+  if (channelRunsAligned(a, g, width))
+    a.vector = width;
+  // B(g, n, k): the filter's output channels are its innermost NHWC axis,
+  // so B is n-contiguous there; NCHW's taps are contiguous along k.
+  b.kContiguous = !g.nhwc();
+  if (g.nhwc() && g.cog() % width == 0)
+    b.vector = width;
+  return layouts;
+}
+
+static GemmOperandLayouts filterGradLayouts(Conv2dFilterGradOp op) {
+  GemmConvGeometry g = convGeometry(
+      op, GemmConvGeometry::Pass::FilterGrad, shapeOf(op.getInput()),
+      shapeOf(op.getOutputGrad()), op.getKernel()[0], op.getKernel()[1]);
+  GemmOperandLayouts layouts{layoutOf(op.getOutputGrad(), true),
+                             layoutOf(op.getInput(), false)};
+  GemmOperandLayout &a = layouts.a, &b = layouts.b;
+  a.kind = GemmOperandLayout::Kind::GradOutput;
+  b.kind = GemmOperandLayout::Kind::GradInput;
+  a.conv = b.conv = g;
+  // k runs over the batch's output pixels: NCHW pixels are contiguous along
+  // k (w innermost); NHWC channels along m (A) and n (B, whose taps x input
+  // channels end with the channels).
+  a.kContiguous = b.kContiguous = !g.nhwc();
+  int64_t width = vectorElements(op.getInput());
+  if (g.nhwc() && g.cog() % width == 0 && g.co % width == 0)
+    a.vector = width;
+  if (channelRunsAligned(b, g, width))
+    b.vector = width;
   return layouts;
 }
 
@@ -126,6 +208,10 @@ static GemmOperandLayouts matmulLayouts(MatmulOp op) {
 GemmOperandLayouts fusec::tiling::getGemmOperandLayouts(Operation *anchor) {
   if (auto conv = dyn_cast<Conv2dOp>(anchor))
     return convLayouts(conv);
+  if (auto conv = dyn_cast<ConvTranspose2dOp>(anchor))
+    return convTransposeLayouts(conv);
+  if (auto grad = dyn_cast<Conv2dFilterGradOp>(anchor))
+    return filterGradLayouts(grad);
   if (auto linear = dyn_cast<LinearOp>(anchor))
     return linearLayouts(linear);
   return matmulLayouts(cast<MatmulOp>(anchor));

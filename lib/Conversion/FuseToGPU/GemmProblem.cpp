@@ -25,7 +25,15 @@ static bool hasWideGroups(Conv2dOp op) {
 bool fusec::tiling::isGemmAnchor(Operation *anchor) {
   if (auto conv = dyn_cast<Conv2dOp>(anchor))
     return hasWideGroups(conv);
-  return isa<LinearOp, MatmulOp>(anchor);
+  // A transpose's filter is [Ci, kh, kw, Co/groups] or [Ci, Co/groups, kh,
+  // kw]: the same rule on its output channels per group.
+  if (auto conv = dyn_cast<ConvTranspose2dOp>(anchor)) {
+    ArrayRef<int64_t> fs = shapeOf(conv.getFilter());
+    return (conv.getLayout() == Layout::NHWC ? fs[3] : fs[1]) >= 16;
+  }
+  // A filter gradient reduces over every pixel of the batch, a GEMM even
+  // for depthwise filters (m = 1 output channel per group).
+  return isa<Conv2dFilterGradOp, LinearOp, MatmulOp>(anchor);
 }
 
 /// The widest aligned run of output columns: a power of two up to `width`
@@ -53,6 +61,28 @@ GemmShape fusec::tiling::getGemmShape(Operation *anchor) {
     // Output channels are the innermost NHWC axis.
     if (layout == Layout::NHWC)
       shape.outVector = widestRun({shape.n, out[1]}, width);
+  } else if (isa<ConvTranspose2dOp, Conv2dFilterGradOp>(anchor)) {
+    GemmConvGeometry g = *getGemmOperandLayouts(anchor).a.conv;
+    shape.batch = g.groups;
+    if (isa<ConvTranspose2dOp>(anchor)) {
+      // m over output pixels, n over the group's output channels, k over
+      // its input channels times the taps.
+      shape.m = g.n * g.ho * g.wo;
+      shape.n = g.cog();
+      shape.k = g.cig() * g.kh * g.kw;
+      if (g.nhwc())
+        shape.outVector = widestRun({shape.n, g.co}, width);
+    } else {
+      // m over the group's output channels, n over the filter's taps times
+      // input channels (its rows), k over the batch's output pixels.
+      shape.m = g.cog();
+      shape.n = g.cig() * g.kh * g.kw;
+      shape.k = g.n * g.ho * g.wo;
+      // Runs along the result's innermost axis: input channels (NHWC) or
+      // the filter's columns (NCHW).
+      shape.outVector = widestRun({g.nhwc() ? g.cig() : g.kw}, width);
+    }
+    return shape;
   } else if (auto linear = dyn_cast<LinearOp>(anchor)) {
     ArrayRef<int64_t> inShape = shapeOf(linear.getInput());
     shape.k = inShape.back();
@@ -93,7 +123,15 @@ FailureOr<LaunchConfig> GemmKernel::emitBody() {
   problem.a = operandOf(layouts.a, problem.shape);
   problem.b = operandOf(layouts.b, problem.shape);
   llvm::TypeSwitch<Operation *>(anchor)
-      .Case([&](Conv2dOp op) { convEpilogue(op, *layouts.a.conv, problem); })
+      .Case([&](Conv2dOp op) {
+        convEpilogue(op.getBias(), *layouts.a.conv, problem);
+      })
+      .Case([&](ConvTranspose2dOp op) {
+        convEpilogue(op.getBias(), *layouts.a.conv, problem);
+      })
+      .Case([&](Conv2dFilterGradOp) {
+        filterGradEpilogue(*layouts.a.conv, problem);
+      })
       .Case([&](LinearOp op) { linearEpilogue(op, problem); })
       .Case([&](MatmulOp op) { matmulEpilogue(op, problem); });
   return emitGemm(problem);
@@ -119,6 +157,18 @@ GemmOperand GemmKernel::operandOf(const GemmOperandLayout &layout,
     break;
   case GemmOperandLayout::Kind::ConvFilter:
     operand.address = convFilterAddress(*layout.conv);
+    break;
+  case GemmOperandLayout::Kind::TransposeInput:
+    operand.address = transposeInputAddress(*layout.conv);
+    break;
+  case GemmOperandLayout::Kind::TransposeFilter:
+    operand.address = transposeFilterAddress(*layout.conv);
+    break;
+  case GemmOperandLayout::Kind::GradOutput:
+    operand.address = gradOutputAddress(*layout.conv);
+    break;
+  case GemmOperandLayout::Kind::GradInput:
+    operand.address = gradInputAddress(*layout.conv);
     break;
   }
   return operand;
@@ -198,16 +248,109 @@ GemmKernel::convFilterAddress(const GemmConvGeometry &g) {
   };
 }
 
+std::function<GemmAddress(Value, Value, Value)>
+GemmKernel::transposeInputAddress(const GemmConvGeometry &g) {
+  int64_t mTotal = g.n * g.ho * g.wo, kTotal = g.cig() * g.kh * g.kw;
+  // The input coordinate t / stride that output coordinate t + pad - tap
+  // comes from, and whether there is one: t divisible by the stride (the
+  // check folds away for stride 1) and inside the input.
+  auto source = [this](Value t, int64_t stride,
+                       int64_t extent) -> std::pair<Value, Value> {
+    if (stride == 1)
+      return {t, inRange(t, extent)};
+    Value nonNegative = cmpi(arith::CmpIPredicate::sge, t, idx(0));
+    Value divisible = cmpi(arith::CmpIPredicate::eq, remi(t, stride), idx(0));
+    Value i = divi(t, stride);
+    return {i, andi(andi(nonNegative, divisible), ltc(i, extent))};
+  };
+  // A(g, m, k): the input pixel whose window puts tap k on output pixel m,
+  // zero where none does.
+  return [=, this](Value group, Value m, Value k) {
+    SmallVector<Value> p = delinearize(m, {g.n, g.ho, g.wo});
+    Value c, khi, kwi;
+    std::tie(c, khi, kwi) = splitConvK(g, k);
+    auto [ih, hOk] =
+        source(subi(addi(p[1], idx(g.pads[0])), muli(khi, idx(g.dilation[0]))),
+               g.strides[0], g.h);
+    auto [iw, wOk] =
+        source(subi(addi(p[2], idx(g.pads[2])), muli(kwi, idx(g.dilation[1]))),
+               g.strides[1], g.w);
+    Value ok = andi(andi(ltc(m, mTotal), ltc(k, kTotal)), andi(hOk, wOk));
+    std::function<SmallVector<Value>()> at = [=, this] {
+      return joinNCHW(p[0], addi(muli(group, idx(g.cig())), c), ih, iw,
+                      g.layout);
+    };
+    return GemmAddress{ok, at};
+  };
+}
+
+std::function<GemmAddress(Value, Value, Value)>
+GemmKernel::transposeFilterAddress(const GemmConvGeometry &g) {
+  int64_t kTotal = g.cig() * g.kh * g.kw, cog = g.cog();
+  // B(g, n, k): the filter, input channels first.
+  return [=, this](Value group, Value nn, Value k) {
+    Value c, khi, kwi;
+    std::tie(c, khi, kwi) = splitConvK(g, k);
+    Value ok = andi(ltc(k, kTotal), ltc(nn, cog));
+    std::function<SmallVector<Value>()> at = [=, this]() -> SmallVector<Value> {
+      Value i = addi(muli(group, idx(g.cig())), c);
+      if (g.nhwc())
+        return {i, khi, kwi, nn};
+      return {i, nn, khi, kwi};
+    };
+    return GemmAddress{ok, at};
+  };
+}
+
+std::function<GemmAddress(Value, Value, Value)>
+GemmKernel::gradOutputAddress(const GemmConvGeometry &g) {
+  int64_t kTotal = g.n * g.ho * g.wo, cog = g.cog();
+  // A(g, m, k): the output gradient at channel m of the group, pixel k.
+  return [=, this](Value group, Value m, Value k) {
+    Value ok = andi(ltc(m, cog), ltc(k, kTotal));
+    std::function<SmallVector<Value>()> at = [=, this] {
+      SmallVector<Value> p = delinearize(k, {g.n, g.ho, g.wo});
+      return joinNCHW(p[0], addi(muli(group, idx(cog)), m), p[1], p[2],
+                      g.layout);
+    };
+    return GemmAddress{ok, at};
+  };
+}
+
+std::function<GemmAddress(Value, Value, Value)>
+GemmKernel::gradInputAddress(const GemmConvGeometry &g) {
+  int64_t kTotal = g.n * g.ho * g.wo, nTotal = g.cig() * g.kh * g.kw;
+  // B(g, n, k): the input under tap n (its channel, row and column of the
+  // filter) of output pixel k, zero in the padding.
+  return [=, this](Value group, Value nn, Value k) {
+    SmallVector<Value> p = delinearize(k, {g.n, g.ho, g.wo});
+    Value c, khi, kwi;
+    std::tie(c, khi, kwi) = splitConvK(g, nn);
+    Value ih = addi(subi(muli(p[1], idx(g.strides[0])), idx(g.pads[0])),
+                    muli(khi, idx(g.dilation[0])));
+    Value iw = addi(subi(muli(p[2], idx(g.strides[1])), idx(g.pads[2])),
+                    muli(kwi, idx(g.dilation[1])));
+    Value ok = andi(andi(ltc(nn, nTotal), ltc(k, kTotal)),
+                    andi(inRange(ih, g.h), inRange(iw, g.w)));
+    std::function<SmallVector<Value>()> at = [=, this] {
+      return joinNCHW(p[0], addi(muli(group, idx(g.cig())), c), ih, iw,
+                      g.layout);
+    };
+    return GemmAddress{ok, at};
+  };
+}
+
 //===----------------------------------------------------------------------===//
 // Epilogues
 //===----------------------------------------------------------------------===//
 
-void GemmKernel::convEpilogue(Conv2dOp op, const GemmConvGeometry &geometry,
+void GemmKernel::convEpilogue(Value biasTensor,
+                              const GemmConvGeometry &geometry,
                               GemmProblem &problem) {
   Layout layout = geometry.layout;
   int64_t n = geometry.n, ho = geometry.ho, wo = geometry.wo;
   int64_t cog = geometry.cog();
-  Value bias = op.getBias() ? argOf.lookup(op.getBias()) : Value();
+  Value bias = biasTensor ? argOf.lookup(biasTensor) : Value();
   int64_t channelAxis = geometry.nhwc() ? 3 : 1;
   problem.columns = [=, this](Value g, Value nn, int64_t width) {
     GemmColumns columns{nn, width};
@@ -227,6 +370,40 @@ void GemmKernel::convEpilogue(Conv2dOp op, const GemmConvGeometry &geometry,
     return [=, this](const GemmColumns &columns, ArrayRef<Value> acc) {
       storeGemmResults(joinNCHW(p[0], columns.channel, p[1], p[2], layout),
                        channelAxis, columns, acc);
+    };
+  };
+}
+
+void GemmKernel::filterGradEpilogue(const GemmConvGeometry &g,
+                                    GemmProblem &problem) {
+  // The result has the filter's shape, [Co, kh, kw, Ci/groups] (NHWC) or
+  // [Co, Ci/groups, kh, kw]: row m is an output channel, and the columns
+  // walk its other axes, which splitConvK splits.
+  int64_t cog = g.cog(), nTotal = g.cig() * g.kh * g.kw;
+  problem.columns = [=, this](Value, Value nn, int64_t width) {
+    GemmColumns columns{nn, width};
+    for (int64_t i = 0; i < width; ++i) {
+      Value lane = mini(i ? addi(nn, idx(i)) : nn, idx(nTotal - 1));
+      Value c, khi, kwi;
+      std::tie(c, khi, kwi) = splitConvK(g, lane);
+      SmallVector<Value> coords =
+          g.nhwc() ? SmallVector<Value>{khi, kwi, c}
+                   : SmallVector<Value>{c, khi, kwi};
+      if (i == 0) {
+        columns.coords = coords;
+        columns.channel = coords.back();
+      }
+      columns.channelValues.push_back(
+          epilogue.evalChannel(3, coords.back()));
+    }
+    return columns;
+  };
+  problem.epilogue = [=, this](Value group, Value m) -> GemmRowStore {
+    Value co = addi(muli(group, idx(cog)), m);
+    return [=, this](const GemmColumns &columns, ArrayRef<Value> acc) {
+      SmallVector<Value> coords{co};
+      llvm::append_range(coords, columns.coords);
+      storeGemmResults(coords, 3, columns, acc);
     };
   };
 }

@@ -60,6 +60,10 @@ struct WgmmaOperand {
   /// and, within a tap, blocks of input channels.
   struct Conv {
     int64_t kh, kw, dh, dw, top, left, ho, wo, n, ci;
+    /// A transposed convolution's filter, [Ci, kh, kw, Co]: read MN-major,
+    /// its taps reversed (a stride-1 transpose is the convolution with the
+    /// flipped filter).
+    bool flipped = false;
   };
   std::optional<Conv> conv;
   bool im2col = false;
@@ -127,20 +131,36 @@ std::optional<WgmmaOperands> wgmmaOperands(const GemmOperandLayout &a,
     ops.batchShape = a.gemmBatchShape;
     return ops;
   }
-  const GemmConvGeometry &g = *a.conv;
-  if (!g.nhwc() || g.groups != 1 || g.strides[0] != 1 || g.strides[1] != 1)
+  GemmConvGeometry g = *a.conv;
+  bool transpose = g.pass == GemmConvGeometry::Pass::Transpose;
+  if (g.pass == GemmConvGeometry::Pass::FilterGrad || !g.nhwc() ||
+      g.groups != 1 || g.strides[0] != 1 || g.strides[1] != 1)
     return std::nullopt;
   std::optional<unsigned> xp = paramOf(a.tensor);
   std::optional<unsigned> wp = paramOf(b.tensor);
   int64_t ci = g.ci, co = g.co, kh = g.kh, kw = g.kw;
   int64_t bytes = a.elementBytes;
-  if (!xp || !wp || ci * bytes % 16)
+  if (!xp || !wp || ci * bytes % 16 || (transpose && co * bytes % 16))
     return std::nullopt;
+  if (transpose) {
+    // A stride-1 transpose is the convolution of its input with the
+    // flipped filter and the padding that gives its output size.
+    int64_t spanH = (kh - 1) * g.dilation[0], spanW = (kw - 1) * g.dilation[1];
+    int64_t top = spanH - g.pads[0], left = spanW - g.pads[2];
+    g.pads = {top, g.ho - g.h - top + spanH, left, g.wo - g.w - left + spanW};
+  }
   // A 1x1 convolution without padding is a linear layer over the pixels.
   if (kh == 1 && kw == 1 &&
       llvm::all_of(g.pads, [](int64_t p) { return !p; })) {
     ops.a.parts.push_back({*xp, 0, {ci, product(a.shape) / ci}});
     ops.a.strides.push_back(ci * bytes);
+    if (transpose) {
+      // The filter [Ci, Co]: B MN-major.
+      ops.b.parts.push_back({*wp, 0, {co, ci}});
+      ops.b.strides.push_back(co * bytes);
+      ops.b.kMajor = false;
+      return ops;
+    }
     ops.b.parts.push_back({*wp, 0, {ci, co}});
     ops.b.strides.push_back(ci * bytes);
     return ops;
@@ -163,15 +183,23 @@ std::optional<WgmmaOperands> wgmmaOperands(const GemmOperandLayout &a,
   ops.a.strides = {ci * bytes, w * ci * bytes, h * w * ci * bytes};
   ops.a.conv = geometry;
   ops.a.im2col = true;
+  ops.b.conv = geometry;
+  if (transpose) {
+    // The filter [Ci, kh, kw, Co], output channels innermost.
+    ops.b.parts.push_back({*wp, 0, {co, kw, kh, ci}});
+    ops.b.strides = {co * bytes, kw * co * bytes, kh * kw * co * bytes};
+    ops.b.kMajor = false;
+    ops.b.conv->flipped = true;
+    return ops;
+  }
   ops.b.parts.push_back({*wp, 0, {ci, kw, kh, co}});
   ops.b.strides = {ci * bytes, kw * ci * bytes, kh * kw * ci * bytes};
-  ops.b.conv = geometry;
   return ops;
 }
 
 /// The TMA view of a GEMM anchor's operands.
 std::optional<WgmmaOperands> wgmmaOperands(Operation *anchor) {
-  if (!isa<Conv2dOp, LinearOp, MatmulOp>(anchor))
+  if (!isa<Conv2dOp, ConvTranspose2dOp, LinearOp, MatmulOp>(anchor))
     return std::nullopt;
   GemmOperandLayouts layouts = getGemmOperandLayouts(anchor);
   return wgmmaOperands(layouts.a, layouts.b);
@@ -365,6 +393,17 @@ void GemmWgmmaKernel::copyTile(const WgmmaOperand &operand,
     Value tap = divi(kt, blocks);
     Value c0 = toI32(muli(remi(kt, blocks), idx(tile.bk)));
     Value r = divi(tap, c.kw), s = remi(tap, c.kw);
+    if (!operand.im2col && c.flipped) {
+      // A transpose's filter as [Co, kw, kh, Ci], taps reversed: panels of
+      // 64 outputs x bk channels, one box each.
+      Value fs = toI32(subi(idx(c.kw - 1), s)), fr = toI32(subi(idx(c.kh - 1), r));
+      for (int64_t p = 0; p < extent / 64; ++p)
+        wgmma::copyBox(b, wgmma::offset(b, dst, p * 64 * tile.bk * bytes),
+                       maps[0],
+                       ValueRange{toI32(addi(i0, idx(p * 64))), fs, fr, c0},
+                       full);
+      return;
+    }
     if (!operand.im2col) {
       // The filter as [Ci, kw, kh, Co]: a box of channels x bn outputs.
       wgmma::copyBox(b, dst, maps[0],
@@ -448,7 +487,7 @@ GemmWgmmaKernel::emitGemm(const GemmProblem &problem) {
       // Outer axes (a batch, a filter tap) one at a time.
       map.box.resize(operand.im2col ? 2 : part.dims.size(), 1);
       if (operand.conv && !operand.im2col)
-        map.box = {128 / bytes, 1, 1, extent};
+        map.box = {128 / bytes, 1, 1, operand.kMajor ? extent : t.bk};
       if (operand.im2col) {
         const WgmmaOperand::Conv &c = *operand.conv;
         int64_t h = part.dims[2], w = part.dims[1];
