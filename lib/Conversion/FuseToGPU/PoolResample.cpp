@@ -458,9 +458,12 @@ LaunchConfig PoolResampleKernel::emitAvgPoolGrad(AvgPool2dGradOp op) {
           SmallVector<Value> g = readChannels(dy, valid, [&] {
             return joinNCHW(p.n, p.c, oh, ow, layout);
           }, width);
+          // Candidates outside the output read no gradient, and their
+          // window may hold no input pixel (count 0 without padding): 0/0.
           SmallVector<Value> next;
           for (int64_t l = 0; l < lanes; ++l)
-            next.push_back(addf(acc[l], divf(g[l], count)));
+            next.push_back(addf(
+                acc[l], select(valid, divf(g[l], count), f32(0))));
           return next;
         });
     storeChannels(coords, sums, width);
