@@ -280,6 +280,33 @@ class TinyRun(unittest.TestCase):
                 self.assertGreater(r["eager_intermediate_bytes"], 0, r)
         self.assertNotIn("section", " ".join(r.get("what", "") for r in rows if r["kind"] == "skipped"))
 
+    def test_bn_backward_after_timed_forwards(self):
+        # A CUDA batch norm bumps the version of the running statistics it
+        # updates and saves for its backward (the CPU's does not: bumped
+        # here by hand): the eager backward is timed on a graph that the
+        # timed forwards leave alone (on an H200 it failed, "modified by an
+        # inplace operation").
+        real = training.bn_eager_fn
+
+        def bumping(torch, variant):
+            fwd = real(torch, variant)
+
+            def f(x, rm, rv, g, bb):
+                rm.add_(0)
+                rv.add_(0)
+                return fwd(x, rm, rv, g, bb)
+            return f
+        training.bn_eager_fn = bumping
+        try:
+            rows, _ = self.run_tiny("--sections", "bn")
+        finally:
+            training.bn_eager_fn = real
+        bn = [r for r in rows if r["kind"] == "bn_train"]
+        self.assertEqual(len(bn), 4)
+        for r in bn:
+            self.assertIsNotNone(r["eager_ms"], r)
+            self.assertFalse(any(k.startswith("eager") for k in r.get("notes", {})), r)
+
 
 if __name__ == "__main__":
     unittest.main()

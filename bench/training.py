@@ -761,7 +761,14 @@ def run_bn(b, fz, rep, ceil, shapes, dtypes, keys):
                         continue
                     contenders["fwd"][name] = [lambda f=f: f(x, rm, rv, g, bb)]
                     try:
-                        y = f(x, rm, rv, g, bb)
+                        # The backward's graph: one forward on running
+                        # statistics of its own, then the backward alone
+                        # again and again (retain_graph). A CUDA batch norm
+                        # saves the running statistics for its backward and
+                        # bumps their version when it updates them: on the
+                        # forward contender's rm/rv, every timed forward
+                        # would make this graph's backward refuse to run.
+                        y = f(x, rm.clone(), rv.clone(), g, bb)
                         for _ in range(2):  # repeatable (retain_graph)?
                             grad_step(torch, y, inputs, dy)
                         contenders["bwd"][name] = [lambda y=y: grad_step(torch, y, inputs, dy)]
