@@ -307,6 +307,63 @@ class TinyRun(unittest.TestCase):
             self.assertIsNotNone(r["eager_ms"], r)
             self.assertFalse(any(k.startswith("eager") for k in r.get("notes", {})), r)
 
+    def test_eager_reference_leaves_no_graph(self):
+        # The block's reference (bytes saved, result, gradients) keeps no
+        # autograd graph alive: one would hold the leaves' AccumulateGrad
+        # nodes, made on the default stream, and break the CUDA-graph
+        # capture of the eager step that follows (as on an H200).
+        import torch
+        model = training.make_bottleneck(torch, training.TINY_BLOCK, torch.float32, "cpu")
+        params = list(model.parameters())
+        x = torch.randn(2, 16, 6, 6).contiguous(memory_format=torch.channels_last).requires_grad_()
+        dy = torch.randn(2, 16, 6, 6)
+        total, inter, count, y, grads = training.eager_saved_bytes(torch, model, [x], params, dy)
+        self.assertGreater(inter, 0)
+        self.assertIsNone(y.grad_fn)
+        self.assertFalse(y.requires_grad)
+        self.assertEqual(len(grads), 1 + len(params))
+        self.assertTrue(all(g.grad_fn is None for g in grads))
+
+
+def have_cuda():
+    try:
+        import torch
+        return torch.cuda.is_available()
+    except ImportError:
+        return False
+
+
+@unittest.skipUnless(have_cuda(), "no CUDA device")
+class CudaGraph(unittest.TestCase):
+    def test_bottleneck_step_captures(self):
+        # What run_bottleneck does before its "graph" contender: the
+        # reference first (on the default stream), then the eager step
+        # (forward + backward) captured and replayed; the replay's
+        # gradients are the eager step's.
+        import timing
+        import torch
+        torch.backends.cudnn.benchmark = True
+        torch.manual_seed(0)
+        model = training.make_bottleneck(torch, training.TINY_BLOCK, torch.bfloat16, "cuda")
+        params = list(model.parameters())
+        x = torch.randn(2, 16, 6, 6, device="cuda", dtype=torch.bfloat16).contiguous(
+            memory_format=torch.channels_last).requires_grad_()
+        dy = torch.randn_like(x)
+        wrt = [x] + params
+        reference = training.eager_saved_bytes(torch, model, [x], params, dy)  # alive past the capture
+
+        def step():
+            return torch.autograd.grad(model(x), wrt, dy)
+        replay, static = timing.cuda_graph(torch, step)
+        for _ in range(3):
+            replay()
+        torch.cuda.synchronize()
+        ref = step()
+        for got, want in zip(static, ref):
+            self.assertLess(training.relerr(got, want), 0.05)
+        for got, want in zip(static, reference[4]):
+            self.assertLess(training.relerr(got, want), 0.05)
+
 
 if __name__ == "__main__":
     unittest.main()

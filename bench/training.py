@@ -50,6 +50,8 @@ import subprocess
 import sys
 import time
 
+import timing
+
 # ResNet-50 layers of WORKLOADS.md section 1 (name, N, Cin, H, W, Cout, k,
 # stride, pad, groups), and the batch-256 layers the issue quotes cuDNN at.
 R50_LAYERS = [
@@ -887,10 +889,14 @@ def make_bottleneck(torch, block, dt, device):
     return m.train()
 
 
-def eager_saved_bytes(torch, fn, inputs, params):
+def eager_saved_bytes(torch, fn, inputs, params, dy):
     """Bytes the forward of fn(*inputs) saves for its backward, counted with
     saved_tensors_hooks: each storage once; 'intermediate' leaves out the
-    storages of the inputs and parameters (which exist anyway)."""
+    storages of the inputs and parameters (which exist anyway). Also the
+    reference: the result (detached) and the gradients of inputs and params
+    for `dy`; no autograd graph of this forward outlives the call (its
+    AccumulateGrad nodes would break a later CUDA-graph capture:
+    timing.cuda_graph)."""
     seen = {}
 
     def pack(t_):
@@ -912,7 +918,8 @@ def eager_saved_bytes(torch, fn, inputs, params):
             pass
     total = sum(seen.values())
     inter = sum(v for k, v in seen.items() if k not in own)
-    return total, inter, len(seen), y
+    grads = torch.autograd.grad(y, list(inputs) + list(params), dy)
+    return total, inter, len(seen), y.detach(), grads
 
 
 def run_bottleneck(b, fz, rep, ceil, block, batches, dt, keys, prepared):
@@ -932,8 +939,7 @@ def run_bottleneck(b, fz, rep, ceil, block, batches, dt, keys, prepared):
         wrt = [x] + params
 
         # (d) bytes saved, eager.
-        total, inter, count, y_eager = eager_saved_bytes(torch, model, [x], params)
-        grads_eager = torch.autograd.grad(y_eager, wrt, dy)
+        total, inter, count, y_eager, grads_eager = eager_saved_bytes(torch, model, [x], params, dy)
         saved = dict(kind="saved_bytes", graph=tag, eager_bytes=total, eager_intermediate_bytes=inter,
                      eager_tensors=count)
 
@@ -944,16 +950,8 @@ def run_bottleneck(b, fz, rep, ceil, block, batches, dt, keys, prepared):
         if b.cuda:
             # A CUDA-graph replay of the eager step (static x, dy, grads).
             try:
-                side = torch.cuda.Stream()
-                side.wait_stream(torch.cuda.current_stream())
-                with torch.cuda.stream(side):
-                    for _ in range(3):
-                        eager_step()
-                torch.cuda.current_stream().wait_stream(side)
-                graph = torch.cuda.CUDAGraph()
-                with torch.cuda.graph(graph):
-                    static_grads = eager_step()  # noqa: F841 - kept alive by the graph's pool
-                contenders["graph"] = [graph.replay]
+                replay, static_grads = timing.cuda_graph(torch, eager_step)  # noqa: F841 - the graph writes them
+                contenders["graph"] = [replay]
             except Exception as e:  # noqa: BLE001
                 notes["graph"] = reason(e)
             for mode, name in ((None, "compile"), ("reduce-overhead", "compile_ro")):
