@@ -430,20 +430,23 @@ def _default_target():
 _SOURCES = {0: "compiled", 1: "memory cache", 2: "disk cache"}
 
 
-class _Module:
+class _Module(_capi.Handle):
     """An artifact loaded on one device, with ctypes buffers kept between
     calls."""
+
+    _release = "fusec_module_release"
 
     def __init__(self, artifact, device):
         self.device = device
         handle, _, _, _ = _device(device)
+        rt = _capi.runtime
         self.h = ctypes.c_void_p()
-        _runtime_check(_capi.runtime.fusec_module_load(
+        _runtime_check(rt.fusec_module_load(
             handle, artifact, len(artifact), ctypes.byref(self.h)))
-        self.inputs = self._infos(_capi.runtime.fusec_module_num_inputs,
-                                  _capi.runtime.fusec_module_input_info)
-        self.outputs = self._infos(_capi.runtime.fusec_module_num_outputs,
-                                   _capi.runtime.fusec_module_output_info)
+        self.inputs = self._infos(rt.fusec_module_num_inputs(self.h),
+                                  rt.fusec_module_input_info)
+        self.outputs = self._infos(rt.fusec_module_num_outputs(self.h),
+                                   rt.fusec_module_output_info)
         self.torch_dtypes = None
         self.max_workspaces = DEFAULT_MAX_WORKSPACES
         self._local = threading.local()
@@ -498,20 +501,6 @@ class _Module:
             self.h, _interop.torch_current_stream(device), ins,
             len(self.inputs), outs_buffers, len(self.outputs)))
         return True
-
-    def _infos(self, count, info):
-        out = []
-        for i in range(count(self.h)):
-            bi = _capi.BufferInfo()
-            _runtime_check(info(self.h, i, ctypes.byref(bi)))
-            out.append((tuple(bi.shape[j] for j in range(bi.rank)),
-                        bi.dtype, bi.bytes))
-        return out
-
-    def __del__(self):
-        h, self.h = getattr(self, "h", None), None
-        if h:
-            _capi.runtime.fusec_module_release(h)
 
 
 class Kernel:

@@ -67,6 +67,32 @@ class BufferInfo(Structure):
                 ("bytes", c_uint64)]
 
 
+class Handle:
+    """A runtime object held through `self.h` (a loaded module, a training
+    module, a training step): the descriptions of its buffers, and its
+    release, by the runtime function named `_release`, when the Python
+    object goes."""
+
+    _release = None
+
+    def _infos(self, count, info):
+        """(shape, dtype, bytes) of buffers 0..count-1 as `info(h, i,
+        &BufferInfo)` describes them."""
+        from . import _runtime_check
+        out = []
+        for i in range(count):
+            bi = BufferInfo()
+            _runtime_check(info(self.h, i, ctypes.byref(bi)))
+            out.append((tuple(bi.shape[j] for j in range(bi.rank)),
+                        bi.dtype, bi.bytes))
+        return out
+
+    def __del__(self):
+        h, self.h = getattr(self, "h", None), None
+        if h:
+            getattr(runtime, self._release)(h)
+
+
 def _library_dir():
     override = os.environ.get("FUSEC_LIBRARY_DIR")
     return override if override else os.path.dirname(os.path.abspath(__file__))

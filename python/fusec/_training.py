@@ -19,8 +19,10 @@ def _check(status):
     _runtime_check(status)
 
 
-class _TrainingModule:
+class _TrainingModule(_capi.Handle):
     """A training artifact loaded on one device."""
+
+    _release = "fusec_training_release"
 
     def __init__(self, artifact, device):
         from . import _device
@@ -40,20 +42,6 @@ class _TrainingModule:
                     for i in range(rt.fusec_training_num_wrt(self.h))]
         self.saved_bytes = rt.fusec_training_saved_bytes(self.h)
 
-    def _infos(self, count, info):
-        out = []
-        for i in range(count):
-            bi = _capi.BufferInfo()
-            _check(info(self.h, i, ctypes.byref(bi)))
-            out.append((tuple(bi.shape[j] for j in range(bi.rank)),
-                        bi.dtype, bi.bytes))
-        return out
-
-    def __del__(self):
-        h, self.h = getattr(self, "h", None), None
-        if h:
-            _capi.runtime.fusec_training_release(h)
-
 
 def _views(values, infos, what, device, handle, output=False):
     """Buffers for `values` (device tensors of the types `infos` give)."""
@@ -69,10 +57,12 @@ def _views(values, infos, what, device, handle, output=False):
     return buffers
 
 
-class TrainingStep:
+class TrainingStep(_capi.Handle):
     """One training step's state on one device: the tensors the forward
     saves (device memory the step owns) and its arguments, which the
     backward reads again (the step keeps them alive)."""
+
+    _release = "fusec_training_step_release"
 
     def __init__(self, module):
         self._module = module  # keeps the module loaded while the step is
@@ -150,11 +140,6 @@ class TrainingStep:
         t = self._empty(like, shape, dtype)
         t.fill_(0) if hasattr(t, "fill_") else t.fill(0)
         return t
-
-    def __del__(self):
-        h, self.h = getattr(self, "h", None), None
-        if h:
-            _capi.runtime.fusec_training_step_release(h)
 
 
 class TrainingKernel:
