@@ -40,7 +40,8 @@ import json
 import os
 import subprocess
 import sys
-import time
+
+import timing
 
 # name, N, Cin, H, W, Cout, k, stride, pad, groups (WORKLOADS.md section 1).
 CONVS = [
@@ -419,48 +420,21 @@ def run_bench(args):
 
     def bench(fns, reps=15, inner=10, warm=5):
         """Median ms per call of fns[i % len(fns)] called back to back."""
-        for i in range(warm):
-            fns[i % len(fns)]()
-        torch.cuda.synchronize()
-        ts = []
-        for _ in range(reps):
-            s = torch.cuda.Event(enable_timing=True)
-            e = torch.cuda.Event(enable_timing=True)
-            s.record()
-            for i in range(inner):
-                fns[i % len(fns)]()
-            e.record()
-            torch.cuda.synchronize()
-            ts.append(s.elapsed_time(e) / inner)
-        ts.sort()
-        return ts[len(ts) // 2]
+        return timing.median_ms(torch, fns, reps, inner, warm)
 
     def interleaved(contenders, rounds=3, **kw):
-        """Best median ms of each {name: fns} (None: absent), in turns."""
+        """Best median ms of each {name: fns} (None: absent), in turns
+        (each round starting one contender later, each turn after 100 ms
+        of idle: timing.take_turns)."""
         if "fusec" in contenders and tuned_runners:
             contenders = dict(contenders, fusec_tuned=list(tuned_runners))
             tuned_runners.clear()
-        best = {name: None for name in contenders}
-        names = list(contenders)
-        for r in range(rounds):
-            # Each round starts one contender later: a contender that runs
-            # right after a heavy one (clocks lowered by power) is not always
-            # the same one.
-            for name in names[r % len(names):] + names[:r % len(names)]:
-                fns = contenders[name]
-                if fns is not None:
-                    # An idle moment first, so that each contender starts
-                    # with the clocks a power-limited GPU gives a cool chip,
-                    # not those the previous contender left it with.
-                    torch.cuda.synchronize()
-                    time.sleep(0.1)
-                    ms = bench(fns, **kw)
-                    best[name] = ms if best[name] is None else min(best[name], ms)
+        best, _ = timing.take_turns(contenders, lambda fns: bench(fns, **kw), rounds, torch.cuda.synchronize)
         return best
 
     def copies(nbytes):
         """How many copies of a working set of `nbytes` rotate past L2."""
-        return max(1, min(8, -(-3 * l2 // max(nbytes, 1))))
+        return timing.copies(nbytes, l2)
 
     def relerr(out, ref):
         out, ref = out.double(), ref.double()

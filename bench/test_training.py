@@ -57,6 +57,39 @@ class Geometry(unittest.TestCase):
         self.assertEqual(training.tensor_bytes("tensor<f32>"), 4)
 
 
+class Timing(unittest.TestCase):
+    """bench/timing.py, which bench.py and training.py share."""
+
+    def test_take_turns(self):
+        import timing
+        order = []
+
+        def measure(fns):
+            order.append(fns[0])
+            if fns[0] == "bad":
+                raise RuntimeError("boom")
+            return {"a": 2.0, "c": 1.0}[fns[0]] + len(order) / 100
+        contenders = {"a": ["a"], "b": None, "bad": ["bad"], "c": ["c"]}
+        best, errors = timing.take_turns(contenders, measure, 3, lambda: None, idle_s=0, catch=True)
+        # Round r starts with the r-th name (absent ones hold their place);
+        # one that raised drops out.
+        self.assertEqual(order, ["a", "bad", "c", "c", "a", "c", "a"])
+        self.assertEqual(best, {"a": 2.01, "b": None, "bad": None, "c": 1.03})
+        self.assertEqual(list(errors), ["bad"])
+        with self.assertRaises(RuntimeError):
+            timing.take_turns(contenders, measure, 1, lambda: None, idle_s=0)
+
+    def test_median_and_copies(self):
+        import timing
+        calls = []
+        ms = timing.median_ms(None, [lambda: calls.append(0), lambda: calls.append(1)], 3, 4, 1, cuda=False)
+        self.assertGreaterEqual(ms, 0)
+        self.assertEqual(calls, [0] + [0, 1, 0, 1] * 3)
+        self.assertEqual(timing.copies(10 << 20, 50 << 20), 8)
+        self.assertEqual(timing.copies(60 << 20, 50 << 20), 3)
+        self.assertEqual(timing.copies(1 << 30, 50 << 20), 1)
+
+
 class Report(unittest.TestCase):
     def test_parse_autodiff(self):
         text = ("loc: remark: @blk: the forward saves 3 tensors (1200 bytes) for the backward\n"

@@ -35,7 +35,7 @@ The fusec side uses the Python module: fusec.compile(text) for single kernels
 and fusec.compile(text, train=True) for a forward/backward pair, an object
 with forward(*inputs) and backward(*output_grads) on torch tensors.
 
-Timing (the method of bench/bench.py): CUDA events around `inner` back-to-back
+Timing (bench/bench.py's method, from bench/timing.py): CUDA events around `inner` back-to-back
 calls, median of `reps` such measurements after a warm-up; the contenders of
 a row take turns over rounds, each keeping its best median, with a short idle
 before each turn; inputs rotate among copies when a row's tensors fit in L2.
@@ -478,55 +478,21 @@ class Bench:
     def time(self, fns, reps=None, inner=None, warm=None):
         """Median ms per call of fns[i % len(fns)] called back to back."""
         reps, inner, warm = reps or self.reps, inner or self.inner, warm if warm is not None else self.warm
-        for i in range(warm):
-            fns[i % len(fns)]()
-        self.sync()
-        ts = []
-        for _ in range(reps):
-            if self.cuda:
-                s = self.torch.cuda.Event(enable_timing=True)
-                e = self.torch.cuda.Event(enable_timing=True)
-                s.record()
-                for i in range(inner):
-                    fns[i % len(fns)]()
-                e.record()
-                self.torch.cuda.synchronize()
-                ts.append(s.elapsed_time(e) / inner)
-            else:
-                s = time.perf_counter()
-                for i in range(inner):
-                    fns[i % len(fns)]()
-                ts.append((time.perf_counter() - s) * 1e3 / inner)
-        ts.sort()
-        return ts[len(ts) // 2]
+        return timing.median_ms(self.torch, fns, reps, inner, warm, cuda=self.cuda)
 
     def interleaved(self, contenders, **kw):
         """{name: best median ms or None} of {name: fns, or None (absent)},
         the contenders taking turns over rounds; a contender that raises is
         None, with the reason in errors[name]."""
-        best = {name: None for name in contenders}
-        errors = {}
-        names = [n for n in contenders if contenders[n] is not None]
-        for r in range(self.rounds):
-            for name in names[r % max(len(names), 1):] + names[:r % max(len(names), 1)]:
-                if name in errors:
-                    continue
-                try:
-                    self.sync()
-                    if self.cuda:
-                        time.sleep(0.1)
-                    ms = self.time(contenders[name], **kw)
-                except Exception as e:  # noqa: BLE001 - a contender's failure is a row's n/a
-                    errors[name] = reason(e)
-                    continue
-                best[name] = ms if best[name] is None else min(best[name], ms)
-        return best, errors
+        present = {name: fns for name, fns in contenders.items() if fns is not None}
+        times, errors = timing.take_turns(present, lambda fns: self.time(fns, **kw), self.rounds, self.sync,
+                                          idle_s=0.1 if self.cuda else 0, catch=True)
+        return ({name: times.get(name) for name in contenders},
+                {name: reason(e) for name, e in errors.items()})
 
     def copies(self, nbytes):
         """How many copies of a working set of `nbytes` rotate past L2."""
-        if not self.cuda:
-            return 1
-        return max(1, min(8, -(-3 * self.l2 // max(nbytes, 1))))
+        return timing.copies(nbytes, self.l2) if self.cuda else 1
 
     def dtype(self, name):
         torch = self.torch
