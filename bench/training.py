@@ -51,17 +51,12 @@ import sys
 import time
 
 import timing
+from bench import CONVS
 
 # ResNet-50 layers of WORKLOADS.md section 1 (name, N, Cin, H, W, Cout, k,
-# stride, pad, groups), and the batch-256 layers the issue quotes cuDNN at.
-R50_LAYERS = [
-    ("r50_stem", 32, 3, 224, 224, 64, 7, 2, 3, 1),
-    ("r50_c2_3x3", 32, 64, 56, 56, 64, 3, 1, 1, 1),
-    ("r50_c2_1x1", 32, 64, 56, 56, 256, 1, 1, 0, 1),
-    ("r50_c3_3x3", 32, 128, 28, 28, 128, 3, 1, 1, 1),
-    ("r50_c4_3x3", 32, 256, 14, 14, 256, 3, 1, 1, 1),
-    ("r50_c5_3x3", 32, 512, 7, 7, 512, 3, 1, 1, 1),
-]
+# stride, pad, groups: bench.py's), and the batch-256 layers the issue
+# quotes cuDNN at.
+R50_LAYERS = [layer for layer in CONVS if layer[0].startswith("r50_")]
 R50_N256 = [
     ("r50_c2_3x3_n256", 256, 64, 56, 56, 64, 3, 1, 1, 1),
     ("r50_c4_3x3_n256", 256, 256, 14, 14, 256, 3, 1, 1, 1),
