@@ -116,6 +116,9 @@ def cases(Graph, t):
             fg("grouped", L, 2, 48, 10, 9, 36, 3, p=1, g=3)
             fg("depthwise", L, 1, 7, 12, 13, 7, 3, s=2, p=1, g=7)
             fg("stem_k7", L, 1, 3, 23, 21, 16, 7, s=2, p=3)
+            # Deep enough that blocks split k (a second launch adds the
+            # splits), with groups as the GEMM's batch.
+            fg("big_split_grouped", L, 3, 48, 30, 29, 40, 3, p=1, g=2)
         # Deep reductions over the pixels (several hundred k-tiles).
         add("filter_grad_big_nhwc", filter_grad_case(Graph, t, gd, "nhwc", 4, 64, 28, 27, 64, 3, p=1))
         # Stride 1 with 16-byte channel rows: the warpgroup GEMM on sm_90a.
@@ -129,6 +132,8 @@ def cases(Graph, t):
             # groups splitting k, 2 and 3 stages.
             add("filter_grad_f32_out_nhwc", filter_grad_case(Graph, t, gd, "nhwc", 2, 32, 9, 10, 48, 3, p=1,
                                                              out_dt="f32"))
+            add("filter_grad_big_split_f32_out_nhwc", filter_grad_case(Graph, t, gd, "nhwc", 4, 24, 28, 27, 56, 3,
+                                                                       p=1, out_dt="f32"))
             for tag, tile in (("64x64_k2", "bm = 64, bn = 64, bk = 32, warps_m = 2, warps_n = 2, stages = 3, "
                                            "warps_k = 2"),
                               ("32x128_s2", "bm = 32, bn = 128, bk = 32, warps_m = 1, warps_n = 4, stages = 2")):

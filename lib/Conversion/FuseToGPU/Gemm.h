@@ -40,6 +40,10 @@ struct GemmShape {
   /// contiguous and aligned in every output (at most 16 bytes of the
   /// operands' type), so the epilogue may store them as one vector.
   int64_t outVector = 1;
+  /// Whether blocks may split k and sum their parts in a second launch (a
+  /// filter gradient's reduction over every pixel of the batch, deep k
+  /// under few output tiles).
+  bool splitK = false;
 };
 
 /// Elements of the operands' type in 16 bytes.
@@ -299,6 +303,17 @@ protected:
                           const AccumulatorLayout &layout,
                           llvm::ArrayRef<mlir::Value> acc, mlir::Value tileM,
                           mlir::Value tileN, mlir::Value batch);
+  /// Split-K: stores the block's f32 sums for k-split `split` of `splits`
+  /// into a workspace [splits, batch, m, n], moves the kernel emitted so
+  /// far (launched as `mainloop`) into a sibling launched first, and emits
+  /// this function as the reduction: per output element, the splits' sums
+  /// in a fixed order (deterministic), then the fused epilogue.
+  LaunchConfig finishSplitK(const GemmProblem &problem,
+                            const AccumulatorLayout &layout,
+                            llvm::ArrayRef<mlir::Value> acc, mlir::Value tileM,
+                            mlir::Value tileN, mlir::Value batch,
+                            mlir::Value split, int64_t splits,
+                            const LaunchConfig &mainloop);
 
   /// Emits `access(memref, indices)` on the memref holding `operand`'s
   /// element at `indices`: its memref, or the part of a concatenation, in a

@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ExtraLaunches.h"
 #include "Gemm.h"
 
 using namespace mlir;
@@ -159,4 +160,73 @@ void GemmKernel::emitStagedEpilogue(const GemmProblem &problem,
       });
     }
   }
+}
+
+LaunchConfig GemmKernel::finishSplitK(const GemmProblem &problem,
+                                      const AccumulatorLayout &layout,
+                                      ArrayRef<Value> acc, Value tileM,
+                                      Value tileN, Value batch, Value split,
+                                      int64_t splits,
+                                      const LaunchConfig &mainloop) {
+  const GemmShape &shape = problem.shape;
+  auto type = MemRefType::get({splits, shape.batch, shape.m, shape.n},
+                              b.getF32Type());
+  unsigned index = func.getNumArguments();
+  [[maybe_unused]] LogicalResult inserted =
+      func.insertArgument(index, type, DictionaryAttr(), func.getLoc());
+  assert(succeeded(inserted) && "gpu.func refused the split-K workspace");
+  Value parts = func.getArgument(index);
+
+  // The block's sums, straight from the fragments (n is even, so a pair of
+  // columns is inside where its first one is and n is).
+  GemmProblem partial;
+  partial.shape = shape;
+  partial.shape.outVector = shape.n % 2 == 0 ? 2 : 1;
+  partial.columns = [](Value, Value n, int64_t width) {
+    return GemmColumns{n, width};
+  };
+  partial.epilogue = [&, this](Value group, Value m) -> GemmRowStore {
+    return [&, this, group, m](const GemmColumns &columns,
+                               ArrayRef<Value> values) {
+      for (auto [i, value] : llvm::enumerate(values))
+        memref::StoreOp::create(
+            b, value, parts,
+            ValueRange{split, group, m,
+                       i ? addi(columns.n, idx(i)) : columns.n});
+    };
+  };
+  emitFragmentEpilogue(partial, layout, acc, tileM, tileN, batch);
+  ExtraLaunch first = splitOffFirstLaunch("_splitk", mainloop);
+  recordExtraLaunches(func, {type}, {first});
+
+  // The reduction: a thread per `width` neighbouring columns of a row (a
+  // 16-byte vector at most, inside the run the epilogue may store as one),
+  // loading kBatch splits at once so that their latencies overlap, then
+  // adding them in split order.
+  constexpr int64_t kBatch = 8;
+  int64_t width = std::min<int64_t>(std::max<int64_t>(shape.outVector, 1), 4);
+  int64_t chunks = ceilDiv(shape.n, width);
+  auto vector = VectorType::get({width}, b.getF32Type());
+  return perElement(shape.batch * shape.m * chunks, [&](Value linear) {
+    Value chunk = remi(linear, chunks);
+    Value n = muli(chunk, idx(width));
+    Value row = divi(linear, chunks);
+    Value m = remi(row, shape.m);
+    Value group = divi(row, shape.m);
+    Value sum;
+    for (int64_t s0 = 0; s0 < splits; s0 += kBatch) {
+      SmallVector<Value> loaded;
+      for (int64_t s = s0; s < std::min(s0 + kBatch, splits); ++s)
+        loaded.push_back(vector::LoadOp::create(
+            b, vector, parts, ValueRange{idx(s), group, m, n},
+            /*nontemporal=*/false, llvm::MaybeAlign(4 * width)));
+      for (Value part : loaded)
+        sum = sum ? arith::AddFOp::create(b, sum, part).getResult() : part;
+    }
+    SmallVector<Value> sums;
+    for (int64_t i = 0; i < width; ++i)
+      sums.push_back(vector::ExtractOp::create(b, sum, i));
+    GemmColumns columns = problem.columns(group, n, width);
+    problem.epilogue(group, m)(columns, sums);
+  });
 }

@@ -229,14 +229,17 @@ GemmTile fusec::tiling::chooseMmaSyncTile(const GemmShape &shape,
          target.registersPerSM / (estimatedRegisters(t) * threads)});
     if (resident < 1)
       continue;
-    int64_t perSM = GemmSchedule::of(shape, t).tilesPerSM(target);
+    // Blocks of a split k each take a share of the tile's reduction.
+    int64_t splits = splitKOf(shape, t, target);
+    int64_t perSM = ceilDiv(GemmSchedule::of(shape, t).tiles() * splits,
+                            target.smCount);
     // A short reduction leaves little to overlap within a block: its copies
     // and epilogue hide behind other blocks only.
     int64_t warps = std::min(perSM, resident) * threads / 32;
-    int64_t wantWarps = ceilDiv(shape.k, t.bk) < 8 ? 16 : 8;
+    int64_t wantWarps = ceilDiv(shape.k, t.bk * splits) < 8 ? 16 : 8;
     double latency = std::min(1.0, static_cast<double>(warps) / wantWarps);
     double time = static_cast<double>(perSM) * t.bm * t.bn /
-                  (c.efficiency * latency);
+                  (splits * c.efficiency * latency);
     ranking.consider(t, time);
   }
   return ranking.winner().value_or(candidates[std::size(candidates) - 1].tile);
@@ -464,6 +467,14 @@ GemmMmaSyncKernel::emitGemm(const GemmProblem &problem) {
   std::tie(tileM, tileN) = emitTileOrigin(shape, t);
   batch = blockId(gpu::Dimension::y);
   int64_t numK = ceilDiv(shape.k, t.bk);
+  // Split-K: block z runs k-tiles [z * numK', (z + 1) * numK') of the tile
+  // (past k, the copies fill zeros); `kTile` maps the loop's own count.
+  int64_t splits = splitKOf(shape, t, target);
+  Value split = splits > 1 ? blockId(gpu::Dimension::z) : Value();
+  if (splits > 1)
+    numK = ceilDiv(numK, splits);
+  Value kBase = splits > 1 ? muli(split, idx(numK)) : Value();
+  auto kTile = [&](Value k) { return kBase ? addi(kBase, k) : k; };
 
   // Issues (or, element by element, loads and returns) k-tile `kTile` of
   // both operands for `stage`.
@@ -522,7 +533,7 @@ GemmMmaSyncKernel::emitGemm(const GemmProblem &problem) {
   // Prologue: k-tiles 0 .. stages-2 in flight, one commit group each; then
   // k-tile 0 landed and the fragments of its first k-step loaded.
   for (int64_t s = 0; s + 1 < t.stages; ++s) {
-    storePending(fetch(idx(s), idx(s)), idx(s));
+    storePending(fetch(kTile(idx(s)), idx(s)), idx(s));
     NVVM::CpAsyncCommitGroupOp::create(b);
   }
   NVVM::CpAsyncWaitGroupOp::create(b, t.stages - 2);
@@ -561,12 +572,13 @@ GemmMmaSyncKernel::emitGemm(const GemmProblem &problem) {
               for (auto [smem, tile0] :
                    {std::pair{&aTile, tileM}, {&bTile, tileN}})
                 if (smem->async)
-                  copyAsync(*smem, tile0, next, writeStage);
+                  copyAsync(*smem, tile0, kTile(next), writeStage);
             });
             for (auto [smem, tile0] :
                  {std::pair{&aTile, tileM}, {&bTile, tileN}})
               if (!smem->async)
-                llvm::append_range(pending, loadElements(*smem, tile0, next));
+                llvm::append_range(pending,
+                                   loadElements(*smem, tile0, kTile(next)));
             NVVM::CpAsyncCommitGroupOp::create(b);
           }
           if (ks + 1 == kSteps) {
@@ -603,11 +615,15 @@ GemmMmaSyncKernel::emitGemm(const GemmProblem &problem) {
   layout.warpK = warpK;
   layout.stagingBytes = pipelineBytes(t, type.bytes);
   layout.barrier = [&] { gpu::BarrierOp::create(b); };
+  LaunchConfig config{
+      {GemmSchedule::of(shape, t).tilesPerBatch(), shape.batch, splits},
+      {threads, 1, 1}};
+  if (splits > 1)
+    return finishSplitK(problem, layout, acc, tileM, tileN, batch, split,
+                        splits, config);
   if (stagedEpilogue(shape, t))
     emitStagedEpilogue(problem, layout, acc, tileM, tileN, batch);
   else
     emitFragmentEpilogue(problem, layout, acc, tileM, tileN, batch);
-  return LaunchConfig{
-      {GemmSchedule::of(shape, t).tilesPerBatch(), shape.batch, 1},
-      {threads, 1, 1}};
+  return config;
 }

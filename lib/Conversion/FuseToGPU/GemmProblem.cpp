@@ -81,6 +81,7 @@ GemmShape fusec::tiling::getGemmShape(Operation *anchor) {
       // Runs along the result's innermost axis: input channels (NHWC) or
       // the filter's columns (NCHW).
       shape.outVector = widestRun({g.nhwc() ? g.cig() : g.kw}, width);
+      shape.splitK = true;
     }
     return shape;
   } else if (auto linear = dyn_cast<LinearOp>(anchor)) {

@@ -20,6 +20,25 @@ int64_t fusec::tiling::fitStages(int64_t deepest, int64_t shallowest,
   return stages;
 }
 
+int64_t fusec::tiling::splitKOf(const GemmShape &shape, const GemmTile &tile,
+                                const TargetDescription &target) {
+  // Sliced k (warps_k) sums its groups in the staged epilogue, which the
+  // split's partial stores bypass; the mainloop's y carries the batch.
+  if (!shape.splitK || tile.kGroups() > 1 || shape.batch > 65535)
+    return 1;
+  constexpr int64_t kMinKTiles = 8, kMaxSplits = 64;
+  constexpr int64_t kMaxBytes = int64_t(256) << 20;
+  int64_t numK = ceilDiv(shape.k, tile.bk);
+  int64_t tiles = GemmSchedule::of(shape, tile).tiles();
+  int64_t splits = std::min({ceilDiv(2 * target.smCount, tiles),
+                             numK / kMinKTiles, kMaxSplits,
+                             kMaxBytes / (4 * shape.batch * shape.m * shape.n)});
+  if (splits < 2)
+    return 1;
+  // As many splits as the k-tiles per split need: none is left empty.
+  return ceilDiv(numK, ceilDiv(numK, splits));
+}
+
 bool fusec::tiling::isMostlyPadding(const GemmShape &shape,
                                     const GemmTile &tile) {
   return (tile.bn > 64 && tile.bn >= 2 * shape.n) ||

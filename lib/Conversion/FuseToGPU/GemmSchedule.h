@@ -44,6 +44,12 @@ struct GemmSchedule {
   }
 };
 
+/// Blocks along k per output tile of `tile` over `shape` (1 unless
+/// shape.splitK): enough that the tiles fill the SMs about twice, each block
+/// keeping at least 8 k-tiles and the f32 parts within 256 MiB.
+int64_t splitKOf(const GemmShape &shape, const GemmTile &tile,
+                 const TargetDescription &target);
+
 /// The deepest pipeline, from `deepest` down to `shallowest`, whose shared
 /// memory `bytes(stages)` fits in `limit` (`shallowest` when none does).
 int64_t fitStages(int64_t deepest, int64_t shallowest, int64_t limit,

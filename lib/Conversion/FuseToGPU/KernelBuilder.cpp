@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "KernelBuilder.h"
+#include "ExtraLaunches.h"
 
 #include "mlir/Dialect/DLTI/DLTI.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -132,6 +133,30 @@ LogicalResult KernelBuilder::foldGridIntoX(LaunchConfig &config) {
   }
   config.grid = {total, 1, 1};
   return success();
+}
+
+ExtraLaunch KernelBuilder::splitOffFirstLaunch(StringRef suffix,
+                                               const LaunchConfig &config) {
+  gpu::ReturnOp::create(b);
+  auto first = cast<gpu::GPUFuncOp>(func->clone());
+  SymbolTable::setSymbolName(first, (Twine(kernel.getName()) + suffix).str());
+  first.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr(
+      {static_cast<int32_t>(config.block[0]),
+       static_cast<int32_t>(config.block[1]),
+       static_cast<int32_t>(config.block[2])}));
+  b.setInsertionPointToEnd(module.getBody());
+  b.insert(first);
+  ExtraLaunch launch{first.getName().str(), config.grid, config.block,
+                     sharedBytes};
+  Block &entry = func.getBody().front();
+  for (Operation &op : entry)
+    op.dropAllReferences();
+  while (!entry.empty())
+    entry.back().erase();
+  b.setInsertionPointToEnd(&entry);
+  dynamicShared = nullptr;
+  sharedBytes = 0;
+  return launch;
 }
 
 Value KernelBuilder::allocShared(ArrayRef<int64_t> shape, Type elementType,

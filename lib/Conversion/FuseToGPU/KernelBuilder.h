@@ -93,6 +93,8 @@ struct OwnedBuilder {
 };
 } // namespace detail
 
+struct ExtraLaunch;
+
 class KernelBuilder : private detail::OwnedBuilder, protected Builders {
 public:
   KernelBuilder(mlir::fuse::KernelOp kernel, mlir::gpu::GPUModuleOp module,
@@ -151,6 +153,14 @@ protected:
   std::vector<TensorMapParam> tensorMaps;
 
   mlir::fuse::YieldOp yield() { return epilogue.yield(); }
+
+  /// Ends the function emitted so far, launched as `config`, as a sibling
+  /// `<kernel><suffix>` that the plan launches before this function (a
+  /// split-K mainloop before its reduction), and empties this function's
+  /// body and shared memory for what comes after. Returns the launch for
+  /// recordExtraLaunches (ExtraLaunches.h).
+  ExtraLaunch splitOffFirstLaunch(llvm::StringRef suffix,
+                                  const LaunchConfig &config);
 
   //===--------------------------------------------------------------------===//
   // Element and vector parallelism
