@@ -201,9 +201,10 @@ LaunchConfig GemmKernel::finishSplitK(const GemmProblem &problem,
 
   // The reduction: a thread per `width` neighbouring columns of a row (a
   // 16-byte vector at most, inside the run the epilogue may store as one),
-  // loading kBatch splits at once so that their latencies overlap, then
+  // loading kBatch splits at once so that their latencies overlap (8 left
+  // the loads at 1.1 TB/s on an H200, ncu), then
   // adding them in split order.
-  constexpr int64_t kBatch = 8;
+  constexpr int64_t kBatch = 16;
   int64_t width = std::min<int64_t>(std::max<int64_t>(shape.outVector, 1), 4);
   int64_t chunks = ceilDiv(shape.n, width);
   auto vector = VectorType::get({width}, b.getF32Type());

@@ -162,6 +162,17 @@ static int64_t estimatedRegisters(const GemmTile &tile) {
   return 4 * fragsM * fragsN + 4 * fragsM + 2 * fragsN + 64;
 }
 
+/// Blocks of `tile` an SM holds at once, by shared memory, threads and
+/// estimated registers.
+static int64_t residentBlocks(const GemmTile &tile, int64_t bytes,
+                              const TargetDescription &target) {
+  int64_t threads = 32 * tile.warpsM * tile.warpsN * tile.kGroups();
+  return std::min({target.sharedBytesPerSM / sharedBytesOf(tile, bytes),
+                   target.maxThreadsPerSM / threads,
+                   target.registersPerSM /
+                       (estimatedRegisters(tile) * threads)});
+}
+
 std::vector<GemmTile>
 fusec::tiling::mmaSyncTuningTiles(const GemmShape &shape,
                                   const TargetDescription &target,
@@ -223,14 +234,11 @@ GemmTile fusec::tiling::chooseMmaSyncTile(const GemmShape &shape,
     if (isMostlyPadding(shape, t))
       continue;
     int64_t threads = 32 * t.warpsM * t.warpsN * t.kGroups();
-    int64_t shared = sharedBytesOf(t, bytes);
-    int64_t resident = std::min(
-        {target.sharedBytesPerSM / shared, target.maxThreadsPerSM / threads,
-         target.registersPerSM / (estimatedRegisters(t) * threads)});
+    int64_t resident = residentBlocks(t, bytes, target);
     if (resident < 1)
       continue;
     // Blocks of a split k each take a share of the tile's reduction.
-    int64_t splits = splitKOf(shape, t, target);
+    int64_t splits = splitKOf(shape, t, target, resident);
     int64_t perSM = ceilDiv(GemmSchedule::of(shape, t).tiles() * splits,
                             target.smCount);
     // A short reduction leaves little to overlap within a block: its copies
@@ -469,7 +477,8 @@ GemmMmaSyncKernel::emitGemm(const GemmProblem &problem) {
   int64_t numK = ceilDiv(shape.k, t.bk);
   // Split-K: block z runs k-tiles [z * numK', (z + 1) * numK') of the tile
   // (past k, the copies fill zeros); `kTile` maps the loop's own count.
-  int64_t splits = splitKOf(shape, t, target);
+  int64_t splits =
+      splitKOf(shape, t, target, residentBlocks(t, type.bytes, target));
   Value split = splits > 1 ? blockId(gpu::Dimension::z) : Value();
   if (splits > 1)
     numK = ceilDiv(numK, splits);

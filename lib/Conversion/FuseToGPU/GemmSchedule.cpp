@@ -21,16 +21,21 @@ int64_t fusec::tiling::fitStages(int64_t deepest, int64_t shallowest,
 }
 
 int64_t fusec::tiling::splitKOf(const GemmShape &shape, const GemmTile &tile,
-                                const TargetDescription &target) {
+                                const TargetDescription &target,
+                                int64_t resident) {
   // Sliced k (warps_k) sums its groups in the staged epilogue, which the
   // split's partial stores bypass; the mainloop's y carries the batch.
   if (!shape.splitK || tile.kGroups() > 1 || shape.batch > 65535)
     return 1;
-  constexpr int64_t kMinKTiles = 8, kMaxSplits = 64;
+  // One wave at 2 blocks per SM ran at 0.5 waves of the 4 that fit, and
+  // half the speed (ncu, an H200, bench/results).
+  constexpr int64_t kMinKTiles = 8, kMaxSplits = 128;
   constexpr int64_t kMaxBytes = int64_t(256) << 20;
   int64_t numK = ceilDiv(shape.k, tile.bk);
   int64_t tiles = GemmSchedule::of(shape, tile).tiles();
-  int64_t splits = std::min({ceilDiv(2 * target.smCount, tiles),
+  int64_t splits = std::min({ceilDiv(std::max<int64_t>(resident, 1) *
+                                         target.smCount,
+                                     tiles),
                              numK / kMinKTiles, kMaxSplits,
                              kMaxBytes / (4 * shape.batch * shape.m * shape.n)});
   if (splits < 2)

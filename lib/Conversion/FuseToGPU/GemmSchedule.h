@@ -45,10 +45,11 @@ struct GemmSchedule {
 };
 
 /// Blocks along k per output tile of `tile` over `shape` (1 unless
-/// shape.splitK): enough that the tiles fill the SMs about twice, each block
-/// keeping at least 8 k-tiles and the f32 parts within 256 MiB.
+/// shape.splitK): enough that the tiles fill one wave of `resident` blocks
+/// per SM, each block keeping at least 8 k-tiles, at most 128 splits and
+/// the f32 parts within 256 MiB.
 int64_t splitKOf(const GemmShape &shape, const GemmTile &tile,
-                 const TargetDescription &target);
+                 const TargetDescription &target, int64_t resident);
 
 /// The deepest pipeline, from `deepest` down to `shallowest`, whose shared
 /// memory `bytes(stages)` fits in `limit` (`shallowest` when none does).

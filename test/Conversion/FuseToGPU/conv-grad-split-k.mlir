@@ -7,12 +7,12 @@
 // RUN: fusec-opt %s --pass-pipeline='builtin.module(func.func(fusec-form-kernels),fusec-select-kernel-config{arch=sm_90a},fusec-tile-kernels{arch=sm_90a})' 2>/dev/null | FileCheck %s
 
 // CHECK-LABEL: func.func @deep
-// The ResNet-50 layer conv2_x 3x3 at batch 32: 5 tiles of 64 x 128, 53
-// splits of 59 k-tiles.
-// CHECK: %[[PARTS:.+]] = memref.alloc() : memref<53x1x64x576xf32>
-// CHECK: gpu.launch_func @deep_kernels::@k0_conv2d_filter_grad_splitk blocks in (%c5, %c1{{[_0-9]*}}, %c53) threads in (%c128, {{.+}} dynamic_shared_memory_size %c49152_i32 args({{.+}}, %[[PARTS]] : memref<53x1x64x576xf32>)
+// The ResNet-50 layer conv2_x 3x3 at batch 32: 5 tiles of 64 x 128, 79
+// splits of 40 k-tiles (one wave of 3 blocks per SM).
+// CHECK: %[[PARTS:.+]] = memref.alloc() : memref<79x1x64x576xf32>
+// CHECK: gpu.launch_func @deep_kernels::@k0_conv2d_filter_grad_splitk blocks in (%c5, %c1{{[_0-9]*}}, %c79) threads in (%c128, {{.+}} dynamic_shared_memory_size %c49152_i32 args({{.+}}, %[[PARTS]] : memref<79x1x64x576xf32>)
 // The reduction: 64 x 576 / 4 threads, 4 columns each.
-// CHECK: gpu.launch_func @deep_kernels::@k0_conv2d_filter_grad blocks in (%c36, {{.+}} threads in (%c256, {{.+}} args({{.+}}, %[[PARTS]] : memref<53x1x64x576xf32>)
+// CHECK: gpu.launch_func @deep_kernels::@k0_conv2d_filter_grad blocks in (%c36, {{.+}} threads in (%c256, {{.+}} args({{.+}}, %[[PARTS]] : memref<79x1x64x576xf32>)
 func.func @deep(%x: tensor<32x56x56x64xbf16>, %dy: tensor<32x56x56x64xbf16>) -> tensor<64x3x3x64xbf16> {
   %0 = fuse.conv2d_filter_grad %x, %dy {kernel = array<i64: 3, 3>, padding = array<i64: 1, 1>} : tensor<32x56x56x64xbf16>, tensor<32x56x56x64xbf16>
   return %0 : tensor<64x3x3x64xbf16>
@@ -41,12 +41,12 @@ func.func @shallow(%x: tensor<2x9x11x24xbf16>, %dy: tensor<2x9x11x40xbf16>) -> t
   return %0 : tensor<40x3x3x24xbf16>
 }
 
-// The kernel's function adds the parts of the 53 splits in order (4
+// The kernel's function adds the parts of the 79 splits in order (4
 // columns of each at once) and stores the filter gradient; the mainloop's
 // stores them.
 // CHECK: gpu.func @k0_conv2d_filter_grad(
-// CHECK: vector.load %arg3[%c0, {{.+}} : memref<53x1x64x576xf32>, vector<4xf32>
-// CHECK: vector.load %arg3[%c52{{[_0-9]*}}, {{.+}} : memref<53x1x64x576xf32>, vector<4xf32>
+// CHECK: vector.load %arg3[%c0, {{.+}} : memref<79x1x64x576xf32>, vector<4xf32>
+// CHECK: vector.load %arg3[%c78{{[_0-9]*}}, {{.+}} : memref<79x1x64x576xf32>, vector<4xf32>
 // CHECK: vector.store {{.+}}, %arg2[
 // CHECK: gpu.func @k0_conv2d_filter_grad_splitk(
 // CHECK: nvvm.mma.sync
