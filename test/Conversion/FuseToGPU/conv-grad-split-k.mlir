@@ -11,8 +11,9 @@
 // splits of 40 k-tiles (one wave of 3 blocks per SM).
 // CHECK: %[[PARTS:.+]] = memref.alloc() : memref<79x1x64x576xf32>
 // CHECK: gpu.launch_func @deep_kernels::@k0_conv2d_filter_grad_splitk blocks in (%c5, %c1{{[_0-9]*}}, %c79) threads in (%c128, {{.+}} dynamic_shared_memory_size %c49152_i32 args({{.+}}, %[[PARTS]] : memref<79x1x64x576xf32>)
-// The reduction: 64 x 576 / 4 threads, 4 columns each.
-// CHECK: gpu.launch_func @deep_kernels::@k0_conv2d_filter_grad blocks in (%c36, {{.+}} threads in (%c256, {{.+}} args({{.+}}, %[[PARTS]] : memref<79x1x64x576xf32>)
+// The reduction: 8 threads per 4 columns (64 x 576 / 4 runs), each adding
+// 10 of the splits, their sums meeting in 4 KiB of shared memory.
+// CHECK: gpu.launch_func @deep_kernels::@k0_conv2d_filter_grad blocks in (%c288, {{.+}} threads in (%c256, {{.+}} dynamic_shared_memory_size %c4096_i32 args({{.+}}, %[[PARTS]] : memref<79x1x64x576xf32>)
 func.func @deep(%x: tensor<32x56x56x64xbf16>, %dy: tensor<32x56x56x64xbf16>) -> tensor<64x3x3x64xbf16> {
   %0 = fuse.conv2d_filter_grad %x, %dy {kernel = array<i64: 3, 3>, padding = array<i64: 1, 1>} : tensor<32x56x56x64xbf16>, tensor<32x56x56x64xbf16>
   return %0 : tensor<64x3x3x64xbf16>
@@ -41,12 +42,13 @@ func.func @shallow(%x: tensor<2x9x11x24xbf16>, %dy: tensor<2x9x11x40xbf16>) -> t
   return %0 : tensor<40x3x3x24xbf16>
 }
 
-// The kernel's function adds the parts of the 79 splits in order (4
-// columns of each at once) and stores the filter gradient; the mainloop's
-// stores them.
+// The kernel's function: each thread's 10 splits loaded at once, its share
+// staged, then the shares added in order and the filter gradient stored.
+// The mainloop's function stores the parts.
 // CHECK: gpu.func @k0_conv2d_filter_grad(
-// CHECK: vector.load %arg3[%c0, {{.+}} : memref<79x1x64x576xf32>, vector<4xf32>
-// CHECK: vector.load %arg3[%c78{{[_0-9]*}}, {{.+}} : memref<79x1x64x576xf32>, vector<4xf32>
+// CHECK-COUNT-10: vector.load %arg3[{{.+}} : memref<79x1x64x576xf32>, vector<4xf32>
+// CHECK: gpu.barrier
+// CHECK-COUNT-8: vector.load %{{.+}} : memref<8x32x4xf32, #gpu.address_space<workgroup>>, vector<4xf32>
 // CHECK: vector.store {{.+}}, %arg2[
 // CHECK: gpu.func @k0_conv2d_filter_grad_splitk(
 // CHECK: nvvm.mma.sync
