@@ -320,24 +320,11 @@ GemmKernel::gradOutputAddress(const GemmConvGeometry &g) {
 
 std::function<GemmAddress(Value, Value, Value)>
 GemmKernel::gradInputAddress(const GemmConvGeometry &g) {
-  int64_t kTotal = g.n * g.ho * g.wo, nTotal = g.cig() * g.kh * g.kw;
   // B(g, n, k): the input under tap n (its channel, row and column of the
-  // filter) of output pixel k, zero in the padding.
-  return [=, this](Value group, Value nn, Value k) {
-    SmallVector<Value> p = delinearize(k, {g.n, g.ho, g.wo});
-    Value c, khi, kwi;
-    std::tie(c, khi, kwi) = splitConvK(g, nn);
-    Value ih = addi(subi(muli(p[1], idx(g.strides[0])), idx(g.pads[0])),
-                    muli(khi, idx(g.dilation[0])));
-    Value iw = addi(subi(muli(p[2], idx(g.strides[1])), idx(g.pads[2])),
-                    muli(kwi, idx(g.dilation[1])));
-    Value ok = andi(andi(ltc(nn, nTotal), ltc(k, kTotal)),
-                    andi(inRange(ih, g.h), inRange(iw, g.w)));
-    std::function<SmallVector<Value>()> at = [=, this] {
-      return joinNCHW(p[0], addi(muli(group, idx(g.cig())), c), ih, iw,
-                      g.layout);
-    };
-    return GemmAddress{ok, at};
+  // filter) of output pixel k, which is the forward's A(g, m = k, k = n).
+  auto input = convInputAddress(g);
+  return [input](Value group, Value nn, Value k) {
+    return input(group, k, nn);
   };
 }
 
