@@ -7,24 +7,26 @@
 // RUN: fusec-opt %s --pass-pipeline='builtin.module(func.func(fusec-form-kernels),fusec-select-kernel-config{arch=sm_90a},fusec-tile-kernels{arch=sm_90a})' 2>/dev/null | FileCheck %s
 
 // CHECK-LABEL: func.func @deep
-// The ResNet-50 layer conv2_x 3x3 at batch 32: 5 tiles of 64 x 128, 79
-// splits of 40 k-tiles (one wave of 3 blocks per SM).
-// CHECK: %[[PARTS:.+]] = memref.alloc() : memref<79x1x64x576xf32>
-// CHECK: gpu.launch_func @deep_kernels::@k0_conv2d_filter_grad_splitk blocks in (%c5, %c1{{[_0-9]*}}, %c79) threads in (%c128, {{.+}} dynamic_shared_memory_size %c49152_i32 args({{.+}}, %[[PARTS]] : memref<79x1x64x576xf32>)
-// The reduction: 8 threads per 4 columns (64 x 576 / 4 runs), each adding
-// 10 of the splits, their sums meeting in 4 KiB of shared memory.
-// CHECK: gpu.launch_func @deep_kernels::@k0_conv2d_filter_grad blocks in (%c288, {{.+}} threads in (%c256, {{.+}} dynamic_shared_memory_size %c4096_i32 args({{.+}}, %[[PARTS]] : memref<79x1x64x576xf32>)
+// The ResNet-50 layer conv2_x 3x3 at batch 32: 9 tiles of 64 x 64 (the
+// tile split k takes), 44 splits of 36 k-tiles (one wave of 3 blocks per
+// SM).
+// CHECK: %[[PARTS:.+]] = memref.alloc() : memref<44x1x64x576xf32>
+// CHECK: gpu.launch_func @deep_kernels::@k0_conv2d_filter_grad_splitk blocks in (%c9, %c1{{[_0-9]*}}, %c44) threads in (%c128, {{.+}} dynamic_shared_memory_size %c65536_i32 args({{.+}}, %[[PARTS]] : memref<44x1x64x576xf32>)
+// The reduction: 4 threads per 4 columns (64 x 576 / 4 runs), each adding
+// 11 of the splits, their sums meeting in 4 KiB of shared memory.
+// CHECK: gpu.launch_func @deep_kernels::@k0_conv2d_filter_grad blocks in (%c144, {{.+}} threads in (%c256, {{.+}} dynamic_shared_memory_size %c4096_i32 args({{.+}}, %[[PARTS]] : memref<44x1x64x576xf32>)
 func.func @deep(%x: tensor<32x56x56x64xbf16>, %dy: tensor<32x56x56x64xbf16>) -> tensor<64x3x3x64xbf16> {
   %0 = fuse.conv2d_filter_grad %x, %dy {kernel = array<i64: 3, 3>, padding = array<i64: 1, 1>} : tensor<32x56x56x64xbf16>, tensor<32x56x56x64xbf16>
   return %0 : tensor<64x3x3x64xbf16>
 }
 
 // Groups are the GEMM's batch (the workspace's second axis, the
-// mainloop's grid y); NCHW's filter rows store one element at a time.
+// mainloop's grid y); NCHW's filter rows store one element at a time. Its
+// 13 splits take one thread per column, without shared memory.
 // CHECK-LABEL: func.func @grouped_nchw
 // CHECK: memref.alloc() : memref<{{[0-9]+}}x2x32x216xf32>
 // CHECK: gpu.launch_func @grouped_nchw_kernels::@k0_conv2d_filter_grad_splitk blocks in (%c{{[0-9]+}}, %c2{{[_0-9]*}}, %c{{[0-9]+}})
-// CHECK: gpu.launch_func @grouped_nchw_kernels::@k0_conv2d_filter_grad blocks
+// CHECK: gpu.launch_func @grouped_nchw_kernels::@k0_conv2d_filter_grad blocks in (%c54, {{[^)]+}}) threads in (%c256, {{[^)]+}}) args(
 func.func @grouped_nchw(%x: tensor<8x48x30x29xf16>, %dy: tensor<8x64x30x29xf16>) -> tensor<64x24x3x3xf16> {
   %0 = fuse.conv2d_filter_grad %x, %dy {kernel = array<i64: 3, 3>, padding = array<i64: 1, 1>, groups = 2, layout = #fuse.layout<nchw>} : tensor<8x48x30x29xf16>, tensor<8x64x30x29xf16>
   return %0 : tensor<64x24x3x3xf16>
@@ -42,13 +44,13 @@ func.func @shallow(%x: tensor<2x9x11x24xbf16>, %dy: tensor<2x9x11x40xbf16>) -> t
   return %0 : tensor<40x3x3x24xbf16>
 }
 
-// The kernel's function: each thread's 10 splits loaded at once, its share
+// The kernel's function: each thread's 11 splits loaded at once, its share
 // staged, then the shares added in order and the filter gradient stored.
 // The mainloop's function stores the parts.
 // CHECK: gpu.func @k0_conv2d_filter_grad(
-// CHECK-COUNT-10: vector.load %arg3[{{.+}} : memref<79x1x64x576xf32>, vector<4xf32>
+// CHECK-COUNT-11: vector.load %arg3[{{.+}} : memref<44x1x64x576xf32>, vector<4xf32>
 // CHECK: gpu.barrier
-// CHECK-COUNT-8: vector.load %{{.+}} : memref<8x32x4xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+// CHECK-COUNT-4: vector.load %{{.+}} : memref<4x64x4xf32, #gpu.address_space<workgroup>>, vector<4xf32>
 // CHECK: vector.store {{.+}}, %arg2[
 // CHECK: gpu.func @k0_conv2d_filter_grad_splitk(
 // CHECK: nvvm.mma.sync
