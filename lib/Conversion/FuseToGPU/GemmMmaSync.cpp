@@ -205,7 +205,7 @@ GemmTile fusec::tiling::chooseMmaSyncTile(const GemmShape &shape,
   // the smallest tile (the most blocks per SM) ran the filter gradients
   // fastest: on an H200 37 us against 48-100 for the other candidates at 64
   // channels, 48 against 52-68 at 256 (ResNet-50's 3x3 layers at batch 32,
-  // bench/results/2026-11-27-h200-735bc6a-splitk).
+  // bench/results/2026-11-27-h200-splitk).
   if (shape.splitK) {
     GemmTile small{64, 64, 128 / bytes, 0, 0, 2, 2, 4};
     small.stages = fitStages(small.stages, 2, target.sharedBytesPerBlockOptIn,
