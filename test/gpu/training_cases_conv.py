@@ -105,6 +105,9 @@ def cases(Graph, t):
             ct("grouped", L, 2, 36, 6, 7, 48, 3, s=2, p=1, g=3, op_=1)
             ct("depthwise", L, 1, 7, 12, 13, 7, 3, s=2, p=1, g=7)
             ct("head_c3", L, 2, 33, 5, 6, 3, 3, s=2, p=1, op_=1, bias=True)
+            # The stem's data gradient: 7x7 stride 2 to 3 channels (the
+            # direct family walks the landing taps only).
+            ct("stem_k7", L, 1, 64, 6, 7, 3, 7, s=2, p=3, op_=1)
             ct("residual_relu", L, 2, 32, 7, 9, 32, 3, p=1, act="relu", residual=True)
             # conv2d_filter_grad: odd channels, strides, dilation, groups,
             # depthwise, 1x1.
