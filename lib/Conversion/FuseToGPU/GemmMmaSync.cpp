@@ -201,11 +201,13 @@ GemmTile fusec::tiling::chooseMmaSyncTile(const GemmShape &shape,
                                           const TargetDescription &target,
                                           const TilingOptions &options) {
   int64_t bytes = mmaTypeOf(shape.elementType, options.fp32Math)->bytes;
-  // Where k splits, every candidate fills the SMs through its splits, and
-  // the smallest tile (the most blocks per SM) ran the filter gradients
-  // fastest: on an H200 37 us against 48-100 for the other candidates at 64
-  // channels, 48 against 52-68 at 256 (ResNet-50's 3x3 layers at batch 32,
-  // bench/results/2026-11-27-h200-splitk).
+  // A filter gradient (k may split) takes the 64x64 tile: where k splits,
+  // every candidate fills the SMs through its splits and the smallest tile
+  // holds the most blocks per SM. On an H200 it ran ResNet-50's 3x3 filter
+  // gradients at batch 32 fastest: 37 us against 48-100 for the other
+  // candidates at 64 channels, 48 against 52-68 at 256, and unsplit at 512
+  // channels 37 against the ranking's pick at 55 (bench/results/
+  // 2026-11-27-h200-splitk, tiles.txt).
   if (shape.splitK) {
     GemmTile small{64, 64, 128 / bytes, 0, 0, 2, 2, 4};
     small.stages = fitStages(small.stages, 2, target.sharedBytesPerBlockOptIn,
@@ -213,8 +215,8 @@ GemmTile fusec::tiling::chooseMmaSyncTile(const GemmShape &shape,
                                return sharedBytesOf(withStages(small, stages),
                                                     bytes);
                              });
-    int64_t resident = residentBlocks(small, bytes, target);
-    if (resident >= 1 && splitKOf(shape, small, target, resident) > 1)
+    if (residentBlocks(small, bytes, target) >= 1 &&
+        !isMostlyPadding(shape, small))
       return small;
   }
   // Warp tiles of 64 x 64, 64 x 32 or 32 x 32 accumulators; bk such that a
