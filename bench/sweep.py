@@ -20,6 +20,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench  # noqa: E402
+import timing  # noqa: E402
 
 CONV = {c[0]: c for c in bench.CONVS}
 # (tag, conv layer or "ffn_up", dtype)
@@ -105,19 +106,7 @@ def run(args):
     results = {}
 
     def bench_ms(fn, reps=15, inner=10):
-        for _ in range(5):
-            fn()
-        torch.cuda.synchronize()
-        ts = []
-        for _ in range(reps):
-            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            s.record()
-            for _ in range(inner):
-                fn()
-            e.record()
-            torch.cuda.synchronize()
-            ts.append(s.elapsed_time(e) / inner)
-        return sorted(ts)[len(ts) // 2]
+        return timing.median_ms(torch, [fn], reps, inner, warm=5)
 
     for tag in sorted(os.listdir(args.dir)):
         d = os.path.join(args.dir, tag)
