@@ -128,12 +128,8 @@ gpu::GPUFuncOp BatchNormTrainingKernel::addSibling(StringRef suffix) {
 }
 
 Value BatchNormTrainingKernel::addWorkspace(MemRefType type) {
-  unsigned index = func.getNumArguments();
-  [[maybe_unused]] LogicalResult inserted =
-      func.insertArgument(index, type, DictionaryAttr(), func.getLoc());
-  assert(succeeded(inserted) && "gpu.func refused a workspace argument");
   workspaces.push_back(type);
-  return func.getArgument(index);
+  return addWorkspaceArgument(type);
 }
 
 Value BatchNormTrainingKernel::sharedFloats(int64_t n) {
@@ -288,8 +284,7 @@ ExtraLaunch BatchNormTrainingKernel::emitRowStatistics() {
   pre.grid = {gridX, groups, 1};
   pre.block = {threads, 1, 1};
   pre.sharedBytes = 2 * v * threads * 4;
-  f.setKnownBlockSizeAttr(
-      b.getDenseI32ArrayAttr({static_cast<int32_t>(threads), 1, 1}));
+  setBlockSize(f, {threads, 1, 1});
   return pre;
 }
 
@@ -361,8 +356,7 @@ ExtraLaunch BatchNormTrainingKernel::emitPlaneStatistics() {
   pre.grid = {channels, groups, 1};
   pre.block = {kThreads, 1, 1};
   pre.sharedBytes = 2 * kThreads / 32 * 4;
-  f.setKnownBlockSizeAttr(
-      b.getDenseI32ArrayAttr({static_cast<int32_t>(kThreads), 1, 1}));
+  setBlockSize(f, {kThreads, 1, 1});
   return pre;
 }
 
@@ -479,8 +473,7 @@ ExtraLaunch BatchNormTrainingKernel::emitFinalize() {
           memref::StoreOp::create(b, value, coef, ValueRange{idx(k), c});
       });
   gpu::ReturnOp::create(b);
-  f.setKnownBlockSizeAttr(
-      b.getDenseI32ArrayAttr({static_cast<int32_t>(kFinalizeThreads), 1, 1}));
+  setBlockSize(f, {kFinalizeThreads, 1, 1});
   ExtraLaunch pre;
   pre.func = f.getName().str();
   pre.grid = {ceilDiv(channels, 32), 1, 1};

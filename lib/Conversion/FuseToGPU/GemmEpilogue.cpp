@@ -171,11 +171,7 @@ LaunchConfig GemmKernel::finishSplitK(const GemmProblem &problem,
   const GemmShape &shape = problem.shape;
   auto type = MemRefType::get({splits, shape.batch, shape.m, shape.n},
                               b.getF32Type());
-  unsigned index = func.getNumArguments();
-  [[maybe_unused]] LogicalResult inserted =
-      func.insertArgument(index, type, DictionaryAttr(), func.getLoc());
-  assert(succeeded(inserted) && "gpu.func refused the split-K workspace");
-  Value parts = func.getArgument(index);
+  Value parts = addWorkspaceArgument(type);
 
   // The block's sums, straight from the fragments (n is even, so a pair of
   // columns is inside where its first one is and n is).

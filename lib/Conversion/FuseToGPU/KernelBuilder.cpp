@@ -89,10 +89,7 @@ FailureOr<LaunchConfig> KernelBuilder::build() {
            << sharedBytes << " bytes of shared memory, but " << target.chip
            << " gives a block at most " << target.sharedBytesPerBlockOptIn;
   gpu::ReturnOp::create(b);
-  func.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr(
-      {static_cast<int32_t>(config->block[0]),
-       static_cast<int32_t>(config->block[1]),
-       static_cast<int32_t>(config->block[2])}));
+  setBlockSize(func, config->block);
   for (int64_t g : config->grid)
     if (g < 1 || g >= (int64_t(1) << 31))
       return kernel.emitOpError("needs a grid of ")
@@ -135,15 +132,27 @@ LogicalResult KernelBuilder::foldGridIntoX(LaunchConfig &config) {
   return success();
 }
 
+Value KernelBuilder::addWorkspaceArgument(MemRefType type) {
+  unsigned index = func.getNumArguments();
+  [[maybe_unused]] LogicalResult inserted =
+      func.insertArgument(index, type, DictionaryAttr(), func.getLoc());
+  assert(succeeded(inserted) && "gpu.func refused a workspace argument");
+  return func.getArgument(index);
+}
+
+void KernelBuilder::setBlockSize(gpu::GPUFuncOp f,
+                                 const std::array<int64_t, 3> &block) {
+  f.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr(
+      {static_cast<int32_t>(block[0]), static_cast<int32_t>(block[1]),
+       static_cast<int32_t>(block[2])}));
+}
+
 ExtraLaunch KernelBuilder::splitOffFirstLaunch(StringRef suffix,
                                                const LaunchConfig &config) {
   gpu::ReturnOp::create(b);
   auto first = cast<gpu::GPUFuncOp>(func->clone());
   SymbolTable::setSymbolName(first, (Twine(kernel.getName()) + suffix).str());
-  first.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr(
-      {static_cast<int32_t>(config.block[0]),
-       static_cast<int32_t>(config.block[1]),
-       static_cast<int32_t>(config.block[2])}));
+  setBlockSize(first, config.block);
   b.setInsertionPointToEnd(module.getBody());
   b.insert(first);
   ExtraLaunch launch{first.getName().str(), config.grid, config.block,

@@ -154,6 +154,13 @@ protected:
 
   mlir::fuse::YieldOp yield() { return epilogue.yield(); }
 
+  /// Appends a scratch-buffer parameter of `type` to the function (after
+  /// its results; ExtraLaunches.h) and returns it.
+  mlir::Value addWorkspaceArgument(mlir::MemRefType type);
+  /// Records on `f` the block size it is launched with.
+  void setBlockSize(mlir::gpu::GPUFuncOp f,
+                    const std::array<int64_t, 3> &block);
+
   /// Ends the function emitted so far, launched as `config`, as a sibling
   /// `<kernel><suffix>` that the plan launches before this function (a
   /// split-K mainloop before its reduction), and empties this function's
