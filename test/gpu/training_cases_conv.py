@@ -124,6 +124,14 @@ def cases(Graph, t):
             fg("big_split_grouped", L, 3, 48, 30, 29, 40, 3, p=1, g=2)
         # Deep reductions over the pixels (several hundred k-tiles).
         add("filter_grad_big_nhwc", filter_grad_case(Graph, t, gd, "nhwc", 4, 64, 28, 27, 64, 3, p=1))
+        # NHWC, stride 1, channels in 128-byte panels: the warpgroup GEMM
+        # on sm_90a (f16/bf16), split along the pixels where deep; output
+        # channels past a 64-row tile (bm 128: two consumers), partial
+        # tiles along both m and n.
+        add("filter_grad_wgmma_split_nhwc", filter_grad_case(Graph, t, gd, "nhwc", 5, 128, 17, 19, 200, 3, p=1))
+        add("filter_grad_wgmma_dilated_nhwc", filter_grad_case(Graph, t, gd, "nhwc", 2, 64, 15, 14, 24, 3, p=2, d=2))
+        add("filter_grad_wgmma_1x1_nhwc", filter_grad_case(Graph, t, gd, "nhwc", 3, 64, 9, 11, 136, 1))
+        add("filter_grad_wgmma_k5_c192_nhwc", filter_grad_case(Graph, t, gd, "nhwc", 3, 192, 13, 12, 72, 5, p=2))
         # Stride 1 with 16-byte channel rows: the warpgroup GEMM on sm_90a.
         add("conv_transpose_wgmma_1x1_nhwc", conv_transpose_case(Graph, t, gd, "nhwc", 2, 64, 7, 5, 72, 1))
         add("conv_transpose_wgmma_dilated_nhwc", conv_transpose_case(Graph, t, gd, "nhwc", 1, 32, 9, 8, 64, 3,
@@ -135,10 +143,22 @@ def cases(Graph, t):
             # groups splitting k, 2 and 3 stages.
             add("filter_grad_f32_out_nhwc", filter_grad_case(Graph, t, gd, "nhwc", 2, 32, 9, 10, 48, 3, p=1,
                                                              out_dt="f32"))
+            add("filter_grad_wgmma_f32_out_nhwc", filter_grad_case(Graph, t, gd, "nhwc", 4, 64, 21, 22, 88, 3,
+                                                                   p=1, out_dt="f32"))
             add("filter_grad_big_split_f32_out_nhwc", filter_grad_case(Graph, t, gd, "nhwc", 4, 24, 28, 27, 56, 3,
                                                                        p=1, out_dt="f32"))
             for tag, tile in (("64x64_k2", "bm = 64, bn = 64, bk = 32, warps_m = 2, warps_n = 2, stages = 3, "
                                            "warps_k = 2"),
                               ("32x128_s2", "bm = 32, bn = 128, bk = 32, warps_m = 1, warps_n = 4, stages = 2")):
                 add(f"filter_grad_tile_{tag}", tiled_filter_grad_case(gd, 2, 32, 15, 13, 48, tile))
+            # Warpgroup tiles: two consumers over 192 columns (three taps a
+            # tile), and 256 columns whose last tile ends past the taps.
+            # Only the warpgroup GEMM takes them: sm_90a alone.
+            for tag, shape, tile in (
+                    ("128x192", (4, 64, 28, 27, 136),
+                     "bm = 128, bn = 192, bk = 64, warps_m = 8, warps_n = 1, stages = 4"),
+                    ("64x256", (3, 128, 19, 17, 72),
+                     "bm = 64, bn = 256, bk = 64, warps_m = 4, warps_n = 1, stages = 3")):
+                out.append((f"filter_grad_tile_wgmma_{tag}_{dt}", tiled_filter_grad_case(gd, *shape, tile), dt,
+                            flags, ["sm_90a"]))
     return out

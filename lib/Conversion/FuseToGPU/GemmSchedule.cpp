@@ -33,9 +33,11 @@ int64_t fusec::tiling::splitKOf(const GemmShape &shape, const GemmTile &tile,
   constexpr int64_t kMaxBytes = int64_t(256) << 20;
   int64_t numK = ceilDiv(shape.k, tile.bk);
   int64_t tiles = GemmSchedule::of(shape, tile).tiles();
-  int64_t splits = std::min({ceilDiv(std::max<int64_t>(resident, 1) *
-                                         target.smCount,
-                                     tiles),
+  // Rounded up, a few blocks past the wave share the SMs with the
+  // resident others; with one block per SM they would take a second round.
+  int64_t slots = std::max<int64_t>(resident, 1) * target.smCount;
+  int64_t fill = resident > 1 ? ceilDiv(slots, tiles) : slots / tiles;
+  int64_t splits = std::min({fill,
                              numK / kMinKTiles, kMaxSplits,
                              kMaxBytes / (4 * shape.batch * shape.m * shape.n)});
   if (splits < 2)

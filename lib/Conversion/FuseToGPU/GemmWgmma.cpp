@@ -57,7 +57,9 @@ struct WgmmaOperand {
   SmallVector<int64_t> batchShape;
   /// A convolution's operand: its input read through an im2col map (A), or
   /// its filter seen as [Ci, kw, kh, Co] (B); k-tiles walk the filter taps
-  /// and, within a tap, blocks of input channels.
+  /// and, within a tap, blocks of input channels. A filter gradient's B is
+  /// the input through the im2col map, MN-major: its k-tiles walk the
+  /// batch's output pixels, its columns the taps x input channels.
   struct Conv {
     int64_t kh, kw, dh, dw, top, left, ho, wo, n, ci;
     /// A transposed convolution's filter, [Ci, kh, kw, Co]: read MN-major,
@@ -133,14 +135,20 @@ std::optional<WgmmaOperands> wgmmaOperands(const GemmOperandLayout &a,
   }
   GemmConvGeometry g = *a.conv;
   bool transpose = g.pass == GemmConvGeometry::Pass::Transpose;
-  if (g.pass == GemmConvGeometry::Pass::FilterGrad || !g.nhwc() ||
-      g.groups != 1 || g.strides[0] != 1 || g.strides[1] != 1)
+  bool filterGrad = g.pass == GemmConvGeometry::Pass::FilterGrad;
+  if (!g.nhwc() || g.groups != 1 || g.strides[0] != 1 || g.strides[1] != 1)
     return std::nullopt;
-  std::optional<unsigned> xp = paramOf(a.tensor);
-  std::optional<unsigned> wp = paramOf(b.tensor);
+  // A filter gradient's A is the output gradient, its B the input.
+  std::optional<unsigned> xp = paramOf(filterGrad ? b.tensor : a.tensor);
+  std::optional<unsigned> wp = paramOf(filterGrad ? a.tensor : b.tensor);
   int64_t ci = g.ci, co = g.co, kh = g.kh, kw = g.kw;
   int64_t bytes = a.elementBytes;
-  if (!xp || !wp || ci * bytes % 16 || (transpose && co * bytes % 16))
+  if (!xp || !wp || ci * bytes % 16 ||
+      ((transpose || filterGrad) && co * bytes % 16))
+    return std::nullopt;
+  // Panels of 128 bytes of B's columns (taps x input channels) must not
+  // straddle two taps.
+  if (filterGrad && ci * bytes % 128)
     return std::nullopt;
   if (transpose) {
     // A stride-1 transpose is the convolution of its input with the
@@ -150,7 +158,7 @@ std::optional<WgmmaOperands> wgmmaOperands(const GemmOperandLayout &a,
     g.pads = {top, g.ho - g.h - top + spanH, left, g.wo - g.w - left + spanW};
   }
   // A 1x1 convolution without padding is a linear layer over the pixels.
-  if (kh == 1 && kw == 1 &&
+  if (!filterGrad && kh == 1 && kw == 1 &&
       llvm::all_of(g.pads, [](int64_t p) { return !p; })) {
     ops.a.parts.push_back({*xp, 0, {ci, product(a.shape) / ci}});
     ops.a.strides.push_back(ci * bytes);
@@ -179,6 +187,21 @@ std::optional<WgmmaOperands> wgmmaOperands(const GemmOperandLayout &a,
           [](int64_t c) { return c < -128 || c > 127; }))
     return std::nullopt;
   int64_t h = g.h, w = g.w;
+  if (filterGrad) {
+    // k runs over the batch's output pixels. A, the output gradient
+    // [pixels, Co], is MN-major; B, the input through the im2col map, is
+    // read in panels of 128 bytes of one tap's channels by bk pixels:
+    // MN-major too.
+    ops.a.parts.push_back({*wp, 0, {co, g.n * g.ho * g.wo}});
+    ops.a.strides.push_back(co * bytes);
+    ops.a.kMajor = false;
+    ops.b.parts.push_back({*xp, 0, {ci, w, h, g.n}});
+    ops.b.strides = {ci * bytes, w * ci * bytes, h * w * ci * bytes};
+    ops.b.conv = geometry;
+    ops.b.im2col = true;
+    ops.b.kMajor = false;
+    return ops;
+  }
   ops.a.parts.push_back({*xp, 0, {ci, w, h, g.n}});
   ops.a.strides = {ci * bytes, w * ci * bytes, h * w * ci * bytes};
   ops.a.conv = geometry;
@@ -199,7 +222,8 @@ std::optional<WgmmaOperands> wgmmaOperands(const GemmOperandLayout &a,
 
 /// The TMA view of a GEMM anchor's operands.
 std::optional<WgmmaOperands> wgmmaOperands(Operation *anchor) {
-  if (!isa<Conv2dOp, ConvTranspose2dOp, LinearOp, MatmulOp>(anchor))
+  if (!isa<Conv2dOp, ConvTranspose2dOp, Conv2dFilterGradOp, LinearOp,
+           MatmulOp>(anchor))
     return std::nullopt;
   GemmOperandLayouts layouts = getGemmOperandLayouts(anchor);
   return wgmmaOperands(layouts.a, layouts.b);
@@ -212,6 +236,9 @@ bool partsAligned(const WgmmaOperand &operand, int64_t extent) {
     return part.start % extent == 0;
   });
 }
+
+/// Blocks per SM: one holds the registers setmaxnreg moves (nvvm.minctasm).
+constexpr int64_t kResidentBlocks = 1;
 
 /// Warpgroups computing the tile: 64 rows each.
 int64_t consumersOf(const GemmTile &tile) { return tile.bm / 64; }
@@ -319,9 +346,12 @@ GemmTile fusec::tiling::chooseWgmmaTile(Operation *anchor,
     int64_t bm, bn;
     double efficiency;
   };
-  Candidate candidates[] = {
+  SmallVector<Candidate> candidates = {
       {128, 256, 1.0}, {128, 192, 0.95}, {128, 128, 0.85},
       {64, 256, 0.7},  {128, 64, 0.6},   {64, 128, 0.6},  {64, 64, 0.4}};
+  // A filter gradient's n is 9 x 64 at ResNet's first stage: three tiles.
+  if (shape.splitK)
+    candidates.push_back({64, 192, 0.65});
   TileRanking ranking;
   for (const Candidate &c : candidates) {
     GemmTile t;
@@ -336,9 +366,12 @@ GemmTile fusec::tiling::chooseWgmmaTile(Operation *anchor,
         });
     if (!ops || !partsAligned(ops->b, t.bn) || isMostlyPadding(shape, t))
       continue;
-    double time =
-        static_cast<double>(GemmSchedule::of(shape, t).tilesPerSM(target)) *
-        t.bm * t.bn / c.efficiency;
+    // Blocks of a split k each take a share of the tile's reduction.
+    int64_t splits = splitKOf(shape, t, target, kResidentBlocks);
+    int64_t perSM = ceilDiv(GemmSchedule::of(shape, t).tiles() * splits,
+                            target.smCount);
+    double time = static_cast<double>(perSM) * t.bm * t.bn /
+                  (splits * c.efficiency);
     ranking.consider(t, time);
   }
   // Only merged weights whose parts no tile width divides: the narrowest.
@@ -386,6 +419,30 @@ void GemmWgmmaKernel::copyTile(const WgmmaOperand &operand,
                                ArrayRef<Value> maps, int64_t extent, Value i0,
                                Value kt, Value batchCoord, Value dst,
                                Value full) {
+  if (operand.im2col && !operand.kMajor) {
+    // A filter gradient's input: k-tile kt is bk output pixels from kt * bk,
+    // each panel of 64 columns one tap's channels c0.. (past the last tap,
+    // columns no store reads: the last tap's again).
+    const WgmmaOperand::Conv &c = *operand.conv;
+    int64_t panelCols = 128 / bytes;
+    SmallVector<Value> p =
+        delinearize(muli(kt, idx(tile.bk)), {c.n, c.ho, c.wo});
+    auto i16 = [&](Value v) {
+      return arith::IndexCastOp::create(b, b.getI16Type(), v);
+    };
+    for (int64_t q = 0; q < extent / panelCols; ++q) {
+      Value col = addi(i0, idx(q * panelCols));
+      Value tap = mini(divi(col, c.ci), idx(c.kh * c.kw - 1));
+      Value c0 = toI32(remi(col, c.ci));
+      Value r = divi(tap, c.kw), s = remi(tap, c.kw);
+      wgmma::copyBox(
+          b, wgmma::offset(b, dst, q * panelCols * tile.bk * bytes), maps[0],
+          ValueRange{c0, toI32(subi(p[2], idx(c.left))),
+                     toI32(subi(p[1], idx(c.top))), toI32(p[0])},
+          full, ValueRange{i16(muli(s, idx(c.dw))), i16(muli(r, idx(c.dh)))});
+    }
+    return;
+  }
   if (operand.conv) {
     // k-tile kt is channels c0.. of filter tap (r, s).
     const WgmmaOperand::Conv &c = *operand.conv;
@@ -535,6 +592,13 @@ GemmWgmmaKernel::emitGemm(const GemmProblem &problem) {
   int64_t numK = operands.a.conv ? operands.a.conv->kh * operands.a.conv->kw *
                                        ceilDiv(operands.a.conv->ci, t.bk)
                                  : ceilDiv(shape.k, t.bk);
+  // Split-K (filter gradients): block z runs k-tiles [z * numK', (z + 1) *
+  // numK'), past k TMA's zero fill.
+  int64_t splits = splitKOf(shape, t, target, kResidentBlocks);
+  Value split = splits > 1 ? blockId(gpu::Dimension::z) : Value();
+  if (splits > 1)
+    numK = ceilDiv(numK, splits);
+  Value kBase = splits > 1 ? muli(split, idx(numK)) : Value();
 
   ifThen(cmpi(arith::CmpIPredicate::eq, tid, idx(0)), [&] { pipeline.init(); });
   gpu::BarrierOp::create(b);
@@ -548,16 +612,18 @@ GemmWgmmaKernel::emitGemm(const GemmProblem &problem) {
       PipelineState state = pipeline.producerState(kt);
       pipeline.producerAcquire(state);
       Value s = state.stage;
+      Value k = kBase ? addi(kBase, kt) : kt;
       pipeline.expectBytes(pipeline.full(s), stage);
-      copyTile(operands.a, aMaps, t.bm, tileM, kt, aBatch,
+      copyTile(operands.a, aMaps, t.bm, tileM, k, aBatch,
                wgmma::offset(b, aBase, s, aBytes), pipeline.full(s));
-      copyTile(operands.b, bMaps, t.bn, tileN, kt, bBatch,
+      copyTile(operands.b, bMaps, t.bn, tileN, k, bBatch,
                wgmma::offset(b, bBase, s, bBytes), pipeline.full(s));
     });
   };
   std::optional<WarpgroupRegisters> registers;
-  if (consumers > 1)
-    registers = {kProducerRegisters, kConsumerRegisters};
+  // Also for one consumer: without setmaxnreg, ptxas serialised its wgmma
+  // ("WG.AR in divergent path", C7520).
+  registers = {kProducerRegisters, kConsumerRegisters};
   ConsumerThread thread = splitWarpgroups(b, tid, registers, producer);
   Value ctid = thread.tid, consumer = thread.warpgroup;
 
@@ -622,14 +688,21 @@ GemmWgmmaKernel::emitGemm(const GemmProblem &problem) {
   layout.stagingBytes = t.stages * stage;
   // The consumers alone: the producer warpgroup has left.
   layout.barrier = [&] { wgmma::namedBarrier(b, 1, layout.threads); };
+  // One block per SM holds the registers setmaxnreg moves.
+  func->setAttr("nvvm.minctasm", b.getI32IntegerAttr(1));
+  LaunchConfig config{
+      {GemmSchedule::of(shape, t).tilesPerBatch(), shape.batch, splits},
+      {threads, 1, 1}};
+  if (splits > 1) {
+    // The mainloop becomes the first launch; the reduction, this kernel.
+    LaunchConfig reduction = finishSplitK(problem, layout, values, tileM,
+                                          tileN, batch, split, splits, config);
+    func->removeAttr("nvvm.minctasm");
+    return reduction;
+  }
   if (canStageEpilogue(shape, t.bn, layout.threads))
     emitStagedEpilogue(problem, layout, values, tileM, tileN, batch);
   else
     emitFragmentEpilogue(problem, layout, values, tileM, tileN, batch);
-
-  // One block per SM holds the registers setmaxnreg moves.
-  func->setAttr("nvvm.minctasm", b.getI32IntegerAttr(1));
-  return LaunchConfig{
-      {GemmSchedule::of(shape, t).tilesPerBatch(), shape.batch, 1},
-      {threads, 1, 1}};
+  return config;
 }

@@ -133,7 +133,17 @@ LogicalResult KernelBuilder::foldGridIntoX(LaunchConfig &config) {
 }
 
 Value KernelBuilder::addWorkspaceArgument(MemRefType type) {
+  // The plan passes the workspaces after the results and before the tensor
+  // maps: the argument goes before the first map, which moves up one.
   unsigned index = func.getNumArguments();
+  SmallVector<int64_t> maps;
+  if (auto known =
+          func->getAttrOfType<DenseI64ArrayAttr>(fusec::kTensorMapArgsAttr)) {
+    llvm::append_range(maps, known.asArrayRef());
+    for (int64_t &map : maps)
+      index = std::min<unsigned>(index, map++);
+    func->setAttr(fusec::kTensorMapArgsAttr, b.getDenseI64ArrayAttr(maps));
+  }
   [[maybe_unused]] LogicalResult inserted =
       func.insertArgument(index, type, DictionaryAttr(), func.getLoc());
   assert(succeeded(inserted) && "gpu.func refused a workspace argument");
@@ -149,6 +159,10 @@ void KernelBuilder::setBlockSize(gpu::GPUFuncOp f,
 
 ExtraLaunch KernelBuilder::splitOffFirstLaunch(StringRef suffix,
                                                const LaunchConfig &config) {
+  // The builder may be inside a region (the consumers' branch of a
+  // warp-specialised kernel); the function ends after its entry block.
+  Block &entry = func.getBody().front();
+  b.setInsertionPointToEnd(&entry);
   gpu::ReturnOp::create(b);
   auto first = cast<gpu::GPUFuncOp>(func->clone());
   SymbolTable::setSymbolName(first, (Twine(kernel.getName()) + suffix).str());
@@ -157,7 +171,6 @@ ExtraLaunch KernelBuilder::splitOffFirstLaunch(StringRef suffix,
   b.insert(first);
   ExtraLaunch launch{first.getName().str(), config.grid, config.block,
                      sharedBytes};
-  Block &entry = func.getBody().front();
   for (Operation &op : entry)
     op.dropAllReferences();
   while (!entry.empty())

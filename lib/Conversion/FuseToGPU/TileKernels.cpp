@@ -156,22 +156,12 @@ static LogicalResult lowerGraph(func::FuncOp func, gpu::GPUModuleOp module,
                              arith::ConstantIndexOp::create(b, loc, d[1]),
                              arith::ConstantIndexOp::create(b, loc, d[2])};
     };
-    // Scratch buffers follow the results; kernels launched first (a batch
-    // norm's statistics) take the same memrefs.
+    // Scratch buffers follow the results.
     SmallVector<MemRefType> workspaces;
     std::vector<ExtraLaunch> first;
     takeExtraLaunches(kernelFunc, workspaces, first);
     for (MemRefType type : workspaces)
       args.push_back(memref::AllocOp::create(b, loc, type).getResult());
-    for (const ExtraLaunch &launch : first) {
-      Value bytes;
-      if (launch.sharedBytes)
-        bytes = arith::ConstantIntOp::create(b, loc, b.getI32Type(),
-                                             launch.sharedBytes);
-      gpu::LaunchFuncOp::create(
-          b, loc, module.lookupSymbol<gpu::GPUFuncOp>(launch.func),
-          dim3(launch.grid), dim3(launch.block), bytes, args);
-    }
     // Tensor maps follow the memrefs, each over one of them.
     auto ptr = LLVM::LLVMPointerType::get(b.getContext());
     for (const TensorMapParam &map : config->tensorMaps) {
@@ -182,6 +172,18 @@ static LogicalResult lowerGraph(func::FuncOp func, gpu::GPUModuleOp module,
           b.getI64IntegerAttr(map.offset), b.getI64IntegerAttr(map.swizzle),
           im2col ? b.getDenseI64ArrayAttr(map.im2colLower) : nullptr,
           im2col ? b.getDenseI64ArrayAttr(map.im2colUpper) : nullptr));
+    }
+    // Kernels launched first (a batch norm's statistics, a split-K
+    // mainloop) take the same arguments, or those before the maps.
+    for (const ExtraLaunch &launch : first) {
+      Value bytes;
+      if (launch.sharedBytes)
+        bytes = arith::ConstantIntOp::create(b, loc, b.getI32Type(),
+                                             launch.sharedBytes);
+      auto firstFunc = module.lookupSymbol<gpu::GPUFuncOp>(launch.func);
+      gpu::LaunchFuncOp::create(
+          b, loc, firstFunc, dim3(launch.grid), dim3(launch.block), bytes,
+          ArrayRef<Value>(args).take_front(firstFunc.getNumArguments()));
     }
     Value sharedBytes;
     if (config->sharedBytes)

@@ -4,7 +4,7 @@
 // block per tile and k-split (grid z), storing f32 sums into a workspace
 // [splits, groups, m, n]; the kernel itself then adds the splits in order
 // and applies the fused epilogue. A shallow reduction keeps one launch.
-// RUN: fusec-opt %s --pass-pipeline='builtin.module(func.func(fusec-form-kernels),fusec-select-kernel-config{arch=sm_90a},fusec-tile-kernels{arch=sm_90a})' 2>/dev/null | FileCheck %s
+// RUN: fusec-opt %s --pass-pipeline='builtin.module(func.func(fusec-form-kernels),fusec-select-kernel-config{arch=sm_90},fusec-tile-kernels{arch=sm_90})' 2>/dev/null | FileCheck %s
 
 // CHECK-LABEL: func.func @deep
 // The ResNet-50 layer conv2_x 3x3 at batch 32: 9 tiles of 64 x 64 (the
