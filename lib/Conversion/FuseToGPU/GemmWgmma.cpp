@@ -237,9 +237,6 @@ bool partsAligned(const WgmmaOperand &operand, int64_t extent) {
   });
 }
 
-/// Blocks per SM: one holds the registers setmaxnreg moves (nvvm.minctasm).
-constexpr int64_t kResidentBlocks = 1;
-
 /// Warpgroups computing the tile: 64 rows each.
 int64_t consumersOf(const GemmTile &tile) { return tile.bm / 64; }
 
@@ -251,6 +248,41 @@ int64_t stageBytes(const GemmTile &tile, int64_t bytes) {
 /// Shared memory of `stages` stages of `tile` and their two mbarriers each.
 int64_t sharedBytesOf(const GemmTile &tile, int64_t bytes, int64_t stages) {
   return stages * stageBytes(tile, bytes) + 16 * stages;
+}
+
+/// Registers the producer warpgroup keeps (setmaxnreg.dec).
+constexpr int64_t kProducerRegisters = 40;
+
+/// Registers per thread a block of `resident` per SM starts with, as ptxas
+/// allots them under nvvm.minctasm (multiples of 8, at most 255).
+int64_t launchRegisters(const GemmTile &tile,
+                        const TargetDescription &target, int64_t resident) {
+  int64_t threads = 128 * (1 + consumersOf(tile));
+  return std::min<int64_t>(target.registersPerSM / (resident * threads), 255) /
+         8 * 8;
+}
+
+/// Registers of each consumer thread once the producer gave its own away:
+/// what the block started with, at most 232 (CUTLASS's pick).
+int64_t consumerRegisters(const GemmTile &tile,
+                          const TargetDescription &target, int64_t resident) {
+  int64_t consumers = consumersOf(tile);
+  int64_t pool = (1 + consumers) * launchRegisters(tile, target, resident);
+  return std::min<int64_t>((pool - kProducerRegisters) / consumers / 8 * 8,
+                           232);
+}
+
+/// Blocks per SM: two where two pipelines fit the SM's shared memory (1
+/// KiB each reserved) and the consumers' registers under two hold their
+/// accumulators (bn / 2 a thread) with room to spare; one otherwise. Narrow
+/// tiles (bn 64) read shared memory the most per flop: two blocks keep
+/// their loads in flight while the other's wgmma run.
+int64_t residentOf(const GemmTile &tile, int64_t bytes,
+                   const TargetDescription &target) {
+  int64_t shared = sharedBytesOf(tile, bytes, tile.stages) + 1024;
+  bool twoFit = 2 * shared <= target.sharedBytesPerSM &&
+                tile.bn / 2 + 48 <= consumerRegisters(tile, target, 2);
+  return twoFit ? 2 : 1;
 }
 
 class GemmWgmmaKernel : public GemmKernel {
@@ -273,10 +305,6 @@ private:
   void copyTile(const WgmmaOperand &operand, ArrayRef<Value> maps,
                 int64_t extent, Value i0, Value kt, Value batchCoord,
                 Value dst, Value full);
-
-  /// Registers per thread of the producer warpgroup and of the consumers
-  /// (setmaxnreg): 128 x (40 + 2 x 232) fits the SM's 64K.
-  static constexpr int64_t kProducerRegisters = 40, kConsumerRegisters = 232;
 
   WgmmaOperands operands;
   /// Bytes per element of the operands.
@@ -351,7 +379,7 @@ GemmTile fusec::tiling::chooseWgmmaTile(Operation *anchor,
       {64, 256, 0.7},  {128, 64, 0.6},   {64, 128, 0.6},  {64, 64, 0.4}};
   // A filter gradient's n is 9 x 64 at ResNet's first stage: three tiles.
   if (shape.splitK)
-    candidates.push_back({64, 192, 0.65});
+    candidates.push_back({64, 192, 0.75});
   TileRanking ranking;
   for (const Candidate &c : candidates) {
     GemmTile t;
@@ -367,11 +395,27 @@ GemmTile fusec::tiling::chooseWgmmaTile(Operation *anchor,
     if (!ops || !partsAligned(ops->b, t.bn) || isMostlyPadding(shape, t))
       continue;
     // Blocks of a split k each take a share of the tile's reduction.
-    int64_t splits = splitKOf(shape, t, target, kResidentBlocks);
+    int64_t splits =
+        splitKOf(shape, t, target, residentOf(t, bytes, target));
     int64_t perSM = ceilDiv(GemmSchedule::of(shape, t).tiles() * splits,
                             target.smCount);
     double time = static_cast<double>(perSM) * t.bm * t.bn /
                   (splits * c.efficiency);
+    if (shape.splitK) {
+      // In flops of the whole GPU: the busiest SM's blocks, each its share
+      // of the k-tiles, times the SMs; then the splits' f32 sums written
+      // and read back (8 bytes an element a split) at about 300 flops a
+      // byte, the tensor cores' rate over HBM's. Fewer, longer splits won where the reduction was a
+      // third of the time: 26.5 us for 128x128 against 34.7 for 128x256
+      // on ResNet-50's 256-channel layer at batch 32 (H200,
+      // bench/results/2026-11-27-wgmma-wgrad).
+      constexpr double kFlopsPerByte = 300;
+      int64_t kTiles = ceilDiv(ceilDiv(shape.k, t.bk), splits);
+      time = static_cast<double>(perSM) * target.smCount * 2 * t.bm * t.bn *
+             t.bk * kTiles / c.efficiency;
+      if (splits > 1)
+        time += kFlopsPerByte * 8 * splits * shape.batch * shape.m * shape.n;
+    }
     ranking.consider(t, time);
   }
   // Only merged weights whose parts no tile width divides: the narrowest.
@@ -594,7 +638,8 @@ GemmWgmmaKernel::emitGemm(const GemmProblem &problem) {
                                  : ceilDiv(shape.k, t.bk);
   // Split-K (filter gradients): block z runs k-tiles [z * numK', (z + 1) *
   // numK'), past k TMA's zero fill.
-  int64_t splits = splitKOf(shape, t, target, kResidentBlocks);
+  int64_t resident = residentOf(t, bytes, target);
+  int64_t splits = splitKOf(shape, t, target, resident);
   Value split = splits > 1 ? blockId(gpu::Dimension::z) : Value();
   if (splits > 1)
     numK = ceilDiv(numK, splits);
@@ -623,7 +668,7 @@ GemmWgmmaKernel::emitGemm(const GemmProblem &problem) {
   std::optional<WarpgroupRegisters> registers;
   // Also for one consumer: without setmaxnreg, ptxas serialised its wgmma
   // ("WG.AR in divergent path", C7520).
-  registers = {kProducerRegisters, kConsumerRegisters};
+  registers = {kProducerRegisters, consumerRegisters(t, target, resident)};
   ConsumerThread thread = splitWarpgroups(b, tid, registers, producer);
   Value ctid = thread.tid, consumer = thread.warpgroup;
 
@@ -688,8 +733,9 @@ GemmWgmmaKernel::emitGemm(const GemmProblem &problem) {
   layout.stagingBytes = t.stages * stage;
   // The consumers alone: the producer warpgroup has left.
   layout.barrier = [&] { wgmma::namedBarrier(b, 1, layout.threads); };
-  // One block per SM holds the registers setmaxnreg moves.
-  func->setAttr("nvvm.minctasm", b.getI32IntegerAttr(1));
+  // ptxas gives each thread the registers `resident` blocks leave, which
+  // setmaxnreg then moves (launchRegisters).
+  func->setAttr("nvvm.minctasm", b.getI32IntegerAttr(resident));
   LaunchConfig config{
       {GemmSchedule::of(shape, t).tilesPerBatch(), shape.batch, splits},
       {threads, 1, 1}};
