@@ -306,6 +306,14 @@ private:
                 int64_t extent, Value i0, Value kt, Value batchCoord,
                 Value dst, Value full);
 
+  /// Issues an im2col copy of channels c0.. into `dst`: consecutive output
+  /// pixels from `pixel` (n, ho, wo), each reading its window's pixel at
+  /// tap (r, s) (the pixel offsets) from the bounding box's corner (ho -
+  /// top, wo - left).
+  void copyIm2col(const WgmmaOperand::Conv &c, Value map,
+                  ArrayRef<Value> pixel, Value c0, Value r, Value s, Value dst,
+                  Value full);
+
   WgmmaOperands operands;
   /// Bytes per element of the operands.
   int64_t bytes = 2;
@@ -459,6 +467,20 @@ fusec::tiling::makeGemmWgmmaKernel(KernelOp kernel, gpu::GPUModuleOp module,
 // The kernel
 //===----------------------------------------------------------------------===//
 
+void GemmWgmmaKernel::copyIm2col(const WgmmaOperand::Conv &c, Value map,
+                                 ArrayRef<Value> pixel, Value c0, Value r,
+                                 Value s, Value dst, Value full) {
+  auto i16 = [&](Value v) {
+    return arith::IndexCastOp::create(b, b.getI16Type(), v);
+  };
+  wgmma::copyBox(b, dst, map,
+                 ValueRange{c0, toI32(subi(pixel[2], idx(c.left))),
+                            toI32(subi(pixel[1], idx(c.top))),
+                            toI32(pixel[0])},
+                 full,
+                 ValueRange{i16(muli(s, idx(c.dw))), i16(muli(r, idx(c.dh)))});
+}
+
 void GemmWgmmaKernel::copyTile(const WgmmaOperand &operand,
                                ArrayRef<Value> maps, int64_t extent, Value i0,
                                Value kt, Value batchCoord, Value dst,
@@ -471,19 +493,13 @@ void GemmWgmmaKernel::copyTile(const WgmmaOperand &operand,
     int64_t panelCols = 128 / bytes;
     SmallVector<Value> p =
         delinearize(muli(kt, idx(tile.bk)), {c.n, c.ho, c.wo});
-    auto i16 = [&](Value v) {
-      return arith::IndexCastOp::create(b, b.getI16Type(), v);
-    };
     for (int64_t q = 0; q < extent / panelCols; ++q) {
       Value col = addi(i0, idx(q * panelCols));
       Value tap = mini(divi(col, c.ci), idx(c.kh * c.kw - 1));
       Value c0 = toI32(remi(col, c.ci));
-      Value r = divi(tap, c.kw), s = remi(tap, c.kw);
-      wgmma::copyBox(
-          b, wgmma::offset(b, dst, q * panelCols * tile.bk * bytes), maps[0],
-          ValueRange{c0, toI32(subi(p[2], idx(c.left))),
-                     toI32(subi(p[1], idx(c.top))), toI32(p[0])},
-          full, ValueRange{i16(muli(s, idx(c.dw))), i16(muli(r, idx(c.dh)))});
+      copyIm2col(c, maps[0], p, c0, divi(tap, c.kw), remi(tap, c.kw),
+                 wgmma::offset(b, dst, q * panelCols * tile.bk * bytes),
+                 full);
     }
     return;
   }
@@ -511,18 +527,9 @@ void GemmWgmmaKernel::copyTile(const WgmmaOperand &operand,
                      ValueRange{c0, toI32(s), toI32(r), toI32(i0)}, full);
       return;
     }
-    // The input: bm consecutive output pixels from (n, ho, wo) = i0, each
-    // reading its window's pixel at tap (r, s) (the pixel offsets), from
-    // the bounding box's corner (ho - top, wo - left).
-    SmallVector<Value> p = delinearize(i0, {c.n, c.ho, c.wo});
-    auto i16 = [&](Value v) {
-      return arith::IndexCastOp::create(b, b.getI16Type(), v);
-    };
-    wgmma::copyBox(b, dst, maps[0],
-                   ValueRange{c0, toI32(subi(p[2], idx(c.left))),
-                              toI32(subi(p[1], idx(c.top))), toI32(p[0])},
-                   full,
-                   ValueRange{i16(muli(s, idx(c.dw))), i16(muli(r, idx(c.dh)))});
+    // The input: bm consecutive output pixels from i0.
+    copyIm2col(c, maps[0], delinearize(i0, {c.n, c.ho, c.wo}), c0, r, s, dst,
+               full);
     return;
   }
   Value k0 = toI32(muli(kt, idx(tile.bk)));
