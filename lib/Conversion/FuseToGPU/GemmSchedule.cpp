@@ -37,9 +37,9 @@ int64_t fusec::tiling::splitKOf(const GemmShape &shape, const GemmTile &tile,
   // resident others; with one block per SM they would take a second round.
   int64_t slots = std::max<int64_t>(resident, 1) * target.smCount;
   int64_t fill = resident > 1 ? ceilDiv(slots, tiles) : slots / tiles;
-  int64_t splits = std::min({fill,
-                             numK / kMinKTiles, kMaxSplits,
-                             kMaxBytes / (4 * shape.batch * shape.m * shape.n)});
+  int64_t splits =
+      std::min({fill, numK / kMinKTiles, kMaxSplits,
+                kMaxBytes / (4 * shape.batch * shape.m * shape.n)});
   if (splits < 2)
     return 1;
   // As many splits as the k-tiles per split need: none is left empty.

@@ -222,8 +222,8 @@ std::optional<WgmmaOperands> wgmmaOperands(const GemmOperandLayout &a,
 
 /// The TMA view of a GEMM anchor's operands.
 std::optional<WgmmaOperands> wgmmaOperands(Operation *anchor) {
-  if (!isa<Conv2dOp, ConvTranspose2dOp, Conv2dFilterGradOp, LinearOp,
-           MatmulOp>(anchor))
+  if (!isa<Conv2dOp, ConvTranspose2dOp, Conv2dFilterGradOp, LinearOp, MatmulOp>(
+          anchor))
     return std::nullopt;
   GemmOperandLayouts layouts = getGemmOperandLayouts(anchor);
   return wgmmaOperands(layouts.a, layouts.b);
@@ -255,8 +255,8 @@ constexpr int64_t kProducerRegisters = 40;
 
 /// Registers per thread a block of `resident` per SM starts with, as ptxas
 /// allots them under nvvm.minctasm (multiples of 8, at most 255).
-int64_t launchRegisters(const GemmTile &tile,
-                        const TargetDescription &target, int64_t resident) {
+int64_t launchRegisters(const GemmTile &tile, const TargetDescription &target,
+                        int64_t resident) {
   int64_t threads = 128 * (1 + consumersOf(tile));
   return std::min<int64_t>(target.registersPerSM / (resident * threads), 255) /
          8 * 8;
@@ -264,8 +264,8 @@ int64_t launchRegisters(const GemmTile &tile,
 
 /// Registers of each consumer thread once the producer gave its own away:
 /// what the block started with, at most 232 (CUTLASS's pick).
-int64_t consumerRegisters(const GemmTile &tile,
-                          const TargetDescription &target, int64_t resident) {
+int64_t consumerRegisters(const GemmTile &tile, const TargetDescription &target,
+                          int64_t resident) {
   int64_t consumers = consumersOf(tile);
   int64_t pool = (1 + consumers) * launchRegisters(tile, target, resident);
   return std::min<int64_t>((pool - kProducerRegisters) / consumers / 8 * 8,
@@ -310,9 +310,8 @@ private:
   /// pixels from `pixel` (n, ho, wo), each reading its window's pixel at
   /// tap (r, s) (the pixel offsets) from the bounding box's corner (ho -
   /// top, wo - left).
-  void copyIm2col(const WgmmaOperand::Conv &c, Value map,
-                  ArrayRef<Value> pixel, Value c0, Value r, Value s, Value dst,
-                  Value full);
+  void copyIm2col(const WgmmaOperand::Conv &c, Value map, ArrayRef<Value> pixel,
+                  Value c0, Value r, Value s, Value dst, Value full);
 
   WgmmaOperands operands;
   /// Bytes per element of the operands.
@@ -383,8 +382,8 @@ GemmTile fusec::tiling::chooseWgmmaTile(Operation *anchor,
     double efficiency;
   };
   SmallVector<Candidate> candidates = {
-      {128, 256, 1.0}, {128, 192, 0.95}, {128, 128, 0.85},
-      {64, 256, 0.7},  {128, 64, 0.6},   {64, 128, 0.6},  {64, 64, 0.4}};
+      {128, 256, 1.0}, {128, 192, 0.95}, {128, 128, 0.85}, {64, 256, 0.7},
+      {128, 64, 0.6},  {64, 128, 0.6},   {64, 64, 0.4}};
   // A filter gradient's n is 9 x 64 at ResNet's first stage: three tiles.
   if (shape.splitK)
     candidates.push_back({64, 192, 0.75});
@@ -402,22 +401,21 @@ GemmTile fusec::tiling::chooseWgmmaTile(Operation *anchor,
         });
     if (!ops || !partsAligned(ops->b, t.bn) || isMostlyPadding(shape, t))
       continue;
-    // Blocks of a split k each take a share of the tile's reduction.
-    int64_t splits =
-        splitKOf(shape, t, target, residentOf(t, bytes, target));
-    int64_t perSM = ceilDiv(GemmSchedule::of(shape, t).tiles() * splits,
-                            target.smCount);
-    double time = static_cast<double>(perSM) * t.bm * t.bn /
-                  (splits * c.efficiency);
+    double time =
+        static_cast<double>(GemmSchedule::of(shape, t).tilesPerSM(target)) *
+        t.bm * t.bn / c.efficiency;
     if (shape.splitK) {
       // In flops of the whole GPU: the busiest SM's blocks, each its share
       // of the k-tiles, times the SMs; then the splits' f32 sums written
       // and read back (8 bytes an element a split) at about 300 flops a
-      // byte, the tensor cores' rate over HBM's. Fewer, longer splits won where the reduction was a
-      // third of the time: 26.5 us for 128x128 against 34.7 for 128x256
-      // on ResNet-50's 256-channel layer at batch 32 (H200,
-      // bench/results/2026-11-27-wgmma-wgrad).
+      // byte, the tensor cores' rate over HBM's. Fewer, longer splits won
+      // where the reduction was a third of the time: 26.5 us for 128x128
+      // against 34.7 for 128x256 on ResNet-50's 256-channel layer at batch
+      // 32 (H200, bench/results/2026-11-27-wgmma-wgrad).
       constexpr double kFlopsPerByte = 300;
+      int64_t splits = splitKOf(shape, t, target, residentOf(t, bytes, target));
+      int64_t perSM =
+          ceilDiv(GemmSchedule::of(shape, t).tiles() * splits, target.smCount);
       int64_t kTiles = ceilDiv(ceilDiv(shape.k, t.bk), splits);
       time = static_cast<double>(perSM) * target.smCount * 2 * t.bm * t.bn *
              t.bk * kTiles / c.efficiency;
@@ -475,8 +473,7 @@ void GemmWgmmaKernel::copyIm2col(const WgmmaOperand::Conv &c, Value map,
   };
   wgmma::copyBox(b, dst, map,
                  ValueRange{c0, toI32(subi(pixel[2], idx(c.left))),
-                            toI32(subi(pixel[1], idx(c.top))),
-                            toI32(pixel[0])},
+                            toI32(subi(pixel[1], idx(c.top))), toI32(pixel[0])},
                  full,
                  ValueRange{i16(muli(s, idx(c.dw))), i16(muli(r, idx(c.dh)))});
 }
@@ -498,8 +495,7 @@ void GemmWgmmaKernel::copyTile(const WgmmaOperand &operand,
       Value tap = mini(divi(col, c.ci), idx(c.kh * c.kw - 1));
       Value c0 = toI32(remi(col, c.ci));
       copyIm2col(c, maps[0], p, c0, divi(tap, c.kw), remi(tap, c.kw),
-                 wgmma::offset(b, dst, q * panelCols * tile.bk * bytes),
-                 full);
+                 wgmma::offset(b, dst, q * panelCols * tile.bk * bytes), full);
     }
     return;
   }
@@ -748,8 +744,8 @@ GemmWgmmaKernel::emitGemm(const GemmProblem &problem) {
       {threads, 1, 1}};
   if (splits > 1) {
     // The mainloop becomes the first launch; the reduction, this kernel.
-    LaunchConfig reduction = finishSplitK(problem, layout, values, tileM,
-                                          tileN, batch, split, splits, config);
+    LaunchConfig reduction = finishSplitK(problem, layout, values, tileM, tileN,
+                                          batch, split, splits, config);
     func->removeAttr("nvvm.minctasm");
     return reduction;
   }
