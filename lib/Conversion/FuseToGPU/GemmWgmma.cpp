@@ -494,8 +494,11 @@ void GemmWgmmaKernel::copyTile(const WgmmaOperand &operand,
       Value col = addi(i0, idx(q * panelCols));
       Value tap = mini(divi(col, c.ci), idx(c.kh * c.kw - 1));
       Value c0 = toI32(remi(col, c.ci));
-      copyIm2col(c, maps[0], p, c0, divi(tap, c.kw), remi(tap, c.kw),
-                 wgmma::offset(b, dst, q * panelCols * tile.bk * bytes), full);
+      // One statement each: C++ leaves the order of arguments open.
+      Value r = divi(tap, c.kw);
+      Value s = remi(tap, c.kw);
+      Value panel = wgmma::offset(b, dst, q * panelCols * tile.bk * bytes);
+      copyIm2col(c, maps[0], p, c0, r, s, panel, full);
     }
     return;
   }
@@ -524,8 +527,8 @@ void GemmWgmmaKernel::copyTile(const WgmmaOperand &operand,
       return;
     }
     // The input: bm consecutive output pixels from i0.
-    copyIm2col(c, maps[0], delinearize(i0, {c.n, c.ho, c.wo}), c0, r, s, dst,
-               full);
+    SmallVector<Value> pixel = delinearize(i0, {c.n, c.ho, c.wo});
+    copyIm2col(c, maps[0], pixel, c0, r, s, dst, full);
     return;
   }
   Value k0 = toI32(muli(kt, idx(tile.bk)));
