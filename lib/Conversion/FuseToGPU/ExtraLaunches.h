@@ -5,8 +5,10 @@
 // statistics, a finalize, then the element pass) records on its gpu.func
 // what the plan must do around the one launch fusec-tile-kernels makes of
 // it: scratch buffers to allocate, which every function of the kernel takes
-// after the kernel's results, and other gpu.funcs of the module to launch
-// first, in order, over the same memrefs. fusec-tile-kernels reads and drops
+// after the kernel's results (before its tensor maps), and other gpu.funcs
+// of the module to launch first, in order, over the same arguments (a
+// split-K mainloop, a clone of the kernel, takes its tensor maps too).
+// fusec-tile-kernels reads and drops
 // these attributes; the plan (memref.alloc and gpu.launch_func) holds the
 // rest.
 //

@@ -671,10 +671,10 @@ GemmWgmmaKernel::emitGemm(const GemmProblem &problem) {
                wgmma::offset(b, bBase, s, bBytes), pipeline.full(s));
     });
   };
-  std::optional<WarpgroupRegisters> registers;
   // Also for one consumer: without setmaxnreg, ptxas serialised its wgmma
   // ("WG.AR in divergent path", C7520).
-  registers = {kProducerRegisters, consumerRegisters(t, target, resident)};
+  WarpgroupRegisters registers{kProducerRegisters,
+                               consumerRegisters(t, target, resident)};
   ConsumerThread thread = splitWarpgroups(b, tid, registers, producer);
   Value ctid = thread.tid, consumer = thread.warpgroup;
 

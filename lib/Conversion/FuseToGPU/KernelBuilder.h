@@ -154,8 +154,9 @@ protected:
 
   mlir::fuse::YieldOp yield() { return epilogue.yield(); }
 
-  /// Appends a scratch-buffer parameter of `type` to the function (after
-  /// its results; ExtraLaunches.h) and returns it.
+  /// Adds a scratch-buffer parameter of `type` to the function after its
+  /// results and earlier workspaces, before any tensor map (the plan's
+  /// order; ExtraLaunches.h), and returns it.
   mlir::Value addWorkspaceArgument(mlir::MemRefType type);
   /// Records on `f` the block size it is launched with.
   void setBlockSize(mlir::gpu::GPUFuncOp f,
