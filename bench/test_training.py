@@ -98,12 +98,20 @@ class Report(unittest.TestCase):
                 " -> tensor<2x4xf32> attributes {fusec.forward = \"blk_forward\", "
                 "fusec.forward_args = array<i64: 0, 3>, fusec.num_saved = 1 : i64} {\n}\n")
         r = training.parse_autodiff(text)
-        self.assertEqual(r["blk"], dict(saved_tensors=3, saved_bytes=1200, forward_arg_bytes=32 + 8))
+        self.assertEqual(r["blk"], dict(saved_tensors=3, saved_bytes=1200, forward_arg_bytes=32 + 8,
+                                        forward_result_bytes=0))
+        # The results the backward reads again follow the arguments.
+        r = training.parse_autodiff(text.replace("fusec.forward_args = array<i64: 0, 3>,",
+                                                 "fusec.forward_args = array<i64: 0>, "
+                                                 "fusec.forward_results = array<i64: 0>,"))
+        self.assertEqual(r["blk"]["forward_arg_bytes"], 32)
+        self.assertEqual(r["blk"]["forward_result_bytes"], 8)
         empty = training.parse_autodiff(
             "remark: @f: the forward saves 0 tensors (0 bytes) for the backward\n"
             "func.func @f_backward(%arg0: tensor<4xf32>) -> tensor<4xf32> attributes "
             "{fusec.forward_args = array<i64>} {\n}\n")
-        self.assertEqual(empty["f"], dict(saved_tensors=0, saved_bytes=0, forward_arg_bytes=0))
+        self.assertEqual(empty["f"], dict(saved_tensors=0, saved_bytes=0, forward_arg_bytes=0,
+                                          forward_result_bytes=0))
 
     def test_table_with_na(self):
         rep = training.Report()

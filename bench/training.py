@@ -293,10 +293,12 @@ def tensor_bytes(type_text):
 
 def parse_autodiff(output):
     """What `fusec-opt -fusec-autodiff` printed (remarks and the module):
-    {name: {saved_tensors, saved_bytes, forward_arg_bytes}} per graph;
-    forward_arg_bytes counts the forward's arguments the backward reads
-    (fusec.forward_args), which eager saves too (the block's input and its
-    weights)."""
+    {name: {saved_tensors, saved_bytes, forward_arg_bytes,
+    forward_result_bytes}} per graph; forward_arg_bytes counts the forward's
+    arguments the backward reads (fusec.forward_args), which eager saves too
+    (the block's input and its weights); forward_result_bytes the graph's
+    results it reads again instead of saving them (fusec.forward_results),
+    which eager saves (the last ReLU's output)."""
     report = {}
     for name, count, nbytes in SAVED_REMARK.findall(output):
         report[name] = dict(saved_tensors=int(count), saved_bytes=int(nbytes))
@@ -305,9 +307,13 @@ def parse_autodiff(output):
         types = TENSOR_TYPE.finditer(m.group(2))
         types = [tensor_bytes(x.group(0)) for x in types]
         tail = output[m.end():m.end() + 4000]
-        fa = re.search(r"fusec\.forward_args = array<i64(?::\s*([\d, ]*))?>", tail)
-        nargs = len([v for v in fa.group(1).split(",") if v.strip()]) if fa and fa.group(1) else 0
-        report.setdefault(name, {})["forward_arg_bytes"] = sum(types[:nargs])
+        def count(attr):
+            m = re.search(r"fusec\.%s = array<i64(?::\s*([\d, ]*))?>" % attr, tail)
+            return len([v for v in m.group(1).split(",") if v.strip()]) if m and m.group(1) else 0
+        nargs, nresults = count("forward_args"), count("forward_results")
+        entry = report.setdefault(name, {})
+        entry["forward_arg_bytes"] = sum(types[:nargs])
+        entry["forward_result_bytes"] = sum(types[nargs:nargs + nresults])
     return report
 
 
@@ -971,10 +977,13 @@ def run_bottleneck(b, fz, rep, ceil, block, batches, dt, keys, prepared):
         if "fusec_intermediate_bytes" not in saved:
             entry = (prepared or {}).get(tag)
             if entry and "saved_bytes" in entry:
-                saved["fusec_intermediate_bytes"] = entry["saved_bytes"]
+                # The results the backward reads again stay alive like the
+                # tensors saved (eager counts the ReLU output it saves).
+                kept = entry["saved_bytes"] + entry.get("forward_result_bytes", 0)
+                saved["fusec_intermediate_bytes"] = kept
                 saved["fusec_source"] = "fusec-opt -fusec-autodiff (prepare)"
                 if "forward_arg_bytes" in entry:
-                    saved["fusec_bytes"] = entry["saved_bytes"] + entry["forward_arg_bytes"]
+                    saved["fusec_bytes"] = kept + entry["forward_arg_bytes"]
             else:
                 saved["fusec_na"] = "n/a: " + (entry or {}).get(
                     "error", "no report: the module gave none and no prepared saved.json has this graph")

@@ -516,6 +516,8 @@ TrainingEvaluation fusec::jit::evaluateTraining(
     result.wrt = intsOf(backward, kWrtAttr);
     for (int64_t i : intsOf(backward, kForwardArgsAttr))
       backwardArgs.push_back(args[i]);
+    for (int64_t i : intsOf(backward, kForwardResultsAttr))
+      backwardArgs.push_back((*outs)[i]);
     for (size_t i = numResults; i < outs->size(); ++i)
       backwardArgs.push_back((*outs)[i]);
     for (int64_t r : result.gradResults)

@@ -247,9 +247,10 @@ static void mergeKernelModules(ModuleOp module, gpu::GPUModuleOp into,
 /// plans fusec-tile-kernels builds in place of the functions must carry on
 /// to the artifact writer.
 static const llvm::StringLiteral kContractAttrs[] = {
-    fusec::kNumResultsAttr,  fusec::kBackwardAttr, fusec::kForwardAttr,
-    fusec::kForwardArgsAttr, fusec::kNumSavedAttr, fusec::kGradResultsAttr,
-    fusec::kWrtAttr};
+    fusec::kNumResultsAttr,     fusec::kBackwardAttr,
+    fusec::kForwardAttr,        fusec::kForwardArgsAttr,
+    fusec::kForwardResultsAttr, fusec::kNumSavedAttr,
+    fusec::kGradResultsAttr,    fusec::kWrtAttr};
 
 /// Lowers the graph's forward/backward pair (fusec-autodiff) to one kernel
 /// module and two launch plans carrying the pair's contract: PTX in a

@@ -100,6 +100,8 @@ LogicalResult fusec::ref::gradCheck(ModuleOp module,
   std::vector<Tensor> bwdInputs;
   for (int64_t i : forwardArgs)
     bwdInputs.push_back(x[i]);
+  for (int64_t i : ints(bwd, kForwardResultsAttr))
+    bwdInputs.push_back((*y)[i]);
   for (size_t i = numResults; i < y->size(); ++i)
     bwdInputs.push_back((*y)[i]);
   llvm::append_range(bwdInputs, dys);

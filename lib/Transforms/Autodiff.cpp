@@ -11,9 +11,11 @@
 // the backward when each of its operands is already at hand there (an
 // argument, a saved tensor, or recomputable the same way), so recomputing
 // never makes the forward save more; fusion then computes it inside the
-// backward kernels that read it. Anything else is saved: it becomes an
-// extra result of the forward. Each decision is a remark at the op, and the
-// forward's bytes saved are a remark at the function.
+// backward kernels that read it. A result of the graph is read again where
+// the caller holds it (saving it too would cost the forward a copy).
+// Anything else is saved: it becomes an extra result of the forward. Each
+// decision is a remark at the op, and the forward's bytes saved are a remark at
+// the function.
 //
 //===----------------------------------------------------------------------===//
 
@@ -126,6 +128,19 @@ public:
     if (Value again = recompute(value))
       return again;
     Operation *def = value.getDefiningOp();
+    Operation *ret = f.getBody().front().getTerminator();
+    for (OpOperand &use : ret->getOpOperands()) {
+      if (use.get() != value)
+        continue;
+      emitRemark(def->getLoc())
+          << "read result #" << cast<OpResult>(value).getResultNumber()
+          << " of " << def->getName()
+          << " in the backward from the graph's result #"
+          << use.getOperandNumber() << " (not saved)";
+      Value v = body->addArgument(value.getType(), def->getLoc());
+      forwardResults.insert({use.getOperandNumber(), v});
+      return mapped[value] = v;
+    }
     emitRemark(def->getLoc())
         << "saved result #" << cast<OpResult>(value).getResultNumber()
         << " of " << def->getName() << " for the backward ("
@@ -176,6 +191,8 @@ private:
   /// Forward value -> its backward value (argument, saved or recomputed).
   llvm::DenseMap<Value, Value> mapped;
   llvm::MapVector<unsigned, Value> forwardArgs;
+  /// The graph's results the backward reads, by result index.
+  llvm::MapVector<unsigned, Value> forwardResults;
   llvm::MapVector<Value, Value> saved;
   bool failedRule = false;
 };
@@ -265,15 +282,20 @@ LogicalResult Differentiator::run(ArrayRef<unsigned> wrtIn,
   func::ReturnOp::create(b, loc_, results);
   SmallVector<Type> resultTypes(ValueRange(results).getTypes());
 
-  // Arguments in contract order: forward arguments (by index), saved, the
-  // results' gradients.
-  llvm::sort(forwardArgs, [](auto &l, auto &r) { return l.first < r.first; });
+  // Arguments in contract order: forward arguments and results (each by
+  // index), saved, the results' gradients.
   SmallVector<Value> order;
-  SmallVector<int64_t> forwardArgIndices;
-  for (auto &[index, v] : forwardArgs) {
-    forwardArgIndices.push_back(index);
-    order.push_back(v);
-  }
+  auto byIndex = [&](llvm::MapVector<unsigned, Value> &values) {
+    llvm::sort(values, [](auto &l, auto &r) { return l.first < r.first; });
+    SmallVector<int64_t> indices;
+    for (auto &[index, v] : values) {
+      indices.push_back(index);
+      order.push_back(v);
+    }
+    return indices;
+  };
+  SmallVector<int64_t> forwardArgIndices = byIndex(forwardArgs);
+  SmallVector<int64_t> forwardResultIndices = byIndex(forwardResults);
   for (auto &entry : saved)
     order.push_back(entry.second);
   llvm::append_range(order, resultGrads);
@@ -319,6 +341,8 @@ LogicalResult Differentiator::run(ArrayRef<unsigned> wrtIn,
   backward->setAttr(fusec::kForwardAttr, attrs.getStringAttr(fwd.getSymName()));
   backward->setAttr(fusec::kForwardArgsAttr,
                     attrs.getDenseI64ArrayAttr(forwardArgIndices));
+  backward->setAttr(fusec::kForwardResultsAttr,
+                    attrs.getDenseI64ArrayAttr(forwardResultIndices));
   backward->setAttr(fusec::kNumSavedAttr,
                     attrs.getI64IntegerAttr(saved.size()));
   backward->setAttr(
@@ -327,9 +351,13 @@ LogicalResult Differentiator::run(ArrayRef<unsigned> wrtIn,
   backward->setAttr(fusec::kWrtAttr, attrs.getDenseI64ArrayAttr(
                                          llvm::to_vector_of<int64_t>(wrt)));
   backward->moveAfter(fwd);
-  emitRemark(f.getLoc()) << "@" << name << ": the forward saves "
-                         << saved.size() << " tensors (" << savedBytes
-                         << " bytes) for the backward";
+  InFlightDiagnostic remark = emitRemark(f.getLoc())
+                              << "@" << name << ": the forward saves "
+                              << saved.size() << " tensors (" << savedBytes
+                              << " bytes) for the backward";
+  if (!forwardResults.empty())
+    remark << "; the backward reads " << forwardResults.size()
+           << " of its results again";
   out = {fwd, backward, savedBytes};
   return success();
 }

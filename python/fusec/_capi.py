@@ -290,6 +290,8 @@ _declare(runtime, [
     ("fusec_training_grad_result", c_longlong, [_v, c_size_t]),
     ("fusec_training_num_wrt", c_size_t, [_v]),
     ("fusec_training_wrt", c_longlong, [_v, c_size_t]),
+    ("fusec_training_num_forward_results", c_size_t, [_v]),
+    ("fusec_training_forward_result", c_longlong, [_v, c_size_t]),
     ("fusec_training_num_saved", c_size_t, [_v]),
     ("fusec_training_saved_bytes", c_uint64, [_v]),
     ("fusec_training_step_create", c_int, [_v, POINTER(_v)]),

@@ -40,6 +40,10 @@ class _TrainingModule(_capi.Handle):
                              in range(rt.fusec_training_num_grads(self.h))]
         self.wrt = [rt.fusec_training_wrt(self.h, i)
                     for i in range(rt.fusec_training_num_wrt(self.h))]
+        # Results the backward reads again (not saved a second time).
+        self.forward_results = [
+            rt.fusec_training_forward_result(self.h, i)
+            for i in range(rt.fusec_training_num_forward_results(self.h))]
         self.saved_bytes = rt.fusec_training_saved_bytes(self.h)
 
 
@@ -59,8 +63,9 @@ def _views(values, infos, what, device, handle, output=False):
 
 class TrainingStep(_capi.Handle):
     """One training step's state on one device: the tensors the forward
-    saves (device memory the step owns) and its arguments, which the
-    backward reads again (the step keeps them alive)."""
+    saves (device memory the step owns) and its arguments and results,
+    which the backward reads again (the step keeps them alive; a result
+    changed in place before the backward is refused, as autograd does)."""
 
     _release = "fusec_training_step_release"
 
@@ -71,6 +76,8 @@ class TrainingStep(_capi.Handle):
             module.h, ctypes.byref(self.h)))
         self._args = None
         self._like = None
+        self._results = None
+        self._versions = None
 
     def forward(self, *args, stream=None):
         """Runs the forward on device tensors, one per graph argument, and
@@ -90,7 +97,9 @@ class TrainingStep(_capi.Handle):
                       output=True)
         _check(_capi.runtime.fusec_training_step_forward(
             self.h, handle, ins, len(m.args), outs, len(m.results)))
-        self._args, self._like = args, first
+        self._args, self._like, self._results = args, first, results
+        self._versions = [getattr(results[r], "_version", None)
+                          for r in m.forward_results]
         return results[0] if len(results) == 1 else tuple(results)
 
     def backward(self, *grads, stream=None):
@@ -107,6 +116,11 @@ class TrainingStep(_capi.Handle):
             raise TypeError("the graph has %d results: pass one gradient "
                             "per result (None where there is none), %d "
                             "were given" % (len(m.results), len(grads)))
+        for r, version in zip(m.forward_results, self._versions):
+            if getattr(self._results[r], "_version", None) != version:
+                raise RuntimeError(
+                    "result %d of the forward was modified in place after "
+                    "the forward; the backward reads it again" % r)
         like = self._like
         handle = _interop.current_stream(like, m.device) or 0 \
             if stream is None else _interop.stream_handle(stream)
@@ -199,12 +213,14 @@ class TrainingKernel:
     def signature(self, device=0):
         """{"args": [(shape, dtype)], "results": [...], "wrt": [argument
         indices differentiated], "grad_results": [results with a
-        gradient], "saved_bytes": bytes a step holds}."""
+        gradient], "forward_results": [results the backward reads
+        again], "saved_bytes": bytes a step holds}."""
         m = self._module(device)
         name = _interop.DTYPE_NAMES
         return {"args": [(s, name[d]) for s, d, _ in m.args],
                 "results": [(s, name[d]) for s, d, _ in m.results],
                 "wrt": list(m.wrt), "grad_results": list(m.grad_results),
+                "forward_results": list(m.forward_results),
                 "saved_bytes": m.saved_bytes}
 
     def reference(self, *args, grads):

@@ -26,6 +26,15 @@ LAYER = """func.func @layer(%x: tensor<3x5xf32>, %w: tensor<3x5xf32>) -> tensor<
 }
 """
 
+# relu(a @ b): relu's rule reads its result, which is the graph's result:
+# the backward reads it where the caller holds it (forward_results).
+RESULT_READ = """func.func @mm(%a: tensor<3x4xf32>, %b: tensor<4x5xf32>) -> tensor<3x5xf32> {
+  %m = fuse.matmul %a, %b : tensor<3x4xf32>, tensor<4x5xf32>
+  %y = fuse.relu %m : tensor<3x5xf32>
+  return %y : tensor<3x5xf32>
+}
+"""
+
 
 def _gpu():
     try:
@@ -57,6 +66,14 @@ class TrainingCompileTest(unittest.TestCase):
         self.assertIn('"role":"backward"', plans[1])
         self.assertIn('"kernel":"bwd_k0_add"', plans[1])
         self.assertIn(".entry bwd_k0_add(", k.artifact)
+
+    def test_backward_reads_a_result_instead_of_saving_it(self):
+        k = fusec.compile(RESULT_READ, train=True, arch="sm_90", cache=False)
+        plans = [line for line in k.artifact.splitlines()
+                 if line.startswith("// fusec-plan: ")]
+        self.assertIn('"forward_results":[0]', plans[1])
+        self.assertIn('"num_saved":0', plans[1])
+        self.assertNotIn('"kind":"copy"', plans[0])
 
     def test_wrt_and_cache(self):
         k = fusec.compile(PAIR, train=True, wrt=[1], arch="sm_90",
@@ -168,6 +185,28 @@ class TrainingGpuTest(unittest.TestCase):
         for got, want in ((y, ry), (dx, rdx), (dw, rdw)):
             np.testing.assert_allclose(got.cpu().numpy(), want, rtol=1e-5,
                                        atol=1e-6)
+
+    def test_backward_reads_the_result(self):
+        import torch
+        k = fusec.compile(RESULT_READ, train=True)
+        a = torch.randn(3, 4, device="cuda")
+        b = torch.randn(4, 5, device="cuda")
+        g = torch.randn(3, 5, device="cuda")
+        step = k.step()
+        y = step.forward(a, b)
+        da, db = step.backward(g)
+        torch.cuda.synchronize()
+        (ry,), (rda, rdb) = k.reference(a.cpu().numpy(), b.cpu().numpy(),
+                                        grads=[g.cpu().numpy()])
+        for got, want in ((y, ry), (da, rda), (db, rdb)):
+            np.testing.assert_allclose(got.cpu().numpy(), want, rtol=1e-4,
+                                       atol=1e-5)
+        self.assertEqual(k.signature()["forward_results"], [0])
+        # The step keeps the result alive, and refuses it changed.
+        y.mul_(2)
+        with self.assertRaisesRegex(RuntimeError, "result 0 of the forward "
+                                    "was modified in place"):
+            step.backward(g)
 
     def test_autograd_function(self):
         # The shape of the PyTorch issue's wrapper: one step per call.

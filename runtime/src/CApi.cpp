@@ -450,6 +450,17 @@ int64_t fusec_training_wrt(const fusec_training_module *module, size_t index) {
   return module->module->wrt()[index];
 }
 
+size_t fusec_training_num_forward_results(const fusec_training_module *module) {
+  return module ? module->module->forwardResults().size() : 0;
+}
+
+int64_t fusec_training_forward_result(const fusec_training_module *module,
+                                      size_t index) {
+  if (!module || index >= module->module->forwardResults().size())
+    return -1;
+  return module->module->forwardResults()[index];
+}
+
 size_t fusec_training_num_saved(const fusec_training_module *module) {
   return module ? module->module->numSaved() : 0;
 }

@@ -600,21 +600,26 @@ static Status parseTraining(const json &value, const std::string &path,
                    "expected \"forward\" or \"backward\", got \"" + role +
                        "\"");
   FUSEC_RETURN_IF_ERROR(checkObject(
-      value, path,
-      {"role", "forward_args", "num_saved", "grad_results", "wrt"}));
+      value, path, {"role", "forward_args", "num_saved", "grad_results", "wrt"},
+      {"forward_results"}));
   t.role = TrainingDesc::Role::Backward;
   FUSEC_RETURN_IF_ERROR(getInts(value["forward_args"],
                                 join(path, "forward_args"), 0, numInputs, 0,
                                 kMax, t.forwardArgs));
+  if (value.contains("forward_results"))
+    FUSEC_RETURN_IF_ERROR(getInts(value["forward_results"],
+                                  join(path, "forward_results"), 0, numInputs,
+                                  0, kMax, t.forwardResults));
   FUSEC_RETURN_IF_ERROR(getInt(value["num_saved"], join(path, "num_saved"), 0,
                                static_cast<int64_t>(numInputs), t.numSaved));
   FUSEC_RETURN_IF_ERROR(getInts(value["grad_results"],
                                 join(path, "grad_results"), 0, numInputs, 0,
                                 kMax, t.gradResults));
-  size_t accounted =
-      t.forwardArgs.size() + size_t(t.numSaved) + t.gradResults.size();
+  size_t accounted = t.forwardArgs.size() + t.forwardResults.size() +
+                     size_t(t.numSaved) + t.gradResults.size();
   if (accounted != numInputs)
-    return invalid(path, "forward_args, num_saved and grad_results name " +
+    return invalid(path, "forward_args, forward_results, num_saved and "
+                         "grad_results name " +
                              std::to_string(accounted) +
                              " inputs, but the plan has " +
                              std::to_string(numInputs));
@@ -922,6 +927,16 @@ Status fusec::runtime::parseTrainingArtifact(const std::string &text,
                                           std::to_string(fwd.inputs.size()));
     FUSEC_RETURN_IF_ERROR(same(bwd.input(in), fwd.input(arg), field,
                                "forward input " + std::to_string(arg)));
+  }
+  for (size_t i = 0; i < t.forwardResults.size(); ++i, ++in) {
+    std::string field = indexed("training.forward_results", i);
+    int64_t result = t.forwardResults[i];
+    if (result >= numResults)
+      return invalid(where(1, field), "result " + std::to_string(result) +
+                                          " does not exist; the forward has " +
+                                          std::to_string(numResults));
+    FUSEC_RETURN_IF_ERROR(same(bwd.input(in), fwd.output(result), field,
+                               "forward result " + std::to_string(result)));
   }
   for (int64_t i = 0; i < numSaved; ++i, ++in)
     FUSEC_RETURN_IF_ERROR(same(bwd.input(in), fwd.output(numResults + i),

@@ -1009,6 +1009,7 @@ Status TrainingStep::forward(Stream stream, Span<BufferRef> args,
   FUSEC_RETURN_IF_ERROR(
       module_->forward().run(stream, args, outputs).withContext("forward"));
   args_.assign(args.begin(), args.end());
+  results_.assign(results.begin(), results.end());
   haveForward_ = true;
   return Status::success();
 }
@@ -1040,6 +1041,8 @@ Status TrainingStep::backward(Stream stream, Span<BufferRef> resultGrads,
   std::vector<BufferRef> inputs;
   for (int64_t a : t.forwardArgs)
     inputs.push_back(args_[a]);
+  for (int64_t r : t.forwardResults)
+    inputs.push_back(results_[r]);
   for (const DeviceBuffer &buffer : saved_)
     inputs.push_back(buffer.ref());
   inputs.insert(inputs.end(), resultGrads.begin(), resultGrads.end());

@@ -25,7 +25,7 @@ func.func @no_rule_inside(%x: tensor<4x6xf32>, %w: tensor<6xf32>) -> tensor<4x6x
   // expected-error @below {{fusec-autodiff: fuse.layer_norm has no gradient rule}}
   %1 = fuse.layer_norm %0 : tensor<4x6xf32>
   // The ops after it have been differentiated already.
-  // expected-remark @below {{saved result #0 of fuse.relu for the backward}}
+  // expected-remark @below {{read result #0 of fuse.relu in the backward from the graph's result #0 (not saved)}}
   %2 = fuse.relu %1 : tensor<4x6xf32>
   return %2 : tensor<4x6xf32>
 }

@@ -8,7 +8,7 @@
 // CHECK-SAME: fusec.backward = "f_backward", fusec.num_results = 3 : i64
 // CHECK-NEXT: return %[[X]], %[[Y]], %[[X]]
 // CHECK: func.func @f_backward(%[[G0:.+]]: tensor<4xf32>, %[[G1:.+]]: tensor<3xf32>, %[[G2:.+]]: tensor<4xf32>) -> (tensor<4xf32>, tensor<3xf32>)
-// CHECK-SAME: fusec.forward = "f_forward", fusec.forward_args = array<i64>, fusec.grad_results = array<i64: 0, 1, 2>, fusec.num_saved = 0 : i64, fusec.wrt = array<i64: 0, 1>
+// CHECK-SAME: fusec.forward = "f_forward", fusec.forward_args = array<i64>, fusec.forward_results = array<i64>, fusec.grad_results = array<i64: 0, 1, 2>, fusec.num_saved = 0 : i64, fusec.wrt = array<i64: 0, 1>
 // CHECK-NEXT: %[[SUM:.+]] = fuse.add %[[G0]], %[[G2]]
 // CHECK-NEXT: return %[[SUM]], %[[G1]]
 // CHECK-NOT: func.func @f(

@@ -759,6 +759,33 @@ TEST(RuntimeTraining, ParsesBothPlansAndTheirContract) {
             "backward's; compile the graph with fusec --train)");
 }
 
+TEST(RuntimeTraining, ReadsForwardResultsAgain) {
+  // The forward returns s as a second result instead of saving it; the
+  // backward reads it from there (forward_results).
+  json f = forwardPlan(), b = backwardPlan();
+  f["training"]["num_results"] = 2;
+  b["training"]["num_saved"] = 0;
+  b["training"]["forward_results"] = json::array({1});
+  TrainingPlan plans;
+  Status status =
+      parseTrainingArtifact(trainingArtifactOf(f, b), plans, "step.ptx");
+  ASSERT_TRUE(status) << status.message();
+  EXPECT_EQ(plans.backward.training.forwardResults, std::vector<int64_t>{1});
+  EXPECT_EQ(plans.backward.training.numSaved, 0);
+  b["training"]["forward_results"] = json::array({2});
+  EXPECT_EQ(trainingError(f, b),
+            "step.ptx:3: backward plan: training.forward_results[0]: result "
+            "2 does not exist; the forward has 2");
+  b["training"]["forward_results"] = json::array({0});
+  f["buffers"][1]["shape"] = json::array({2, 2});
+  EXPECT_EQ(trainingError(f, b).rfind("step.ptx:3: backward plan: "
+                                      "training.forward_results[0]: is f32 "
+                                      "[4], but forward result 0 is",
+                                      0),
+            0u)
+      << trainingError(f, b);
+}
+
 TEST(RuntimeTraining, RejectsABrokenContract) {
   json f = forwardPlan(), b = backwardPlan();
   // The training object is version 3.
@@ -786,7 +813,8 @@ TEST(RuntimeTraining, RejectsABrokenContract) {
   b["training"]["num_saved"] = 0;
   EXPECT_EQ(trainingError(forwardPlan(), b),
             "step.ptx:3: invalid launch plan: training: forward_args, "
-            "num_saved and grad_results name 2 inputs, but the plan has 3");
+            "forward_results, num_saved and grad_results name 2 inputs, but "
+            "the plan has 3");
   // A gradient of another type than its argument.
   b = backwardPlan();
   b["buffers"][3]["shape"] = json::array({2, 2});
@@ -1329,6 +1357,37 @@ TEST_F(RuntimeLaunch, RunsATrainingStep) {
             (std::vector<fake::CUdeviceptr>{x, saved, dy, dx}));
   step.reset();
   EXPECT_FALSE(fake::state.live.count(saved));
+  module.reset();
+}
+
+TEST_F(RuntimeLaunch, TrainingStepPassesForwardResultsToTheBackward) {
+  // f(x) = (y, s), the backward reading s where the caller holds it.
+  fake::state.arity = {{"fwd_k0", 3}, {"bwd_k0", 4}};
+  json f = forwardPlan(), b = backwardPlan();
+  f["training"]["num_results"] = 2;
+  b["training"]["num_saved"] = 0;
+  b["training"]["forward_results"] = json::array({1});
+  std::shared_ptr<Device> device = openDevice();
+  std::unique_ptr<TrainingModule> module;
+  Status status = TrainingModule::load(device, trainingArtifactOf(f, b), module,
+                                       "step.ptx");
+  ASSERT_TRUE(status) << status.message();
+  EXPECT_EQ(module->numSaved(), 0u);
+  EXPECT_EQ(module->savedBytes(), 0u);
+  EXPECT_EQ(module->forwardResults(), std::vector<int64_t>{1});
+  std::unique_ptr<TrainingStep> step;
+  ASSERT_TRUE(TrainingStep::create(*module, step));
+  const DevicePtr x = 0xA000000, y = 0xB000000, s = 0xB100000, dy = 0xC000000,
+                  dx = 0xD000000;
+  fake::state.launches.clear();
+  status = step->forward(nullptr, {{x, 16}}, {{y, 16}, {s, 16}});
+  ASSERT_TRUE(status) << status.message();
+  status = step->backward(nullptr, {{dy, 16}}, {{dx, 16}});
+  ASSERT_TRUE(status) << status.message();
+  ASSERT_EQ(fake::state.launches.size(), 2u);
+  EXPECT_EQ(fake::state.launches[1].args,
+            (std::vector<fake::CUdeviceptr>{x, s, dy, dx}));
+  step.reset();
   module.reset();
 }
 

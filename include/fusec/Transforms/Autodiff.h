@@ -8,11 +8,13 @@
 //   Attributes: fusec.num_results (i64, @f's result count) and
 //   fusec.backward (the backward's name).
 // - @f_backward: the forward arguments it reads (their indices in
-//   fusec.forward_args), then the saved tensors (fusec.num_saved), then the
-//   gradients of the differentiable results (their indices in
-//   fusec.grad_results); it returns the gradients of the arguments listed
-//   in fusec.wrt, in that order. Attributes: those four and
-//   fusec.forward (the forward's name).
+//   fusec.forward_args), then the forward's results it reads (their indices
+//   in fusec.forward_results; a result the backward needs is read where
+//   the caller holds it, not saved a second time), then the saved tensors
+//   (fusec.num_saved), then the gradients of the differentiable results
+//   (their indices in fusec.grad_results); it returns the gradients of the
+//   arguments listed in fusec.wrt, in that order. Attributes: those five
+//   and fusec.forward (the forward's name).
 //
 // Each gradient has its value's type. Runtimes and entry points read only
 // these attributes.
@@ -31,6 +33,8 @@ inline constexpr llvm::StringLiteral kNumResultsAttr = "fusec.num_results";
 inline constexpr llvm::StringLiteral kBackwardAttr = "fusec.backward";
 inline constexpr llvm::StringLiteral kForwardAttr = "fusec.forward";
 inline constexpr llvm::StringLiteral kForwardArgsAttr = "fusec.forward_args";
+inline constexpr llvm::StringLiteral kForwardResultsAttr =
+    "fusec.forward_results";
 inline constexpr llvm::StringLiteral kNumSavedAttr = "fusec.num_saved";
 inline constexpr llvm::StringLiteral kGradResultsAttr = "fusec.grad_results";
 inline constexpr llvm::StringLiteral kWrtAttr = "fusec.wrt";

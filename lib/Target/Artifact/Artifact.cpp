@@ -182,6 +182,7 @@ static llvm::json::Object trainingRecord(func::FuncOp plan) {
                               {"num_results", integer(kNumResultsAttr)}};
   return llvm::json::Object{{"role", "backward"},
                             {"forward_args", ints(kForwardArgsAttr)},
+                            {"forward_results", ints(kForwardResultsAttr)},
                             {"num_saved", integer(kNumSavedAttr)},
                             {"grad_results", ints(kGradResultsAttr)},
                             {"wrt", ints(kWrtAttr)}};

@@ -112,10 +112,12 @@ struct TrainingDesc {
   /// rest are the tensors saved for the backward.
   int64_t numResults = 0;
   /// Backward: its inputs are the forward inputs listed in forwardArgs (by
-  /// index), then numSaved saved tensors, then the gradients of the results
-  /// listed in gradResults; its outputs are the gradients of the forward
-  /// inputs listed in wrt, in that order.
+  /// index), then the forward results listed in forwardResults (by index),
+  /// then numSaved saved tensors, then the gradients of the results listed
+  /// in gradResults; its outputs are the gradients of the forward inputs
+  /// listed in wrt, in that order.
   std::vector<int64_t> forwardArgs;
+  std::vector<int64_t> forwardResults;
   int64_t numSaved = 0;
   std::vector<int64_t> gradResults;
   std::vector<int64_t> wrt;

@@ -390,6 +390,14 @@ public:
   const std::vector<int64_t> &wrt() const {
     return plan_.backward.training.wrt;
   }
+  /// The arguments and results of the forward that the backward reads
+  /// again, where the caller holds them.
+  const std::vector<int64_t> &forwardArgs() const {
+    return plan_.backward.training.forwardArgs;
+  }
+  const std::vector<int64_t> &forwardResults() const {
+    return plan_.backward.training.forwardResults;
+  }
 
 private:
   friend class TrainingStep;
@@ -400,8 +408,8 @@ private:
 };
 
 /// One training step's state: the saved tensors, device buffers the step
-/// owns, and the arguments of its last forward. Steps of one module are
-/// independent (micro-batches in flight, one per stream); a step's forward
+/// owns, and the arguments and results of its last forward. Steps of one module
+/// are independent (micro-batches in flight, one per stream); a step's forward
 /// and backward run in order, on one stream or with the caller ordering
 /// them.
 class TrainingStep {
@@ -412,8 +420,9 @@ public:
 
   /// Enqueues the forward plan: one buffer per graph argument and per graph
   /// result (Module::run's rules); the saved tensors go to the step's
-  /// buffers. The backward reads some arguments again (TrainingDesc's
-  /// forwardArgs): keep them alive and unchanged until it has run.
+  /// buffers. The backward reads some arguments and results again
+  /// (forwardArgs(), forwardResults()): keep them alive and unchanged until
+  /// it has run.
   Status forward(Stream stream, Span<BufferRef> args, Span<BufferRef> results);
 
   /// Enqueues the backward plan after a forward of this step: one gradient
@@ -432,7 +441,7 @@ private:
   TrainingStep() = default;
   const TrainingModule *module_ = nullptr;
   std::vector<DeviceBuffer> saved_;
-  std::vector<BufferRef> args_;
+  std::vector<BufferRef> args_, results_;
   bool haveForward_ = false;
 };
 

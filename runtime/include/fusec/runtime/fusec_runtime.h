@@ -200,6 +200,12 @@ int64_t fusec_training_grad_result(const fusec_training_module *module,
                                    size_t index);
 size_t fusec_training_num_wrt(const fusec_training_module *module);
 int64_t fusec_training_wrt(const fusec_training_module *module, size_t index);
+/* The results of the forward that the backward reads again, where the
+   caller holds them: the i-th is result fusec_training_forward_result(module,
+   i) (-1 for an index out of range). */
+size_t fusec_training_num_forward_results(const fusec_training_module *module);
+int64_t fusec_training_forward_result(const fusec_training_module *module,
+                                      size_t index);
 /* The tensors the forward saves, and their bytes (what each step holds). */
 size_t fusec_training_num_saved(const fusec_training_module *module);
 uint64_t fusec_training_saved_bytes(const fusec_training_module *module);
@@ -209,8 +215,9 @@ fusec_status fusec_training_step_create(fusec_training_module *module,
                                         fusec_training_step **step);
 void fusec_training_step_release(fusec_training_step *step);
 /* Enqueues the forward: one buffer per argument and per result; the saved
-   tensors stay in the step. The backward reads some arguments again: keep
-   them alive and unchanged until it has run. */
+   tensors stay in the step. The backward reads some arguments and results
+   again (fusec_training_forward_result): keep them alive and unchanged until
+   it has run. */
 fusec_status
 fusec_training_step_forward(fusec_training_step *step, fusec_stream stream,
                             const fusec_buffer *args, size_t num_args,

@@ -1,0 +1,142 @@
+#!/usr/bin/env python3
+"""Per-kernel GPU times of the ResNet-50 bottleneck training step
+(bench/training.py's section (c)): fusec's forward and backward and eager
+PyTorch's, recorded with torch.profiler (CUPTI sees the kernels fusec
+launches through the driver API as it sees PyTorch's).
+
+    python3 bench/profile_step.py [--batch 32] [--steps 5] [--out DIR]
+
+Prints one table per contender: each kernel's mean time per step, its
+share, and the bytes it would move at the copy bandwidth where fusec's plan
+says which buffers it reads and writes (`moved`, each buffer once). Times
+are kernel durations: the gaps between kernels (launch latency the GPU does
+not hide) are the step's wall time less their sum, printed last. Writes
+profile.json to --out (default $OUT, else the current directory).
+"""
+
+import argparse
+import json
+import os
+import re
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import training  # noqa: E402
+
+
+def plan_bytes(artifact):
+    """{kernel: bytes of the distinct buffers among its arguments} of both
+    plans of a training artifact."""
+    out = {}
+    for m in re.finditer(r"^// fusec-plan: (\{.*\})$", artifact, re.M):
+        plan = json.loads(m.group(1))
+        size = {b["id"]: b["bytes"] for b in plan["buffers"]}
+        for s in plan["steps"]:
+            if s.get("kind") != "launch":
+                continue
+            ids = {a if isinstance(a, int) else a["tensor_map"]["buffer"] for a in s["args"]}
+            out[s["kernel"]] = sum(size[i] for i in ids)
+    return out
+
+
+def profile(torch, fn, steps):
+    """[(kernel name, total µs)] over `steps` calls of fn, and the wall µs
+    of one call (CUDA events)."""
+    from torch.profiler import ProfilerActivity, profile as prof
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(steps):
+        fn()
+    end.record()
+    torch.cuda.synchronize()
+    wall = start.elapsed_time(end) * 1e3 / steps
+    with prof(activities=[ProfilerActivity.CUDA]) as p:
+        for _ in range(steps):
+            fn()
+        torch.cuda.synchronize()
+    kernels = {}
+    order = []
+    for e in p.events():
+        if e.device_type.name != "CUDA":
+            continue
+        name = e.name
+        if name not in kernels:
+            order.append(name)
+            kernels[name] = 0.0
+        kernels[name] += e.device_time if hasattr(e, "device_time") else e.cuda_time
+    return [(k, kernels[k] / steps) for k in order], wall
+
+
+def table(title, rows, wall, moved=None, copy_tbps=None):
+    total = sum(us for _, us in rows)
+    lines = [f"{title}: kernels {total:.1f} us per step, wall {wall:.1f} us "
+             f"(gaps {wall - total:.1f} us)"]
+    lines.append(f"    {'us':>8} {'share':>6} {'MB':>8} {'frac':>5}  kernel")
+    for name, us in rows:
+        mb = frac = ""
+        if moved and name in moved:
+            mb = f"{moved[name] / 1e6:8.1f}"
+            if copy_tbps:
+                frac = f"{moved[name] / (us * 1e-6) / 1e12 / copy_tbps:5.2f}"
+        lines.append(f"    {us:8.1f} {us / total:6.1%} {mb:>8} {frac:>5}  {name[:90]}")
+    return "\n".join(lines)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--batch", type=int, default=32)
+    ap.add_argument("--steps", type=int, default=5)
+    ap.add_argument("--out", default=os.environ.get("OUT", "."))
+    args = ap.parse_args()
+    import torch
+    import fusec
+    if not torch.cuda.is_available():
+        print("profile_step: skipped (no CUDA device)")
+        return 0
+    torch.backends.cudnn.benchmark = True
+    block, dt = training.BLOCK, training.BLOCK_DTYPE
+    b = training.Bench(torch, "cuda", quick=True, budget_s=600)
+    n, hw, cin = args.batch, block["hw"], block["cin"]
+    model = training.make_bottleneck(torch, block, b.dtype(dt), b.device)
+    x = b.randn(n, cin, hw, hw, dtype=dt, channels_last=True).requires_grad_()
+    dy = b.randn(n, cin, hw, hw, dtype=dt, channels_last=True)
+    wrt = [x] + list(model.parameters())
+
+    # The copy bandwidth (bytes read + written), as training.py measures it.
+    src = torch.empty(1 << 30, dtype=torch.uint8, device="cuda")
+    dst = torch.empty_like(src)
+    copy_ms = b.time([lambda: dst.copy_(src)], reps=5, inner=3)
+    copy_tbps = 2 * src.numel() / (copy_ms * 1e-3) / 1e12
+    del src, dst
+
+    step = fusec.compile(training.bottleneck_train_graph(n, block, dt), train=True)
+    fargs = model.fusec_args(x)
+    dys = training.nhwc(dy)
+    moved = plan_bytes(step.artifact)
+
+    def fusec_step():
+        step.forward(*fargs)
+        step.backward(dys)
+
+    def eager_step():
+        return torch.autograd.grad(model(x), wrt, dy)
+
+    report = {"batch": n, "copy_TBps": copy_tbps, "gpu": torch.cuda.get_device_name()}
+    text = [f"bottleneck n{n} {dt}, {report['gpu']}, copy {copy_tbps:.2f} TB/s"]
+    for name, fn, mv in (("fusec", fusec_step, moved), ("eager", eager_step, None)):
+        rows, wall = profile(torch, fn, args.steps)
+        report[name] = {"wall_us": wall, "kernels": rows}
+        text.append(table(name, rows, wall, mv, copy_tbps))
+    print("\n\n".join(text))
+    os.makedirs(args.out, exist_ok=True)
+    with open(os.path.join(args.out, f"profile-n{n}.json"), "w") as f:
+        json.dump(report, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
