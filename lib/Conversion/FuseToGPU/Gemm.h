@@ -214,6 +214,8 @@ struct GemmColumns {
 /// one: a width of GemmShape::outVector).
 using GemmRowStore = std::function<void(const GemmColumns &columns,
                                         llvm::ArrayRef<mlir::Value> acc)>;
+using GemmRowCoords =
+    std::function<llvm::SmallVector<mlir::Value>(const GemmColumns &columns)>;
 
 struct GemmProblem {
   GemmShape shape;
@@ -226,6 +228,13 @@ struct GemmProblem {
   std::function<GemmColumns(mlir::Value batch, mlir::Value n, int64_t width)>
       columns;
   std::function<GemmRowStore(mlir::Value batch, mlir::Value m)> epilogue;
+  /// Where the epilogue stores to the kernel's results (every problem but a
+  /// split's partial sums): the coordinates of row m (built once per row)
+  /// at `columns`' lane 0, and the channel axis among them. The staged
+  /// epilogue uses them to load the full-size inputs of several rows before
+  /// it stores any.
+  std::function<GemmRowCoords(mlir::Value batch, mlir::Value m)> rowCoords;
+  int64_t channelAxis = -1;
 };
 
 /// Where the f32 accumulators of a tensor-core tile live: m16n8 fragments
@@ -285,9 +294,13 @@ protected:
 
   /// Stores the results at `coords` (channel coordinate of lane 0 along
   /// `axis`) from accumulators `acc` of `columns`.
+  /// `full` holds the full-size inputs already loaded at `coords`.
   void storeGemmResults(llvm::ArrayRef<mlir::Value> coords, int64_t axis,
                         const GemmColumns &columns,
-                        llvm::ArrayRef<mlir::Value> acc);
+                        llvm::ArrayRef<mlir::Value> acc,
+                        const EpilogueEvaluator::FullInputs *full = nullptr);
+  /// Sets `problem.epilogue` to store at problem.rowCoords.
+  void setRowEpilogue(GemmProblem &problem);
 
   /// Applies the epilogue to accumulators `acc` (layout's fragments, 4 per
   /// m16n8 fragment, fragment (fm, fn) at 4 (fm fragsN + fn)) of the tile

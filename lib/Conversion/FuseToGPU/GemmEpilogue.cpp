@@ -112,6 +112,15 @@ void GemmKernel::emitStagedEpilogue(const GemmProblem &problem,
   Value col = muli(remi(l.tid, perRow), idx(width));
   Value n = addi(tileN, col);
   GemmColumns columns = problem.columns(batch, n, width);
+  // Loading ahead needs every column inside the result (n a multiple of
+  // the tile's), so that a row's loads are in bounds without a guard; a
+  // few rounds at once bound the registers it takes (a 16-byte vector per
+  // input and round).
+  int64_t numFull = epilogue.fullInputs().size();
+  bool preload = problem.rowCoords && numFull > 0 && shape.n % l.bn == 0 &&
+                 shape.n % width == 0;
+  int64_t preloadRounds =
+      preload ? std::max<int64_t>(1, 8 / numFull) : int64_t(1) << 40;
   for (int64_t pass = 0; pass < passes; ++pass) {
     // Everyone is done with the pipeline, or with the previous pass.
     l.barrier();
@@ -135,29 +144,52 @@ void GemmKernel::emitStagedEpilogue(const GemmProblem &problem,
                  }
            });
     l.barrier();
-    for (int64_t round = 0; round < ceilDiv(passRows, rowsPerRound);
-         ++round) {
-      Value row = addi(divi(l.tid, perRow), idx(round * rowsPerRound));
-      Value m = addi(tileM, addi(row, idx(pass * passRows)));
-      Value inside = ltc(m, shape.m);
-      if ((round + 1) * rowsPerRound > passRows)
-        inside = andi(inside, ltc(row, passRows));
-      ifThen(inside, [&] {
-        SmallVector<Value> values;
-        for (int64_t i = 0; i < width; i += 4) {
-          Value sum;
-          for (int64_t kg = 0; kg < l.kGroups; ++kg) {
-            Value v = vector::LoadOp::create(
-                b, quad, staging, ValueRange{idx(kg), row, addi(col, idx(i))},
-                /*nontemporal=*/false, llvm::MaybeAlign(16));
-            sum = sum ? arith::AddFOp::create(b, sum, v).getResult() : v;
+    int64_t rounds = ceilDiv(passRows, rowsPerRound);
+    for (int64_t first = 0; first < rounds; first += preloadRounds) {
+      int64_t last = std::min(rounds, first + preloadRounds);
+      // The full-size inputs of these rounds' rows, loaded before any is
+      // stored: the stores may alias them as far as the compiler knows, so
+      // loads issued between stores would each wait out the memory latency.
+      // Rows past the result load the last row instead (they store nothing).
+      SmallVector<GemmRowCoords> coordsOf;
+      SmallVector<EpilogueEvaluator::FullInputs> loaded;
+      for (int64_t round = first; preload && round < last; ++round) {
+        Value row = addi(divi(l.tid, perRow), idx(round * rowsPerRound));
+        Value m = mini(addi(tileM, addi(row, idx(pass * passRows))),
+                       idx(shape.m - 1));
+        coordsOf.push_back(problem.rowCoords(batch, m));
+        loaded.push_back(
+            epilogue.loadFullInputs(coordsOf.back()(columns), width));
+      }
+      for (int64_t round = first; round < last; ++round) {
+        Value row = addi(divi(l.tid, perRow), idx(round * rowsPerRound));
+        Value m = addi(tileM, addi(row, idx(pass * passRows)));
+        Value inside = ltc(m, shape.m);
+        if ((round + 1) * rowsPerRound > passRows)
+          inside = andi(inside, ltc(row, passRows));
+        ifThen(inside, [&] {
+          SmallVector<Value> values;
+          for (int64_t i = 0; i < width; i += 4) {
+            Value sum;
+            for (int64_t kg = 0; kg < l.kGroups; ++kg) {
+              Value v = vector::LoadOp::create(
+                  b, quad, staging, ValueRange{idx(kg), row, addi(col, idx(i))},
+                  /*nontemporal=*/false, llvm::MaybeAlign(16));
+              sum = sum ? arith::AddFOp::create(b, sum, v).getResult() : v;
+            }
+            for (int64_t lane = 0; lane < 4; ++lane)
+              values.push_back(vector::ExtractOp::create(b, sum, lane));
           }
-          for (int64_t lane = 0; lane < 4; ++lane)
-            values.push_back(vector::ExtractOp::create(b, sum, lane));
-        }
-        GemmRowStore store = problem.epilogue(batch, m);
-        ifThen(ltc(n, shape.n), [&] { store(columns, values); });
-      });
+          if (preload) {
+            int64_t i = round - first;
+            storeGemmResults(coordsOf[i](columns), problem.channelAxis, columns,
+                             values, &loaded[i]);
+            return;
+          }
+          GemmRowStore store = problem.epilogue(batch, m);
+          ifThen(ltc(n, shape.n), [&] { store(columns, values); });
+        });
+      }
     }
   }
 }

@@ -105,7 +105,8 @@ GemmShape fusec::tiling::getGemmShape(Operation *anchor) {
 
 void GemmKernel::storeGemmResults(ArrayRef<Value> coords, int64_t axis,
                                   const GemmColumns &columns,
-                                  ArrayRef<Value> acc) {
+                                  ArrayRef<Value> acc,
+                                  const EpilogueEvaluator::FullInputs *full) {
   SmallVector<Value> values(acc);
   for (auto [value, bias] : llvm::zip(values, columns.bias))
     value = addf(value, bias);
@@ -114,7 +115,17 @@ void GemmKernel::storeGemmResults(ArrayRef<Value> coords, int64_t axis,
   if (values.size() == 1)
     epilogue.storeResults(coords, values[0]);
   else
-    epilogue.storeVectorResults(coords, values.size(), values);
+    epilogue.storeVectorResults(coords, values.size(), values, full);
+}
+
+void GemmKernel::setRowEpilogue(GemmProblem &problem) {
+  problem.epilogue = [rowCoords = problem.rowCoords, axis = problem.channelAxis,
+                      this](Value batch, Value m) -> GemmRowStore {
+    GemmRowCoords coords = rowCoords(batch, m);
+    return [=, this](const GemmColumns &columns, ArrayRef<Value> acc) {
+      storeGemmResults(coords(columns), axis, columns, acc);
+    };
+  };
 }
 
 FailureOr<LaunchConfig> GemmKernel::emitBody() {
@@ -353,13 +364,14 @@ void GemmKernel::convEpilogue(Value biasTensor,
     }
     return columns;
   };
-  problem.epilogue = [=, this](Value, Value m) -> GemmRowStore {
+  problem.rowCoords = [=, this](Value, Value m) -> GemmRowCoords {
     SmallVector<Value> p = delinearize(m, {n, ho, wo});
-    return [=, this](const GemmColumns &columns, ArrayRef<Value> acc) {
-      storeGemmResults(joinNCHW(p[0], columns.channel, p[1], p[2], layout),
-                       channelAxis, columns, acc);
+    return [=](const GemmColumns &columns) {
+      return joinNCHW(p[0], columns.channel, p[1], p[2], layout);
     };
   };
+  problem.channelAxis = channelAxis;
+  setRowEpilogue(problem);
 }
 
 void GemmKernel::filterGradEpilogue(const GemmConvGeometry &g,
@@ -386,14 +398,16 @@ void GemmKernel::filterGradEpilogue(const GemmConvGeometry &g,
     }
     return columns;
   };
-  problem.epilogue = [=, this](Value group, Value m) -> GemmRowStore {
+  problem.rowCoords = [=, this](Value group, Value m) -> GemmRowCoords {
     Value co = addi(muli(group, idx(cog)), m);
-    return [=, this](const GemmColumns &columns, ArrayRef<Value> acc) {
+    return [=](const GemmColumns &columns) {
       SmallVector<Value> coords{co};
       llvm::append_range(coords, columns.coords);
-      storeGemmResults(coords, 3, columns, acc);
+      return coords;
     };
   };
+  problem.channelAxis = 3;
+  setRowEpilogue(problem);
 }
 
 void GemmKernel::linearEpilogue(LinearOp op, GemmProblem &problem) {
@@ -415,14 +429,16 @@ void GemmKernel::linearEpilogue(LinearOp op, GemmProblem &problem) {
     }
     return columns;
   };
-  problem.epilogue = [=, this](Value, Value mi) -> GemmRowStore {
+  problem.rowCoords = [=, this](Value, Value mi) -> GemmRowCoords {
     SmallVector<Value> row = delinearize(mi, lead);
-    return [=, this](const GemmColumns &columns, ArrayRef<Value> acc) {
+    return [=](const GemmColumns &columns) {
       SmallVector<Value> c(row);
       c.push_back(columns.channel);
-      storeGemmResults(c, channelAxis, columns, acc);
+      return c;
     };
   };
+  problem.channelAxis = channelAxis;
+  setRowEpilogue(problem);
 }
 
 void GemmKernel::matmulEpilogue(MatmulOp op, GemmProblem &problem) {
@@ -440,15 +456,17 @@ void GemmKernel::matmulEpilogue(MatmulOp op, GemmProblem &problem) {
     }
     return columns;
   };
-  problem.epilogue = [=, this](Value bi, Value mi) -> GemmRowStore {
+  problem.rowCoords = [=, this](Value bi, Value mi) -> GemmRowCoords {
     SmallVector<Value> row = delinearize(bi, batchShape);
     row.push_back(mi);
-    return [=, this](const GemmColumns &columns, ArrayRef<Value> acc) {
+    return [=](const GemmColumns &columns) {
       SmallVector<Value> c(row);
       c.push_back(columns.channel);
-      storeGemmResults(c, channelAxis, columns, acc);
+      return c;
     };
   };
+  problem.channelAxis = channelAxis;
+  setRowEpilogue(problem);
 }
 
 Value GemmKernel::accessOperand(
