@@ -71,6 +71,37 @@ def profile(torch, fn, steps):
     return [(k, kernels[k] / steps) for k in order], wall
 
 
+def host_and_graph(torch, b, fn, report):
+    import time
+    fn()
+    torch.cuda.synchronize()
+    reps = 20
+    t0 = time.perf_counter()
+    for _ in range(reps):
+        fn()
+    host = (time.perf_counter() - t0) * 1e6 / reps
+    torch.cuda.synchronize()
+    report["fusec_host_us"] = host
+    line = f"fusec host time to enqueue a step: {host:.1f} us"
+    try:
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):
+            fn()
+        torch.cuda.current_stream().wait_stream(s)
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            fn()
+        torch.cuda.synchronize()
+        ms = b.time([g.replay], reps=9, inner=5)
+        report["fusec_graph_us"] = ms * 1e3
+        line += f"; the step captured in a CUDA graph replays in {ms * 1e3:.1f} us"
+    except Exception as e:  # noqa: BLE001
+        report["fusec_graph_error"] = str(e)
+        line += f"; capture failed: {e}"
+    return line
+
+
 def table(title, rows, wall, moved=None, copy_tbps=None):
     total = sum(us for _, us in rows)
     lines = [f"{title}: kernels {total:.1f} us per step, wall {wall:.1f} us "
@@ -131,6 +162,10 @@ def main():
         rows, wall = profile(torch, fn, args.steps)
         report[name] = {"wall_us": wall, "kernels": rows}
         text.append(table(name, rows, wall, mv, copy_tbps))
+    # Where the gaps come from: the host's time to enqueue one step (is the
+    # GPU waiting for it?), and the same step captured in a CUDA graph and
+    # replayed (what the gaps are without the host).
+    text.append(host_and_graph(torch, b, fusec_step, report))
     print("\n\n".join(text))
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, f"profile-n{n}.json"), "w") as f:

@@ -273,15 +273,20 @@ int64_t consumerRegisters(const GemmTile &tile, const TargetDescription &target,
 }
 
 /// Blocks per SM: two where two pipelines fit the SM's shared memory (1
-/// KiB each reserved) and the consumers' registers under two hold their
-/// accumulators (bn / 2 a thread) with room to spare; one otherwise. Narrow
-/// tiles (bn 64) read shared memory the most per flop: two blocks keep
-/// their loads in flight while the other's wgmma run.
+/// KiB each reserved) and the registers under two hold the accumulators
+/// (bn / 2 a thread) with room to spare, both the consumers' after
+/// setmaxnreg and the launch's (ptxas compiles the whole kernel, wgmma
+/// included, within the latter: a 64 x 256 tile at two blocks fails with
+/// C7602 "insufficient registers"); one otherwise. Narrow tiles (bn 64)
+/// read shared memory the most per flop: two blocks keep their loads in
+/// flight while the other's wgmma run.
 int64_t residentOf(const GemmTile &tile, int64_t bytes,
                    const TargetDescription &target) {
   int64_t shared = sharedBytesOf(tile, bytes, tile.stages) + 1024;
+  int64_t needed = tile.bn / 2 + 48;
   bool twoFit = 2 * shared <= target.sharedBytesPerSM &&
-                tile.bn / 2 + 48 <= consumerRegisters(tile, target, 2);
+                needed <= consumerRegisters(tile, target, 2) &&
+                needed <= launchRegisters(tile, target, 2);
   return twoFit ? 2 : 1;
 }
 
@@ -376,7 +381,10 @@ GemmTile fusec::tiling::chooseWgmmaTile(Operation *anchor,
   int64_t bk = 128 / bytes;
   // Candidates with an efficiency relative to the widest tile (the shared
   // memory a wgmma reads per flop falls with n), like the mma.sync
-  // heuristic's; each with as many stages as fit, up to 4.
+  // heuristic's; each with as many stages as fit, up to 4 and no more than
+  // its k-tiles (at least 2): a 1x1 convolution of 64 channels has one,
+  // and its 128 x 256 tile ran 5% faster with two stages than with four
+  // (bench/results/2026-11-27-forward-results).
   struct Candidate {
     int64_t bm, bn;
     double efficiency;
@@ -395,10 +403,10 @@ GemmTile fusec::tiling::chooseWgmmaTile(Operation *anchor,
     t.bk = bk;
     t.warpsM = 4 * consumersOf(t);
     t.warpsN = 1;
-    t.stages =
-        fitStages(4, 2, target.sharedBytesPerBlockOptIn, [&](int64_t stages) {
-          return sharedBytesOf(t, bytes, stages);
-        });
+    int64_t deepest = std::clamp<int64_t>(ceilDiv(shape.k, bk), 2, 4);
+    t.stages = fitStages(
+        deepest, 2, target.sharedBytesPerBlockOptIn,
+        [&](int64_t stages) { return sharedBytesOf(t, bytes, stages); });
     if (!ops || !partsAligned(ops->b, t.bn) || isMostlyPadding(shape, t))
       continue;
     double time =

@@ -8,7 +8,7 @@
 
 // CHECK-LABEL: func.func @anchors
 // SM80: fuse.kernel "k0_linear"{{.+}}fusec.kernel_config = #fuse.kernel_config<family = gemm_mma_sync, tile = #fuse.tile<bm = 64, bn = 64, bk = 64, warps_m = 2, warps_n = 2, stages = 4>, source = "heuristic">
-// SM90A: fuse.kernel "k0_linear"{{.+}}fusec.kernel_config = #fuse.kernel_config<family = gemm_wgmma, tile = #fuse.tile<bm = 64, bn = 64, bk = 64, warps_m = 4, warps_n = 1, stages = 4>, source = "heuristic">
+// SM90A: fuse.kernel "k0_linear"{{.+}}fusec.kernel_config = #fuse.kernel_config<family = gemm_wgmma, tile = #fuse.tile<bm = 64, bn = 64, bk = 64, warps_m = 4, warps_n = 1, stages = 2>, source = "heuristic">
 // CHECK: fuse.kernel "k1_linear"{{.+}}fusec.kernel_config = #fuse.kernel_config<family = gemm_simt, tile = #fuse.tile<bm = 64, bn = 64, bk = 16, tm = 4, tn = 4>, source = "heuristic">
 // SM80: fuse.kernel "k2_attention"{{.+}}fusec.kernel_config = #fuse.kernel_config<family = attention_mma_sync, tile = #fuse.attention_tile<rows = 128, keys = 64, warps = 8>, source = "heuristic">
 // SM90A: fuse.kernel "k2_attention"{{.+}}fusec.kernel_config = #fuse.kernel_config<family = attention_wgmma, tile = #fuse.attention_tile<rows = 128, keys = 128>, source = "heuristic">
@@ -22,7 +22,7 @@
 // f32 with fp32-math=tf32 takes the tensor cores.
 // TF32: fuse.kernel "k1_linear"{{.+}}fusec.kernel_config = #fuse.kernel_config<family = gemm_mma_sync, tile = #fuse.tile<bm = 64, bn = 128, bk = 16, warps_m = 2, warps_n = 2, stages = 4>, source = "heuristic">
 
-// REMARK: select-anchors.mlir:[[@LINE+14]]:8: remark: kernel 'k0_linear': gemm_wgmma #fuse.tile<bm = 64, bn = 64, bk = 64, warps_m = 4, warps_n = 1, stages = 4>, from the heuristic
+// REMARK: select-anchors.mlir:[[@LINE+14]]:8: remark: kernel 'k0_linear': gemm_wgmma #fuse.tile<bm = 64, bn = 64, bk = 64, warps_m = 4, warps_n = 1, stages = 2>, from the heuristic
 // REMARK: select-anchors.mlir:[[@LINE+14]]:8: remark: kernel 'k1_linear': gemm_simt #fuse.tile<bm = 64, bn = 64, bk = 16, tm = 4, tn = 4>, from the heuristic
 // REMARK: select-anchors.mlir:[[@LINE+14]]:8: remark: kernel 'k2_attention': attention_wgmma #fuse.attention_tile<rows = 128, keys = 128>, from the heuristic
 // REMARK: remark: kernel 'k3_attention': attention_direct, from the heuristic
