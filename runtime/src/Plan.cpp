@@ -928,32 +928,31 @@ Status fusec::runtime::parseTrainingArtifact(const std::string &text,
     FUSEC_RETURN_IF_ERROR(same(bwd.input(in), fwd.input(arg), field,
                                "forward input " + std::to_string(arg)));
   }
-  for (size_t i = 0; i < t.forwardResults.size(); ++i, ++in) {
-    std::string field = indexed("training.forward_results", i);
-    int64_t result = t.forwardResults[i];
-    if (result >= numResults)
-      return invalid(where(1, field), "result " + std::to_string(result) +
-                                          " does not exist; the forward has " +
-                                          std::to_string(numResults));
-    FUSEC_RETURN_IF_ERROR(same(bwd.input(in), fwd.output(result), field,
-                               "forward result " + std::to_string(result)));
-  }
+  // The next inputs stand for the forward results `results` lists.
+  auto resultInputs = [&](const std::string &name,
+                          const std::vector<int64_t> &results) -> Status {
+    for (size_t i = 0; i < results.size(); ++i, ++in) {
+      std::string field = indexed(name, i);
+      int64_t result = results[i];
+      if (result >= numResults)
+        return invalid(where(1, field),
+                       "result " + std::to_string(result) +
+                           " does not exist; the forward has " +
+                           std::to_string(numResults));
+      FUSEC_RETURN_IF_ERROR(same(bwd.input(in), fwd.output(result), field,
+                                 "forward result " + std::to_string(result)));
+    }
+    return Status::success();
+  };
+  FUSEC_RETURN_IF_ERROR(
+      resultInputs("training.forward_results", t.forwardResults));
   for (int64_t i = 0; i < numSaved; ++i, ++in)
     FUSEC_RETURN_IF_ERROR(same(bwd.input(in), fwd.output(numResults + i),
                                "input " + std::to_string(in),
                                "saved tensor " + std::to_string(i) +
                                    " (forward output " +
                                    std::to_string(numResults + i) + ")"));
-  for (size_t i = 0; i < t.gradResults.size(); ++i, ++in) {
-    std::string field = indexed("training.grad_results", i);
-    int64_t result = t.gradResults[i];
-    if (result >= numResults)
-      return invalid(where(1, field), "result " + std::to_string(result) +
-                                          " does not exist; the forward has " +
-                                          std::to_string(numResults));
-    FUSEC_RETURN_IF_ERROR(same(bwd.input(in), fwd.output(result), field,
-                               "forward result " + std::to_string(result)));
-  }
+  FUSEC_RETURN_IF_ERROR(resultInputs("training.grad_results", t.gradResults));
   for (size_t i = 0; i < t.wrt.size(); ++i) {
     std::string field = indexed("training.wrt", i);
     int64_t arg = t.wrt[i];

@@ -13,7 +13,8 @@
 // issues the copies of a later k-tile, and before the last, the next k-tile
 // is waited for and published by a barrier. The accumulators then go through
 // shared memory (over the pipeline's buffers), and the residual add and ReLU
-// run on rows of 8 channels: loads and stores of 16 bytes.
+// run on rows of 8 channels: loads and stores of 16 bytes, the residual of
+// several rows loaded before any row is stored.
 // CHECK-LABEL: func.func @conv(
 // CHECK: %[[SMEM:.+]] = arith.constant 32768 : i32
 // CHECK: gpu.launch_func @conv_kernels::@k0_conv2d blocks in (%{{.+}}, %{{.+}}, %{{.+}}) threads in (%[[T:.+]], %{{.+}}, %{{.+}}) dynamic_shared_memory_size %[[SMEM]]
@@ -43,8 +44,8 @@
 // CHECK: gpu.barrier
 // CHECK: vector.store %{{.+}}, %[[STAGE]][%{{.+}}] {alignment = 8 : i64} : memref<1x64x72xf32, #gpu.address_space<workgroup>>, vector<2xf32>
 // CHECK: gpu.barrier
-// CHECK: vector.load %[[STAGE]][%{{.+}}] {alignment = 16 : i64} : memref<1x64x72xf32, #gpu.address_space<workgroup>>, vector<4xf32>
 // CHECK: vector.load %{{.+}} {alignment = 16 : i64} : memref<2x9x9x64xf16>, vector<8xf16>
+// CHECK: vector.load %[[STAGE]][%{{.+}}] {alignment = 16 : i64} : memref<1x64x72xf32, #gpu.address_space<workgroup>>, vector<4xf32>
 // CHECK: arith.addf
 // CHECK: arith.maximumf
 // CHECK: vector.store %{{.+}} {alignment = 16 : i64} : memref<2x9x9x64xf16>, vector<8xf16>

@@ -119,8 +119,6 @@ void GemmKernel::emitStagedEpilogue(const GemmProblem &problem,
   int64_t numFull = epilogue.fullInputs().size();
   bool preload = problem.rowCoords && numFull > 0 && shape.n % l.bn == 0 &&
                  shape.n % width == 0;
-  int64_t preloadRounds =
-      preload ? std::max<int64_t>(1, 8 / numFull) : int64_t(1) << 40;
   for (int64_t pass = 0; pass < passes; ++pass) {
     // Everyone is done with the pipeline, or with the previous pass.
     l.barrier();
@@ -145,8 +143,9 @@ void GemmKernel::emitStagedEpilogue(const GemmProblem &problem,
            });
     l.barrier();
     int64_t rounds = ceilDiv(passRows, rowsPerRound);
-    for (int64_t first = 0; first < rounds; first += preloadRounds) {
-      int64_t last = std::min(rounds, first + preloadRounds);
+    int64_t group = preload ? std::max<int64_t>(1, 8 / numFull) : rounds;
+    for (int64_t first = 0; first < rounds; first += group) {
+      int64_t last = std::min(rounds, first + group);
       // The full-size inputs of these rounds' rows, loaded before any is
       // stored: the stores may alias them as far as the compiler knows, so
       // loads issued between stores would each wait out the memory latency.
