@@ -403,7 +403,11 @@ class Report:
                 out.append("    %-22s %-5s  %-8s  %-8s  %-5s  %-13s  %-5s  %s" % (
                     f"{r['layer']} {r['grad']}", r["dtype"], fmt(r.get("cudnn_ms")), fmt(r.get("fusec_ms")),
                     fmt(r.get("ratio"), ".2f"), fmt(r.get("fusec_TFLOPs"), ".0f"),
-                    fmt(r.get("frac"), ".2f"), r.get("fusec_na", "")))
+                    fmt(r.get("frac"), ".2f"), r.get("fusec_na", "") or
+                    ("" if r.get("timing", "").startswith("CUDA graph") else r.get("timing", ""))))
+            methods = sorted({r["timing"] for r in conv if r.get("timing", "").startswith("CUDA graph")})
+            if methods:
+                out.append("    timed as replays of a " + methods[0] + " (both contenders)")
             for grad in ("dgrad", "wgrad"):
                 rs = [r.get("ratio") for r in conv if r["grad"] == grad and r.get("k") == 3]
                 got = [x for x in rs if x]
@@ -606,6 +610,18 @@ def measure_ceilings(b, rep):
     return row
 
 
+# Calls per CUDA graph when timing single kernels (run_conv_grads).
+GRAPH_CALLS = 20
+
+
+def graphed(torch, fns, count):
+    """A replay of `count` calls of fns (in turn) captured in one CUDA
+    graph (timing.cuda_graph: warmed up on a side stream first)."""
+    calls = [fns[i % len(fns)] for i in range(count)]
+    replay, _ = timing.cuda_graph(torch, lambda: [c() for c in calls])
+    return replay
+
+
 def run_conv_grads(b, fz, rep, ceil, layers, dtypes, keys):
     torch = b.torch
     for layer in layers:
@@ -663,7 +679,22 @@ def run_conv_grads(b, fz, rep, ceil, layers, dtypes, keys):
                     except Exception as e:  # noqa: BLE001
                         row["fusec_na"] = "n/a: " + reason(e)
                         fusec_fns = None
-                times, errors = b.interleaved(dict(alt, fusec=fusec_fns if "fusec_na" not in row else None))
+                contenders = dict(alt, fusec=fusec_fns if "fusec_na" not in row else None)
+                calls = 1
+                if b.cuda:
+                    # Each contender's calls replayed from a CUDA graph: a
+                    # call from Python costs about 20 us of dispatch (aten's
+                    # or fusec's), more than a batch-32 layer's kernels, so
+                    # back-to-back calls would time the host.
+                    try:
+                        contenders = {name: fns and [graphed(torch, fns, GRAPH_CALLS)]
+                                      for name, fns in contenders.items()}
+                        calls = GRAPH_CALLS
+                        row["timing"] = f"CUDA graph of {GRAPH_CALLS} calls"
+                    except Exception as e:  # noqa: BLE001
+                        row["timing"] = "back-to-back calls (capture failed: " + reason(e) + ")"
+                times, errors = b.interleaved(contenders)
+                times = {name: t / calls if t else t for name, t in times.items()}
                 row["cudnn_ms"], row["fusec_ms"] = times["cudnn"], times["fusec"]
                 if "fusec" in errors:
                     row["fusec_na"] = "n/a: " + errors["fusec"]
