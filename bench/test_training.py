@@ -128,6 +128,8 @@ class Report(unittest.TestCase):
                      compile_ro_ms=2.5, graph_ms=2.4, fusec_ms=None, ratio=None, frac=None, fusec_na="n/a: x")
             rep.emit(kind="saved_bytes", graph="blk", eager_bytes=10e6, eager_intermediate_bytes=8e6,
                      fusec_intermediate_bytes=None, ratio=None, fusec_na="n/a: no report")
+            rep.emit(kind="norm_grad", norm="rms_norm", shape="16384x4096", dtype="bf16", eager_TBps=2.0,
+                     eager_frac=0.47, compile_TBps=None, fusec_TBps=None, ratio=None, fusec_na="n/a: y")
             rep.emit(kind="skipped", what="section bn", reason="RuntimeError: boom")
         table = rep.table()
         self.assertIn("n/a: Error: no lowering", table)
@@ -135,6 +137,8 @@ class Report(unittest.TestCase):
         self.assertIn("1.70 (0.56)", table)
         self.assertIn("2.60 (n/a)", table)
         self.assertIn("skipped section bn: RuntimeError: boom", table)
+        self.assertIn("rms_norm 16384x4096 bf16", table)
+        self.assertIn("2.00 (0.47)", table)
 
     def test_ratio(self):
         self.assertEqual(training.ratio([2.0, None, 1.0], 0.5), 2.0)

@@ -68,6 +68,11 @@ CONV_DTYPES = ("f16", "bf16")
 BN_SHAPES = [(256, 256, 56, 56)]
 BN_QUICK = [(64, 256, 56, 56)]
 BN_VARIANTS = ("bn", "bn_relu")
+# Norm backward (issue 26): rows x D, bf16; the bar's shape is 16k x 4k.
+NORM_SHAPES = [(16384, 4096)]
+NORM_QUICK = [(4096, 4096)]
+TINY_NORM = [(5, 17)]
+NORM_KINDS = ("layer_norm", "rms_norm")
 # The bottleneck of WORKLOADS.md section 5 (256 -> 64 -> 64 -> 256, identity
 # shortcut, 56x56), bf16 activations and f32 BN parameters (AMP).
 BLOCK = dict(cin=256, mid=64, hw=56)
@@ -186,6 +191,17 @@ def bn_backward_kernel_graph(variant, shape, dt):
             + "\n".join(body) + f"\n  return %dx, %dg, %db : {x}, {cc}, {cc}\n}}\n")
 
 
+def norm_grad_graph(kind, shape, dt):
+    """fuse.norm_grad of a layer (or RMS) norm with a scale: dx, dscale,
+    dshift (the RMS norm's dshift unused)."""
+    rows, d = shape
+    x, p = t([rows, d], dt), t([d], dt)
+    eps = " {epsilon = 1.0e-6 : f64, rms}" if kind == "rms_norm" else ""
+    return (f"func.func @{kind}_grad_{rows}x{d}_{dt}(%dy: {x}, %x: {x}, %g: {p}) -> ({x}, {p}, {p}) {{\n"
+            f"  %0:3 = fuse.norm_grad %dy, %x scale(%g : {p}){eps} : {x}\n"
+            f"  return %0#0, %0#1, %0#2 : {x}, {p}, {p}\n}}\n")
+
+
 def block_tag(n, block, dt):
     return f"bottleneck_train_{block['cin']}_{block['mid']}_{block['hw']}_n{n}_{dt}"
 
@@ -258,6 +274,10 @@ def kernel_graphs(quick=False, tiny=False):
             for v in BN_VARIANTS:
                 out.append((bn_tag(v, shape, dt) + "_fwd", bn_forward_kernel_graph(v, shape, dt)))
                 out.append((bn_tag(v, shape, dt) + "_bwd", bn_backward_kernel_graph(v, shape, dt)))
+    for shape in (TINY_NORM if tiny else NORM_QUICK if quick else NORM_SHAPES):
+        dt = "f32" if tiny else "bf16"
+        for kind in NORM_KINDS:
+            out.append((f"{kind}_grad_{shape[0]}x{shape[1]}_{dt}", norm_grad_graph(kind, shape, dt)))
     return out
 
 
@@ -428,6 +448,18 @@ class Report:
                     f"{r['variant']} {r['pass']} {r['shape']} {r['dtype']}", *cells,
                     fmt(r.get("ratio"), ".2f"), r.get("fusec_na", "")))
             out.append("    bar: fusec at least 0.85 of copy, forward and backward (eager about 0.55)")
+        nrm = [r for r in self.rows if r.get("kind") == "norm_grad"]
+        if nrm:
+            out.append("(e) norm backward, TB/s (frac of copy)  eager       compile     fusec       ratio  note")
+            for r in nrm:
+                cells = []
+                for c in ("eager", "compile", "fusec"):
+                    tb = r.get(c + "_TBps")
+                    cells.append("%-11s" % ("n/a" if tb is None else "%.2f (%s)" % (tb, fmt(r.get(c + "_frac"), ".2f"))))
+                out.append("    %-34s %s %s %s %-5s  %s" % (
+                    f"{r['norm']} {r['shape']} {r['dtype']}", *cells, fmt(r.get("ratio"), ".2f"),
+                    r.get("fusec_na", "")))
+            out.append("    bar: fusec at least 0.85 of copy on 16k x 4k rows, bf16 (bytes: dy, x read, dx written)")
         blk = [r for r in self.rows if r.get("kind") == "bottleneck_step"]
         if blk:
             out.append("(c) bottleneck step, ms    eager    compile  comp-ro  graph    fusec    ratio  frac   note")
@@ -848,6 +880,85 @@ def run_bn(b, fz, rep, ceil, shapes, dtypes, keys):
                 del x, dy
 
 
+def run_norm(b, fz, rep, ceil, shapes, dtypes, keys):
+    """Layer and RMS norm backward: what loss.backward() runs for
+    F.layer_norm / F.rms_norm in eager and under torch.compile (Inductor
+    generates the backward of the compiled forward), against fusec's
+    fuse.norm_grad kernel (dx, dscale, dshift). Fewest bytes: dy and x read,
+    dx written."""
+    torch = b.torch
+    F = torch.nn.functional
+    for shape in shapes:
+        rows, d = shape
+        for dt in dtypes:
+            for kind in NORM_KINDS:
+                tag = f"{kind}_grad_{rows}x{d}_{dt}"
+                if not wanted(keys, tag):
+                    continue
+                if b.over_budget():
+                    rep.emit(kind="skipped", what=tag, reason="time budget spent")
+                    continue
+                es = BYTES[dt]
+                min_bytes = 3 * rows * d * es
+                x = b.randn(rows, d, dtype=dt).requires_grad_()
+                dy = b.randn(rows, d, dtype=dt)
+                w = (1 + 0.1 * b.randn(d, dtype=dt)).requires_grad_()
+                bias = (0.1 * b.randn(d, dtype=dt)).requires_grad_()
+                if kind == "layer_norm":
+                    inputs = [x, w, bias]
+                    fwd = lambda x, w, bias: F.layer_norm(x, (d,), w, bias, 1e-5)  # noqa: E731
+                else:
+                    inputs = [x, w]
+                    fwd = lambda x, w, bias: F.rms_norm(x, (d,), w, 1e-6)  # noqa: E731
+                fns = {"eager": fwd}
+                if b.cuda:
+                    try:
+                        fns["compile"] = torch.compile(fwd)
+                    except Exception as e:  # noqa: BLE001
+                        rep.emit(kind="skipped", what=f"{tag} torch.compile", reason=reason(e))
+                contenders, notes = {}, {}
+                for name, f in fns.items():
+                    try:
+                        y = f(x, w, bias)
+                        for _ in range(2):
+                            grad_step(torch, y, inputs, dy)
+                        contenders[name] = [lambda y=y: grad_step(torch, y, inputs, dy)]
+                    except Exception as e:  # noqa: BLE001
+                        notes[name] = "n/a: " + reason(e)
+                fusec_na = None
+                try:
+                    k = fz.kernel(norm_grad_graph(kind, shape, dt))
+                    args = (dy, x.detach(), w.detach())
+                    out = as_list(k(*args))
+                    ref = grad_step(torch, fwd(x, w, bias), inputs, dy)
+                    errs = [relerr(out[0], ref[0]), relerr(out[1], ref[1])]
+                    if kind == "layer_norm":
+                        errs.append(relerr(out[2], ref[2]))
+                    tol = 4 * fz.tolerance(dt)
+                    if max(errs) > tol:
+                        fusec_na = "wrong: relerr " + " ".join(f"{e:.2e}" for e in errs)
+                    else:
+                        contenders["fusec"] = [lambda: k(*args, out=out)]
+                except Exception as e:  # noqa: BLE001
+                    fusec_na = "n/a: " + reason(e)
+                times, errors = b.interleaved(contenders)
+                notes.update(errors)
+                row = dict(kind="norm_grad", norm=kind, shape=f"{rows}x{d}", dtype=dt, min_bytes=min_bytes)
+                copy = ceil.get("copy_TBps")
+                for name in ("eager", "compile", "fusec"):
+                    ms = times.get(name)
+                    row[name + "_ms"] = ms
+                    row[name + "_TBps"] = min_bytes / ms / 1e9 if ms else None
+                    row[name + "_frac"] = row[name + "_TBps"] / copy if ms and copy else None
+                row["ratio"] = ratio([times.get("eager"), times.get("compile")], times.get("fusec"))
+                if fusec_na:
+                    row["fusec_na"] = fusec_na
+                if notes:
+                    row["notes"] = notes
+                rep.emit(**row)
+                del x, dy
+
+
 def make_bottleneck(torch, block, dt, device):
     """The eager block, an nn.Module in training mode: channels_last, `dt`
     convolutions, f32 batch norm (AMP's types)."""
@@ -1072,6 +1183,9 @@ def run(args):
                     ("bn", lambda: run_bn(b, fz, rep, ceil, TINY_BN if args.tiny else BN_QUICK if args.quick
                                           else BN_SHAPES, ("f32",) if args.tiny else ("bf16",) if args.quick
                                           else ("f16", "bf16"), keys)),
+                    ("norm", lambda: run_norm(b, fz, rep, ceil, TINY_NORM if args.tiny else NORM_QUICK
+                                              if args.quick else NORM_SHAPES,
+                                              ("f32",) if args.tiny else ("bf16",), keys)),
                     ("block", lambda: run_bottleneck(b, fz, rep, ceil, TINY_BLOCK if args.tiny else BLOCK,
                                                      TINY_BATCHES if args.tiny else BLOCK_BATCHES[:1]
                                                      if args.quick else BLOCK_BATCHES,
@@ -1102,7 +1216,7 @@ def main(argv=None):
     r.add_argument("--device", default="cuda")
     r.add_argument("--json")
     r.add_argument("--prepared", help="prepare's directory (its saved.json)")
-    r.add_argument("--sections", default="conv,bn,block")
+    r.add_argument("--sections", default="conv,bn,norm,block")
     r.add_argument("--fusec-on-cpu", action="store_true", help=argparse.SUPPRESS)  # the test's stand-in module
     r.add_argument("-k", help="only rows whose tag holds one of these substrings")
     r.add_argument("--budget", type=float, default=float(os.environ.get("BUDGET_S", "420")),

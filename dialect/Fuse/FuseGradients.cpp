@@ -531,6 +531,41 @@ LogicalResult BatchNormTrainOp::buildGradient(GradientBuilder &gb) {
   return success();
 }
 
+/// fuse.norm_grad for a layer or RMS norm: the input's gradient and the
+/// affine parameters' (the row statistics recomputed from the input).
+static void buildNormGradient(GradientBuilder &gb, Operation *op, Value input,
+                              Value scale, Value shift, int64_t normRank,
+                              FloatAttr epsilon, bool rms) {
+  SmallVector<Value> operands = {gb.gradient(op->getResult(0)),
+                                 gb.forward(input)};
+  if (scale)
+    operands.push_back(gb.forward(scale));
+  Operation *grad = make<NormGradOp>(
+      gb, operands,
+      Attrs(gb.builder())
+          .add("normalized_rank", gb.builder().getI64IntegerAttr(normRank))
+          .add("epsilon", epsilon)
+          .flag("rms", rms));
+  if (gb.wanted(input))
+    gb.accumulate(input, grad->getResult(0));
+  if (scale && gb.wanted(scale))
+    gb.accumulate(scale, grad->getResult(1));
+  if (shift && gb.wanted(shift))
+    gb.accumulate(shift, grad->getResult(2));
+}
+
+LogicalResult LayerNormOp::buildGradient(GradientBuilder &gb) {
+  buildNormGradient(gb, *this, getInput(), getScale(), getShift(),
+                    getNormalizedRank(), getEpsilonAttr(), /*rms=*/false);
+  return success();
+}
+
+LogicalResult RmsNormOp::buildGradient(GradientBuilder &gb) {
+  buildNormGradient(gb, *this, getInput(), getScale(), Value(),
+                    getNormalizedRank(), getEpsilonAttr(), /*rms=*/true);
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Pooling and resampling
 //===----------------------------------------------------------------------===//

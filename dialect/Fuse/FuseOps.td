@@ -306,7 +306,7 @@ def Fuse_LinearOp : Fuse_InferredOp<"linear", [Fuse_Anchor, Fuse_Differentiable]
 // Normalisation and softmax
 //===----------------------------------------------------------------------===//
 
-def Fuse_LayerNormOp : Fuse_InferredOp<"layer_norm", [AttrSizedOperandSegments, Fuse_Anchor, Fuse_RowReduction]> {
+def Fuse_LayerNormOp : Fuse_InferredOp<"layer_norm", [AttrSizedOperandSegments, Fuse_Anchor, Fuse_RowReduction, Fuse_Differentiable]> {
   let summary = "Layer normalisation over trailing axes";
   let description = [{
     Normalises over the trailing `normalized_rank` axes (default 1):
@@ -330,7 +330,7 @@ def Fuse_LayerNormOp : Fuse_InferredOp<"layer_norm", [AttrSizedOperandSegments, 
   }];
 }
 
-def Fuse_RmsNormOp : Fuse_InferredOp<"rms_norm", [Fuse_Anchor, Fuse_RowReduction]> {
+def Fuse_RmsNormOp : Fuse_InferredOp<"rms_norm", [Fuse_Anchor, Fuse_RowReduction, Fuse_Differentiable]> {
   let summary = "RMS normalisation over trailing axes";
   let description = [{
     `x / sqrt(mean(x^2) + epsilon)` over the trailing `normalized_rank` axes

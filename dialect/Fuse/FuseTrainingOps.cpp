@@ -137,6 +137,50 @@ LogicalResult BatchNormGradOp::inferReturnTypes(
   return success();
 }
 
+int64_t NormGradOp::getRowLength() {
+  ArrayRef<int64_t> shape = getInput().getType().getShape();
+  int64_t length = 1;
+  for (int64_t size : shape.take_back(getNormalizedRank()))
+    length *= size;
+  return length;
+}
+
+LogicalResult NormGradOp::inferReturnTypes(MLIRContext *ctx,
+                                           std::optional<Location> loc,
+                                           Adaptor adaptor,
+                                           SmallVectorImpl<Type> &results) {
+  if (failed(completeAdaptor<NormGradOp>(ctx, loc, adaptor)))
+    return failure();
+  Checker c(loc, getOperationName());
+  auto in = c.tensor(adaptor.getInput(), "input");
+  auto dy = c.tensor(adaptor.getOutputGrad(), "output_grad");
+  if (failed(in) || failed(dy) ||
+      failed(c.sameElementType(*in, "input", *dy, "output_grad")) ||
+      failed(
+          c.hasShape(*dy, "output_grad", in->getShape(), "the input's shape")))
+    return failure();
+  int64_t normRank = adaptor.getNormalizedRank();
+  if (normRank < 1 || normRank > in->getRank())
+    return c.fail("attribute 'normalized_rank' = ", normRank,
+                  " must be between 1 and the input rank (", in->getRank(),
+                  ")");
+  if (adaptor.getEpsilon().convertToDouble() < 0)
+    return c.fail("attribute 'epsilon' must be non-negative, found ",
+                  adaptor.getEpsilon().convertToDouble());
+  ArrayRef<int64_t> trailing = in->getShape().take_back(normRank);
+  if (Value scale = adaptor.getScale()) {
+    auto t = c.tensor(scale, "scale");
+    if (failed(t) || failed(c.sameElementType(*in, "input", *t, "scale")) ||
+        failed(
+            c.hasShape(*t, "scale", trailing, "the normalised trailing axes")))
+      return failure();
+  }
+  auto param = RankedTensorType::get(trailing, in->getElementType());
+  results.push_back(*in);
+  results.append(2, param);
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Convolution gradients
 //===----------------------------------------------------------------------===//

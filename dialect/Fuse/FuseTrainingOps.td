@@ -123,6 +123,44 @@ def Fuse_BatchNormGradOp : Fuse_InferredOp<"batch_norm_grad",
   }];
 }
 
+def Fuse_NormGradOp : Fuse_InferredOp<"norm_grad",
+    [AllTypesMatch<["output_grad", "input"]>, Fuse_Anchor]> {
+  let summary = "Gradients of a layer norm or an RMS norm";
+  let description = [{
+    The backward of `fuse.layer_norm` (or, with `rms`, `fuse.rms_norm`)
+    over the trailing `normalized_rank` axes (D elements a row), with the
+    same `epsilon`. The row statistics are recomputed from `input`, which
+    the backward reads anyway: nothing is saved but the input. With
+    `x^` the normalised input, `dy = output_grad` and `g = dy * scale`
+    (`scale` is 1 when absent):
+
+    - layer norm: `input_grad = rstd * (g - mean(g) - x^ * mean(g * x^))`;
+    - RMS norm: `input_grad = rstd * (g - x^ * mean(g * x^))`;
+    - `scale_grad = sum(dy * x^)` and `shift_grad = sum(dy)` over the rows
+      (the leading axes), shaped as the normalised axes.
+
+    ```mlir
+    %dx, %dg, %db = fuse.norm_grad %dy, %x scale(%g : tensor<768xbf16>)
+        : tensor<8x128x768xbf16>
+    ```
+  }];
+  let arguments = (ins Fuse_Tensor:$output_grad, Fuse_Tensor:$input,
+                       Optional<Fuse_Tensor>:$scale,
+                       DefaultValuedAttr<I64Attr, "1">:$normalized_rank,
+                       DefaultValuedAttr<Fuse_FiniteF64Attr, "1.0e-5">:$epsilon,
+                       UnitAttr:$rms);
+  let results = (outs Fuse_Tensor:$input_grad, Fuse_Tensor:$scale_grad,
+                      Fuse_Tensor:$shift_grad);
+  let assemblyFormat = [{
+    $output_grad `,` $input (`scale` `(` $scale^ `:` type($scale) `)`)?
+    attr-dict `:` type($input)
+  }];
+  let extraClassDeclaration = [{
+    /// Elements of a row (the product of the normalised axes).
+    int64_t getRowLength();
+  }];
+}
+
 //===----------------------------------------------------------------------===//
 // Convolution gradients
 //===----------------------------------------------------------------------===//

@@ -415,6 +415,18 @@ static FailureOr<std::vector<Tensor>> evaluateBlock(Evaluator &ev,
       ev.set(bn.getShiftGrad(), std::move(r.shift));
       continue;
     }
+    if (auto norm = dyn_cast<NormGradOp>(op)) {
+      const Tensor *scale =
+          norm.getScale() ? &ev.get(norm.getScale()) : nullptr;
+      BatchNormGradResults r =
+          normGrad(ev.get(norm.getOutputGrad()), ev.get(norm.getInput()), scale,
+                   norm.getNormalizedRank(),
+                   norm.getEpsilon().convertToDouble(), norm.getRms());
+      ev.set(norm.getInputGrad(), std::move(r.input));
+      ev.set(norm.getScaleGrad(), std::move(r.scale));
+      ev.set(norm.getShiftGrad(), std::move(r.shift));
+      continue;
+    }
     if (auto split = dyn_cast<SplitOp>(op)) {
       const Tensor &x = ev.get(split.getInput());
       int64_t axis = split.getNormalizedAxis();

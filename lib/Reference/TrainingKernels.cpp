@@ -75,6 +75,49 @@ ref::batchNormTrain(const Tensor &x, const Tensor &runningMean,
   return r;
 }
 
+BatchNormGradResults ref::normGrad(const Tensor &dy, const Tensor &x,
+                                   const Tensor *scale, int64_t normRank,
+                                   double epsilon, bool rms) {
+  assert(dy.shape == x.shape && "output_grad has the input's shape");
+  assert(normRank >= 1 && normRank <= x.rank() && "bad normRank");
+  const std::vector<int64_t> rowShape(x.shape.end() - normRank, x.shape.end());
+  int64_t d = 1;
+  for (int64_t size : rowShape)
+    d *= size;
+  assert((!scale || scale->shape == rowShape) && "scale has the row's shape");
+  BatchNormGradResults r{Tensor(x.shape), Tensor(rowShape), Tensor(rowShape)};
+  if (d == 0)
+    return r;
+  const int64_t rows = x.numel() / d;
+  std::vector<double> xhat(d), g(d);
+  for (int64_t row = 0; row < rows; ++row) {
+    const double *xr = &x.data[row * d], *dyr = &dy.data[row * d];
+    double mean = 0.0, second = 0.0;
+    if (!rms) {
+      for (int64_t j = 0; j < d; ++j)
+        mean += xr[j];
+      mean /= d;
+    }
+    for (int64_t j = 0; j < d; ++j)
+      second += (xr[j] - mean) * (xr[j] - mean);
+    const double rstd = 1.0 / std::sqrt(second / d + epsilon);
+    double meanG = 0.0, meanGX = 0.0;
+    for (int64_t j = 0; j < d; ++j) {
+      xhat[j] = (xr[j] - mean) * rstd;
+      g[j] = dyr[j] * (scale ? scale->data[j] : 1.0);
+      meanG += g[j];
+      meanGX += g[j] * xhat[j];
+      r.scale.data[j] += dyr[j] * xhat[j];
+      r.shift.data[j] += dyr[j];
+    }
+    meanG = rms ? 0.0 : meanG / d;
+    meanGX /= d;
+    for (int64_t j = 0; j < d; ++j)
+      r.input.data[row * d + j] = rstd * (g[j] - meanG - xhat[j] * meanGX);
+  }
+  return r;
+}
+
 BatchNormGradResults
 ref::batchNormGrad(const Tensor &dy, const Tensor &x, const Tensor &mean,
                    const Tensor &invstd, const Tensor &scale,

@@ -108,10 +108,10 @@ Group &KernelFormer::startGroup(Operation *root) {
 void KernelFormer::growEpilogue(Group &group) {
   while (true) {
     Operation *last = group.ops.back();
-    // A batch norm's full-size result (its others are per channel) feeds
-    // the epilogue of the pass that writes it.
-    bool batchNorm =
-        group.ops.size() == 1 && isa<BatchNormTrainOp, BatchNormGradOp>(last);
+    // A batch norm's (or norm backward's) full-size result, its others per
+    // channel, feeds the epilogue of the pass that writes it.
+    bool batchNorm = group.ops.size() == 1 &&
+                     isa<BatchNormTrainOp, BatchNormGradOp, NormGradOp>(last);
     if (last->getNumResults() != 1 && !batchNorm)
       return;
     Value result = last->getResult(0);

@@ -61,6 +61,18 @@ BatchNormGradResults batchNormGrad(const Tensor &dy, const Tensor &x,
                                    std::optional<double> evalEpsilon,
                                    int64_t channelAxis);
 
+/// The backward of a layer norm (or, with `rms`, an RMS norm) over rows of
+/// the trailing `normRank` axes, the row statistics recomputed from `x`:
+/// with x^ the normalised row, g = dy * scale (1 without one) and rstd the
+/// inverse std (root mean square):
+///   input = rstd * (g - mean(g) - x^ * mean(g * x^))   (layer norm),
+///   input = rstd * (g - x^ * mean(g * x^))             (RMS norm),
+///   scale = sum over rows of dy * x^, shift = sum over rows of dy.
+/// The same struct as the batch norm's gradients.
+BatchNormGradResults normGrad(const Tensor &dy, const Tensor &x,
+                              const Tensor *scale, int64_t normRank,
+                              double epsilon, bool rms);
+
 /// Transposed convolution, the adjoint of conv2d with the same window:
 /// result[n, h * sh - top + kh * dh, w * sw - left + kw * dw, g * Cog + o]
 ///   += input[n, h, w, ci] * filter[ci, kh, kw, o],  g = ci / (Ci / groups).

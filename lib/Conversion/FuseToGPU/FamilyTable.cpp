@@ -234,6 +234,14 @@ makeBatchNormTrainingKernel(KernelOp kernel, gpu::GPUModuleOp module,
                             const TargetDescription &target);
 } // namespace fusec::tiling
 
+/// Layer and RMS norm backward: a rows pass, then the parameter gradients
+/// (NormGrad.cpp; this table is its one caller).
+namespace fusec::tiling {
+std::unique_ptr<KernelBuilder>
+makeNormGradKernel(KernelOp kernel, gpu::GPUModuleOp module,
+                   const TargetDescription &target);
+} // namespace fusec::tiling
+
 /// Batch norm with batch statistics or its gradient.
 static bool isBatchNormTraining(const KernelQuery &q) {
   return isa_and_nonnull<BatchNormTrainOp, BatchNormGradOp>(q.anchor);
@@ -268,13 +276,15 @@ llvm::ArrayRef<FamilyInfo> fusec::tiling::familyTable() {
       // statistics (BatchNormTraining.cpp).
       {KernelFamily::RowReduction,
        [](const KernelQuery &q) {
-         return q.anchor && (isRowReduction(q.anchor) ||
-                             isBatchNormTraining(q) ||
-                             // Training (issue 25): sums over axes.
-                             isa<ReduceSumOp>(q.anchor));
+         return q.anchor &&
+                (isRowReduction(q.anchor) || isBatchNormTraining(q) ||
+                 // Training: sums over axes, norm backward.
+                 isa<ReduceSumOp, NormGradOp>(q.anchor));
        },
        nullptr, nullptr, nullptr,
        [](const KernelQuery &q, gpu::GPUModuleOp module, Attribute) {
+         if (isa<NormGradOp>(q.anchor))
+           return makeNormGradKernel(q.kernel, module, q.target);
          return isBatchNormTraining(q)
                     ? makeBatchNormTrainingKernel(q.kernel, module, q.target)
                     : makeRowReductionKernel(q.kernel, module, q.target);

@@ -59,10 +59,10 @@ FailureOr<LaunchConfig> KernelBuilder::build() {
     }
   if (wideIndex)
     setIndexBitwidth(module, 64);
-  // A batch norm in training stores its per-channel results itself
-  // (BatchNormTraining.cpp).
+  // A batch norm in training and a norm backward store their per-channel
+  // (per-column) results themselves (BatchNormTraining.cpp, NormGrad.cpp).
   bool perChannelResults =
-      isa_and_nonnull<BatchNormTrainOp, BatchNormGradOp>(anchor);
+      isa_and_nonnull<BatchNormTrainOp, BatchNormGradOp, NormGradOp>(anchor);
   for (Value v : yield().getValues())
     if (!perChannelResults && shapeOf(v) != shapeOf(yield().getValues()[0]))
       return kernel.emitOpError("results of different shapes cannot share "
