@@ -44,8 +44,12 @@ def cases(Graph, t):
         for d in (1, 17, 4096, 65537):
             rows = [3, 5] if d < 65537 else [3]
             out.append(_norm_grad(Graph, t, f"norm_grad_ln_{d}_{dt}", dt, rows + [d]))
+            # A row of one element is ill-conditioned for the RMS norm:
+            # dx = g * eps / (x^2 + eps)^1.5 is the difference of two
+            # nearly equal terms, which f32 resolves only to ~1e-7 of g
+            # (relerr 1.8e-4 at eps = 1e-6 on an H200): a larger eps there.
             out.append(_norm_grad(Graph, t, f"norm_grad_rms_{d}_{dt}", dt, rows + [d], rms=True,
-                                  eps="1.0e-6"))
+                                  eps="1.0e-2" if d == 1 else "1.0e-6"))
         # Many rows a block: 600 rows of 256 (the partials' sums over ~264
         # blocks), the residual's gradient fused.
         out.append(_norm_grad(Graph, t, f"norm_grad_ln_rows_{dt}", dt, [600, 256], residual=True))

@@ -14,10 +14,13 @@
 // CHECK: gpu.launch_func @resident_kernels::@k0_norm_grad_rows blocks in (%c200, {{.+}} threads in (%c256, {{.+}} args({{.+}}, %[[PARTS]] : memref<2x200x4096xf32>)
 // CHECK: gpu.launch_func @resident_kernels::@k0_norm_grad blocks in (%c128, {{.+}} threads in (%c1024, {{.+}} args({{.+}}, %[[PARTS]] : memref<2x200x4096xf32>)
 // CHECK-NOT: gpu.launch_func
-// The rows pass loads dy and x once a row as 16-byte vectors (the epilogue
-// takes them from there).
+// The rows pass loads dy and x once a row as 16-byte vectors, a row ahead
+// (the first row before the loop, the next in it); the epilogue takes them
+// from there.
 // ROWS-LABEL: gpu.module @resident_kernels
 // ROWS: gpu.func @k0_norm_grad_rows
+// ROWS-COUNT-4: vector.load {{.+}} : memref<600x4096xbf16>, vector<8xbf16>
+// ROWS: scf.for
 // ROWS-COUNT-4: vector.load {{.+}} : memref<600x4096xbf16>, vector<8xbf16>
 // ROWS-NOT: vector.load {{.+}} : memref<600x4096xbf16>
 // ROWS: gpu.module @streamed_dx_kernels
