@@ -10,18 +10,22 @@
 //     dy over its block's rows: the block's partials [2, G, D] (f32).
 //  2. the kernel itself: the parameter gradients, adding each column's G
 //     partials in a fixed order (deterministic, no atomics).
-// Rows of up to kResident elements a thread stay in registers: dy and x
-// are read once, a row ahead of its use, and the statistics take one
-// reduction of sums shifted by the row's first value (no cancellation when
-// the mean is large). Longer rows, and rows no 16-byte vector divides,
-// take three passes over memory (the statistics as sums shifted by the
-// row's first value, then the two sums, then the stores), the column sums
-// kept in the partials.
+// Each row takes one block reduction of four sums: d = x - K with K the
+// row's first value (no cancellation when the mean is large), d^2,
+// g = dy * scale and g * d, from which the mean, rstd, mean(g) and
+// mean(g * x^) follow. Rows of up to kResident elements a thread are read
+// once, through cp.async into shared-memory stages a few rows ahead of
+// their use. Longer rows, and rows no 16-byte vector divides, take two
+// passes over memory (the sums, then the stores), the column sums kept in
+// the partials.
 //
 //===----------------------------------------------------------------------===//
 
 #include "ExtraLaunches.h"
 #include "Families.h"
+
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 
 using namespace mlir;
 using namespace mlir::fuse;
@@ -55,8 +59,11 @@ private:
   /// null) instead of loading them again.
   void storeGradient(ArrayRef<Value> coords, ArrayRef<Value> values,
                      std::pair<Value, Value> loaded = {});
-  /// The row statistics {mean (0 for rms), rstd} from the threads' sums.
-  std::pair<Value, Value> statistics(Value s1, Value s2, Value shift);
+  /// What a row's input gradient needs, {mean (0 for rms), rstd, mean(g),
+  /// mean(g * x^)}, from the block's sums {d, d^2, g, g * d} with
+  /// d = x - `shift` (the RMS norm's shift is 0): one reduction a row, as
+  /// sum(g * x^) = rstd * (sum(g * d) - (mean - shift) * sum(g)).
+  SmallVector<Value> rowParams(ArrayRef<Value> sums, Value shift);
   /// Pass 1 over resident rows, or over memory.
   void emitResidentRows(Value partials);
   void emitStreamedRows(Value partials);
@@ -86,6 +93,9 @@ private:
   /// The most elements of a row one thread keeps in registers (with its
   /// column sums: 4 floats an element).
   static constexpr int64_t kResident = 16;
+  /// The rows pass's staging: the most shared memory a block's stages take
+  /// (two blocks an SM), and the most rows in flight.
+  static constexpr int64_t kStagingBytes = 96 * 1024, kMaxStages = 4;
   /// The finalize's blocks: 32 columns x 32 shares of the partials.
   static constexpr int64_t kFinalizeThreads = 1024;
 };
@@ -163,21 +173,22 @@ void NormGradKernel::storeGradient(ArrayRef<Value> coords,
   elements->storeVectorResults(coords, w, values, &full);
 }
 
-std::pair<Value, Value> NormGradKernel::statistics(Value s1, Value s2,
-                                                   Value shift) {
+SmallVector<Value> NormGradKernel::rowParams(ArrayRef<Value> sums,
+                                             Value shift) {
   Value inv = f32(1.0 / static_cast<double>(length));
   Value eps = f32(op.getEpsilon().convertToDouble());
+  Value m1 = op.getRms() ? f32(0) : mulf(sums[0], inv);
+  Value var = maxf(subf(mulf(sums[1], inv), mulf(m1, m1)), f32(0));
+  Value rstd = math::RsqrtOp::create(b, addf(var, eps));
+  Value meanG = mulf(sums[2], inv);
+  Value meanGX = mulf(rstd, subf(mulf(sums[3], inv), mulf(m1, meanG)));
   if (op.getRms())
-    return {f32(0), math::RsqrtOp::create(b, addf(mulf(s2, inv), eps))};
-  // Sums of d = x - shift: mean = shift + S1/D, var = S2/D - (S1/D)^2.
-  Value m1 = mulf(s1, inv);
-  Value var = maxf(subf(mulf(s2, inv), mulf(m1, m1)), f32(0));
-  return {addf(shift, m1), math::RsqrtOp::create(b, addf(var, eps))};
+    return {f32(0), rstd, f32(0), meanGX};
+  return {addf(shift, m1), rstd, meanG, meanGX};
 }
 
 void NormGradKernel::emitResidentRows(Value partials) {
   Value tid = threadId(), bx = blockId(gpu::Dimension::x);
-  Value inv = f32(1.0 / static_cast<double>(length));
   // Vector i of a thread starts at column (tid + i * threads) * w; only the
   // last may pass the row's end (then it is clamped and masked).
   SmallVector<Value> cols, valid;
@@ -195,32 +206,57 @@ void NormGradKernel::emitResidentRows(Value partials) {
   };
   Value begin = muli(bx, idx(chunk));
   Value end = mini(addi(begin, idx(chunk)), idx(rows));
-  // The loads of a row: {dy, x} vectors per vector of the thread, then the
-  // row's first x (the statistics' shift). A row is loaded one iteration
-  // ahead, so that its loads are in flight while the block reduces and
-  // stores the row before: one row at a time left the loads' latency
-  // exposed (0.55 of copy bandwidth at 16k x 4k bf16 on an H200).
-  auto loadRow = [&](Value row) {
-    SmallVector<Value> v;
-    for (Value j : cols) {
+  // Rows land in shared memory through cp.async, `stages - 1` rows ahead
+  // of their use: each thread copies its own vectors of dy and x (and reads
+  // back only those, so no barrier guards a stage). On an H200 at 16k x 4k
+  // bf16 the rows pass took 160 us loading a row at a time, 121 loading
+  // the next row into registers and 118 with 3 rows in flight here (ncu);
+  // column sums in shared memory for 3 blocks an SM (80 registers) took
+  // 152 (bench/results/2026-11-27-h200-norm-grad).
+  Type elementType = cast<MemRefType>(xM.getType()).getElementType();
+  int64_t elementBytes = elementType.getIntOrFloatBitWidth() / 8;
+  int64_t padded = perThread * threads * w;
+  int64_t stages = std::clamp<int64_t>(
+      kStagingBytes / (2 * padded * elementBytes), 2, kMaxStages);
+  Value staging = allocShared({stages, 2, padded}, elementType, 16);
+  auto vecType = VectorType::get({w}, elementType);
+  Value sources[] = {dyM, xM};
+  auto issueRow = [&](Value row, Value stage) {
+    for (auto [i, j] : llvm::enumerate(cols)) {
       SmallVector<Value> coords = elementCoords(row, j);
-      v.push_back(loadVector(dyM, coords, w));
-      v.push_back(loadVector(xM, coords, w));
+      Value at = muli(addi(tid, idx(int64_t(i) * threads)), idx(w));
+      for (auto [t, src] : llvm::enumerate(sources))
+        nvgpu::DeviceAsyncCopyOp::create(
+            b, nvgpu::DeviceAsyncTokenType::get(b.getContext()), staging,
+            ValueRange{stage, idx(int64_t(t)), at}, src, coords,
+            b.getIndexAttr(w), Value(),
+            w * elementBytes == 16 ? b.getUnitAttr() : UnitAttr());
     }
-    v.push_back(op.getRms() ? f32(0) : load(xM, elementCoords(row, idx(0))));
-    return v;
+    NVVM::CpAsyncCommitGroupOp::create(b);
   };
+  // The statistics' shift, the row's first x, is loaded a row ahead into a
+  // register (every thread needs it; it lands in one thread's stage).
+  auto shiftOf = [&](Value row) {
+    return op.getRms() ? f32(0) : load(xM, elementCoords(row, idx(0)));
+  };
+  Value last = subi(end, idx(1));
+  for (int64_t s = 0; s + 1 < stages; ++s)
+    issueRow(mini(addi(begin, idx(s)), last), idx(s));
   int64_t numAcc = 2 * perThread * w;
   SmallVector<Value> init(numAcc, f32(0));
-  llvm::append_range(init, loadRow(begin));
+  init.push_back(shiftOf(begin));
   SmallVector<Value> acc = loop(
       begin, end, idx(1), init,
       [&](Value row, ValueRange iters) -> SmallVector<Value> {
         SmallVector<Value> q(iters.take_front(numAcc));
-        ValueRange cur = iters.drop_front(numAcc);
-        // The last iteration loads its own row again (in bounds, unused).
-        SmallVector<Value> next =
-            loadRow(mini(addi(row, idx(1)), subi(end, idx(1))));
+        Value shift = iters.back();
+        Value k = subi(row, begin);
+        // Rows past the block's last load it again (in bounds, unused).
+        issueRow(mini(addi(row, idx(stages - 1)), last),
+                 remi(addi(k, idx(stages - 1)), stages));
+        Value nextShift = shiftOf(mini(addi(row, idx(1)), last));
+        NVVM::CpAsyncWaitGroupOp::create(b, stages - 1);
+        Value stage = remi(k, stages);
         SmallVector<SmallVector<Value>> coords, dys, xs;
         SmallVector<std::pair<Value, Value>> vecs(perThread);
         auto lanes = [&](Value vec) {
@@ -231,42 +267,44 @@ void NormGradKernel::emitResidentRows(Value partials) {
         };
         for (auto [i, j] : llvm::enumerate(cols)) {
           coords.push_back(elementCoords(row, j));
-          vecs[i] = {cur[2 * i], cur[2 * i + 1]};
-          dys.push_back(lanes(cur[2 * i]));
-          xs.push_back(lanes(cur[2 * i + 1]));
+          Value at = muli(addi(tid, idx(int64_t(i) * threads)), idx(w));
+          Value dyv = vector::LoadOp::create(b, vecType, staging,
+                                             ValueRange{stage, idx(0), at});
+          Value xv = vector::LoadOp::create(b, vecType, staging,
+                                            ValueRange{stage, idx(1), at});
+          vecs[i] = {dyv, xv};
+          dys.push_back(lanes(dyv));
+          xs.push_back(lanes(xv));
         }
-        // The statistics in one reduction: sums of d = x - K (K the row's
-        // first value) and of d^2.
-        Value shift = cur.back();
-        Value s1 = f32(0), s2 = f32(0);
-        for (int64_t i = 0; i < perThread; ++i)
-          for (Value v : xs[i]) {
-            Value d = masked(subf(v, shift), i);
-            s1 = addf(s1, d);
-            s2 = fma(d, d, s2);
-          }
-        SmallVector<Value> st = blockSums({s1, s2});
-        auto [mean, rstd] = statistics(st[0], st[1], shift);
-        // x^ replaces x; the sums of g and g * x^.
-        Value sg = f32(0), sgx = f32(0);
+        // One reduction: sums of d = x - K (K the row's first value), d^2,
+        // g = dy * scale and g * d.
+        SmallVector<Value> acc4(4, f32(0));
         SmallVector<SmallVector<Value>> gs(perThread);
         for (int64_t i = 0; i < perThread; ++i)
           for (int64_t l = 0; l < w; ++l) {
-            xs[i][l] = mulf(subf(xs[i][l], mean), rstd);
-            gs[i].push_back(mulf(dys[i][l], scales[i][l]));
-            sg = addf(sg, masked(gs[i][l], i));
-            sgx = fma(masked(gs[i][l], i), xs[i][l], sgx);
+            Value d = masked(subf(xs[i][l], shift), i);
+            Value g = mulf(dys[i][l], scales[i][l]);
+            gs[i].push_back(g);
+            acc4[0] = addf(acc4[0], d);
+            acc4[1] = fma(d, d, acc4[1]);
+            acc4[2] = addf(acc4[2], masked(g, i));
+            acc4[3] = fma(g, d, acc4[3]);
           }
-        SmallVector<Value> sums = blockSums({sg, sgx});
-        Value meanG = op.getRms() ? f32(0) : mulf(sums[0], inv);
-        Value meanGX = mulf(sums[1], inv);
+        SmallVector<Value> p = rowParams(blockSums(acc4), shift);
+        Value mean = p[0], rstd = p[1], meanG = p[2], meanGX = p[3];
+        // x^ = x * rstd - mean * rstd and dx = g * rstd - x^ * (rstd *
+        // mean(g x^)) - rstd * mean(g): fused multiply-adds (ncu counted 5
+        // plain FP32 instructions for each fused one).
+        Value xOff = mulf(subf(f32(0), mean), rstd);
+        Value gOff = mulf(subf(f32(0), meanG), rstd);
+        Value xCoef = mulf(subf(f32(0), meanGX), rstd);
         for (int64_t i = 0; i < perThread; ++i) {
           SmallVector<Value> dx;
           for (int64_t l = 0; l < w; ++l) {
-            dx.push_back(mulf(
-                rstd, subf(subf(gs[i][l], meanG), mulf(xs[i][l], meanGX))));
+            Value xh = fma(xs[i][l], rstd, xOff);
+            dx.push_back(fma(xh, xCoef, fma(gs[i][l], rstd, gOff)));
             int64_t k = i * w + l;
-            q[k] = fma(masked(dys[i][l], i), xs[i][l], q[k]);
+            q[k] = fma(masked(dys[i][l], i), xh, q[k]);
             q[perThread * w + k] =
                 addf(q[perThread * w + k], masked(dys[i][l], i));
           }
@@ -275,9 +313,11 @@ void NormGradKernel::emitResidentRows(Value partials) {
           else
             storeGradient(coords[i], dx, vecs[i]);
         }
-        llvm::append_range(q, next);
+        q.push_back(nextShift);
         return q;
       });
+  // No copy may be pending when the block exits.
+  NVVM::CpAsyncWaitGroupOp::create(b, 0);
   if (!needColumns)
     return;
   for (int64_t i = 0; i < perThread; ++i) {
@@ -298,7 +338,6 @@ void NormGradKernel::emitResidentRows(Value partials) {
 
 void NormGradKernel::emitStreamedRows(Value partials) {
   Value tid = threadId(), bx = blockId(gpu::Dimension::x);
-  Value inv = f32(1.0 / static_cast<double>(length));
   Value begin = muli(bx, idx(chunk));
   Value end = mini(addi(begin, idx(chunk)), idx(rows));
   // Each thread's columns: j = (tid + k * threads) * w, the same every row.
@@ -317,20 +356,28 @@ void NormGradKernel::emitStreamedRows(Value partials) {
       return SmallVector<Value>();
     });
   (void)loop(begin, end, idx(1), {}, [&](Value row, ValueRange) {
-    // The statistics: sums of x - K with K the row's first value.
+    // One pass for the sums of d = x - K (K the row's first value), d^2,
+    // g = dy * scale and g * d; a second for the stores.
     Value shift = op.getRms() ? f32(0) : load(xM, elementCoords(row, idx(0)));
-    SmallVector<Value> s = overColumns(
-        {f32(0), f32(0)}, [&](Value j, ValueRange a) -> SmallVector<Value> {
-          Value s1 = a[0], s2 = a[1];
-          for (Value v : lanesAt(xM, elementCoords(row, j))) {
-            Value d = subf(v, shift);
-            s1 = addf(s1, d);
-            s2 = fma(d, d, s2);
-          }
-          return {s1, s2};
-        });
-    s = blockSums(s);
-    auto [mean, rstd] = statistics(s[0], s[1], shift);
+    SmallVector<Value> sums =
+        overColumns(SmallVector<Value>(4, f32(0)),
+                    [&](Value j, ValueRange a) -> SmallVector<Value> {
+                      SmallVector<Value> acc(a);
+                      SmallVector<Value> coords = elementCoords(row, j);
+                      SmallVector<Value> dy = lanesAt(dyM, coords);
+                      SmallVector<Value> xs = lanesAt(xM, coords);
+                      SmallVector<Value> sc = scaleAt(j);
+                      for (int64_t l = 0; l < w; ++l) {
+                        Value d = subf(xs[l], shift), g = mulf(dy[l], sc[l]);
+                        acc[0] = addf(acc[0], d);
+                        acc[1] = fma(d, d, acc[1]);
+                        acc[2] = addf(acc[2], g);
+                        acc[3] = fma(g, d, acc[3]);
+                      }
+                      return acc;
+                    });
+    SmallVector<Value> p = rowParams(blockSums(sums), shift);
+    Value mean = p[0], rstd = p[1], meanG = p[2], meanGX = p[3];
     std::pair<Value, Value> vecs;
     auto lanes = [&](Value j, SmallVector<Value> &dy, SmallVector<Value> &xh,
                      SmallVector<Value> &g) {
@@ -344,20 +391,6 @@ void NormGradKernel::emitStreamedRows(Value partials) {
       }
       return coords;
     };
-    SmallVector<Value> t = overColumns(
-        {f32(0), f32(0)}, [&](Value j, ValueRange a) -> SmallVector<Value> {
-          SmallVector<Value> dy, xh, g;
-          (void)lanes(j, dy, xh, g);
-          Value sg = a[0], sgx = a[1];
-          for (int64_t l = 0; l < w; ++l) {
-            sg = addf(sg, g[l]);
-            sgx = fma(g[l], xh[l], sgx);
-          }
-          return {sg, sgx};
-        });
-    t = blockSums(t);
-    Value meanG = op.getRms() ? f32(0) : mulf(t[0], inv);
-    Value meanGX = mulf(t[1], inv);
     (void)overColumns({}, [&](Value j, ValueRange) {
       SmallVector<Value> dy, xh, g;
       SmallVector<Value> coords = lanes(j, dy, xh, g);

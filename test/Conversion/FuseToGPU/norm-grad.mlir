@@ -14,14 +14,15 @@
 // CHECK: gpu.launch_func @resident_kernels::@k0_norm_grad_rows blocks in (%c200, {{.+}} threads in (%c256, {{.+}} args({{.+}}, %[[PARTS]] : memref<2x200x4096xf32>)
 // CHECK: gpu.launch_func @resident_kernels::@k0_norm_grad blocks in (%c128, {{.+}} threads in (%c1024, {{.+}} args({{.+}}, %[[PARTS]] : memref<2x200x4096xf32>)
 // CHECK-NOT: gpu.launch_func
-// The rows pass loads dy and x once a row as 16-byte vectors, a row ahead
-// (the first row before the loop, the next in it); the epilogue takes them
-// from there.
+// The rows pass copies dy and x into 4 shared-memory stages with cp.async,
+// 3 rows ahead (each thread its own vectors: 12 copies before the loop, 4
+// in it), and never loads them from memory again (the epilogue takes them
+// from the stage).
 // ROWS-LABEL: gpu.module @resident_kernels
 // ROWS: gpu.func @k0_norm_grad_rows
-// ROWS-COUNT-4: vector.load {{.+}} : memref<600x4096xbf16>, vector<8xbf16>
+// ROWS-COUNT-12: nvgpu.device_async_copy {{.+}} : memref<600x4096xbf16> to memref<4x2x4096xbf16, #gpu.address_space<workgroup>>
 // ROWS: scf.for
-// ROWS-COUNT-4: vector.load {{.+}} : memref<600x4096xbf16>, vector<8xbf16>
+// ROWS-COUNT-4: nvgpu.device_async_copy {{.+}} : memref<600x4096xbf16> to memref<4x2x4096xbf16, #gpu.address_space<workgroup>>
 // ROWS-NOT: vector.load {{.+}} : memref<600x4096xbf16>
 // ROWS: gpu.module @streamed_dx_kernels
 func.func @resident(%dy: tensor<600x4096xbf16>, %x: tensor<600x4096xbf16>, %g: tensor<4096xbf16>) -> (tensor<600x4096xbf16>, tensor<4096xbf16>, tensor<4096xbf16>) {
