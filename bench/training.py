@@ -450,15 +450,15 @@ class Report:
             out.append("    bar: fusec at least 0.85 of copy, forward and backward (eager about 0.55)")
         nrm = [r for r in self.rows if r.get("kind") == "norm_grad"]
         if nrm:
-            out.append("(e) norm backward, TB/s (frac of copy)  eager       compile     fusec       ratio  note")
+            out.append("(e) norm backward, TB/s (frac of copy)  eager       compile     fusec       ratio  add(2r+1w)  note")
             for r in nrm:
                 cells = []
                 for c in ("eager", "compile", "fusec"):
                     tb = r.get(c + "_TBps")
                     cells.append("%-11s" % ("n/a" if tb is None else "%.2f (%s)" % (tb, fmt(r.get(c + "_frac"), ".2f"))))
-                out.append("    %-34s %s %s %s %-5s  %s" % (
+                out.append("    %-34s %s %s %s %-5s  %-10s  %s" % (
                     f"{r['norm']} {r['shape']} {r['dtype']}", *cells, fmt(r.get("ratio"), ".2f"),
-                    r.get("fusec_na", "")))
+                    fmt(r.get("add_TBps"), ".2f"), r.get("fusec_na", "")))
             out.append("    bar: fusec at least 0.85 of copy on 16k x 4k rows, bf16 (bytes: dy, x read, dx written)")
         blk = [r for r in self.rows if r.get("kind") == "bottleneck_step"]
         if blk:
@@ -941,9 +941,16 @@ def run_norm(b, fz, rep, ceil, shapes, dtypes, keys):
                         contenders["fusec"] = [lambda: k(*args, out=out)]
                 except Exception as e:  # noqa: BLE001
                     fusec_na = "n/a: " + reason(e)
+                # The same traffic without arithmetic (two tensors read, one
+                # written): what the memory system gives this pattern.
+                acc_out = torch.empty_like(dy)
+                contenders["add"] = [lambda: torch.add(dy, x.detach(), out=acc_out)]
                 times, errors = b.interleaved(contenders)
                 notes.update(errors)
                 row = dict(kind="norm_grad", norm=kind, shape=f"{rows}x{d}", dtype=dt, min_bytes=min_bytes)
+                if times.get("add"):
+                    row["add_ms"] = times["add"]
+                    row["add_TBps"] = min_bytes / times["add"] / 1e9
                 copy = ceil.get("copy_TBps")
                 for name in ("eager", "compile", "fusec"):
                     ms = times.get(name)
