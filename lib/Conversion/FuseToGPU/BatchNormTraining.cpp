@@ -109,7 +109,7 @@ private:
 
   static constexpr int64_t kThreads = 256;
   /// The finalize's blocks: 32 channels x 32 shares of the partials.
-  static constexpr int64_t kFinalizeThreads = 1024;
+  static constexpr int64_t kFinalizeThreads = kColumnSumThreads;
   /// Rows (or vectors) a thread of pass 1 loads per loop step.
   static constexpr int64_t kUnroll = 4;
   /// Rows a thread of pass 3 walks with its channels.
@@ -362,10 +362,8 @@ ExtraLaunch BatchNormTrainingKernel::emitPlaneStatistics() {
 
 ExtraLaunch BatchNormTrainingKernel::emitFinalize() {
   gpu::GPUFuncOp f = addSibling("_finalize");
-  // A block takes 32 channels; its 32 warps' lanes add every 32nd partial
-  // (4 loads in flight each: the sums' depth is G / 128 loads), then the
-  // warps' sums meet in shared memory. A fixed
-  // order: the result does not depend on block timing.
+  // A block takes 32 channels and adds their partials in a fixed order
+  // (sumPartialColumns): the result does not depend on block timing.
   Value tid = threadId();
   Value lane = remi(tid, 32), warp = divi(tid, 32);
   Value c = addi(muli(blockId(gpu::Dimension::x), idx(32)), lane);
@@ -374,38 +372,8 @@ ExtraLaunch BatchNormTrainingKernel::emitFinalize() {
   if (needSums) {
     Value partials = f.getArgument(partialsArg);
     int64_t groups = split.groups;
-    constexpr int64_t kWarps = kFinalizeThreads / 32, kLoads = 4;
-    SmallVector<Value> sums =
-        loop(warp, idx(groups), idx(kWarps * kLoads), {q0, q1},
-             [&](Value g, ValueRange acc) -> SmallVector<Value> {
-               SmallVector<Value> s(acc);
-               for (int64_t u = 0; u < kLoads; ++u) {
-                 Value gu = addi(g, idx(u * kWarps));
-                 Value valid = lt(gu, idx(groups));
-                 gu = mini(gu, idx(groups - 1));
-                 for (int64_t k = 0; k < 2; ++k) {
-                   Value p = memref::LoadOp::create(b, partials,
-                                                    ValueRange{idx(k), gu, cc});
-                   s[k] = addf(s[k], select(valid, p, f32(0)));
-                 }
-               }
-               return s;
-             });
-    Value red = sharedFloats(2 * kFinalizeThreads);
-    for (int64_t k = 0; k < 2; ++k)
-      memref::StoreOp::create(b, sums[k], red,
-                              ValueRange{addi(idx(k * kFinalizeThreads), tid)});
-    gpu::BarrierOp::create(b);
-    SmallVector<Value> total;
-    for (int64_t k = 0; k < 2; ++k) {
-      Value sum = f32(0);
-      for (int64_t w = 0; w < kWarps; ++w)
-        sum = addf(sum, memref::LoadOp::create(
-                            b, red,
-                            ValueRange{addi(idx(k * kFinalizeThreads + w * 32),
-                                            lane)}));
-      total.push_back(sum);
-    }
+    SmallVector<Value> total = sumPartialColumns(
+        partials, 2, groups, cc, sharedFloats(2 * kFinalizeThreads));
     q0 = total[0];
     q1 = total[1];
   }

@@ -181,6 +181,46 @@ ExtraLaunch KernelBuilder::splitOffFirstLaunch(StringRef suffix,
   return launch;
 }
 
+SmallVector<Value> KernelBuilder::sumPartialColumns(Value partials, int64_t n,
+                                                    int64_t groups,
+                                                    Value column,
+                                                    Value staging) {
+  constexpr int64_t kWarps = kColumnSumThreads / 32, kLoads = 4;
+  Value tid = threadId();
+  Value lane = remi(tid, 32), warp = divi(tid, 32);
+  SmallVector<Value> sums = loop(
+      warp, idx(groups), idx(kWarps * kLoads), SmallVector<Value>(n, f32(0)),
+      [&](Value g, ValueRange acc) -> SmallVector<Value> {
+        SmallVector<Value> s(acc);
+        for (int64_t u = 0; u < kLoads; ++u) {
+          Value gu = addi(g, idx(u * kWarps));
+          Value valid = lt(gu, idx(groups));
+          gu = mini(gu, idx(groups - 1));
+          for (int64_t k = 0; k < n; ++k) {
+            Value p = memref::LoadOp::create(b, partials,
+                                             ValueRange{idx(k), gu, column});
+            s[k] = addf(s[k], select(valid, p, f32(0)));
+          }
+        }
+        return s;
+      });
+  for (int64_t k = 0; k < n; ++k)
+    memref::StoreOp::create(b, sums[k], staging,
+                            ValueRange{addi(idx(k * kColumnSumThreads), tid)});
+  gpu::BarrierOp::create(b);
+  SmallVector<Value> totals;
+  for (int64_t k = 0; k < n; ++k) {
+    Value sum = f32(0);
+    for (int64_t w = 0; w < kWarps; ++w)
+      sum = addf(sum, memref::LoadOp::create(
+                          b, staging,
+                          ValueRange{addi(idx(k * kColumnSumThreads + w * 32),
+                                          lane)}));
+    totals.push_back(sum);
+  }
+  return totals;
+}
+
 Value KernelBuilder::allocShared(ArrayRef<int64_t> shape, Type elementType,
                                  int64_t align) {
   return aliasShared(llvm::alignTo(sharedBytes, align), shape, elementType);

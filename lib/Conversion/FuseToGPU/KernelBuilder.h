@@ -170,6 +170,21 @@ protected:
   ExtraLaunch splitOffFirstLaunch(llvm::StringRef suffix,
                                   const LaunchConfig &config);
 
+  /// Threads of a block that adds per-column partials (sumPartialColumns).
+  static constexpr int64_t kColumnSumThreads = 1024;
+  /// The totals over the groups of `partials` [n, groups, C] at `column` (in
+  /// range), added by a block of kColumnSumThreads threads taking 32
+  /// columns: lane = column; the 32 warps each add every 32nd group, 4 loads
+  /// in flight; then the warps' sums meet in `staging` (n *
+  /// kColumnSumThreads floats of shared memory) in a fixed order, so the
+  /// totals do not depend on block timing (no atomics). Every thread gets
+  /// its lane's totals. Batch norm's finalize and the norm backward's
+  /// parameter sums share it.
+  llvm::SmallVector<mlir::Value> sumPartialColumns(mlir::Value partials,
+                                                   int64_t n, int64_t groups,
+                                                   mlir::Value column,
+                                                   mlir::Value staging);
+
   //===--------------------------------------------------------------------===//
   // Element and vector parallelism
   //===--------------------------------------------------------------------===//

@@ -1,5 +1,4 @@
-//===- NormGrad.cpp - Layer and RMS norm backward
-//--------------------------===//
+//===- NormGrad.cpp - Layer and RMS norm backward -------------------------===//
 //
 // fuse.norm_grad in two launches over the same memrefs:
 //  1. rows (`<kernel>_rows`): G blocks (about two an SM) each take a
@@ -97,7 +96,7 @@ private:
   /// (two blocks an SM), and the most rows in flight.
   static constexpr int64_t kStagingBytes = 96 * 1024, kMaxStages = 4;
   /// The finalize's blocks: 32 columns x 32 shares of the partials.
-  static constexpr int64_t kFinalizeThreads = 1024;
+  static constexpr int64_t kFinalizeThreads = kColumnSumThreads;
 };
 } // namespace
 
@@ -417,51 +416,25 @@ void NormGradKernel::emitStreamedRows(Value partials) {
 }
 
 LaunchConfig NormGradKernel::emitFinalize(Value partials) {
-  // A block takes 32 columns; its 32 warps' lanes add every 32nd partial,
-  // then the warps' sums meet in shared memory in a fixed order.
-  constexpr int64_t kWarps = kFinalizeThreads / 32, kLoads = 4;
+  // A block takes 32 columns (sumPartialColumns: a fixed order).
   Value tid = threadId();
   Value lane = remi(tid, 32), warp = divi(tid, 32);
   Value c = addi(muli(blockId(gpu::Dimension::x), idx(32)), lane);
-  Value cc = mini(c, idx(length - 1));
-  SmallVector<Value> sums =
-      loop(warp, idx(groups), idx(kWarps * kLoads), {f32(0), f32(0)},
-           [&](Value g, ValueRange acc) -> SmallVector<Value> {
-             SmallVector<Value> s(acc);
-             for (int64_t u = 0; u < kLoads; ++u) {
-               Value gu = addi(g, idx(u * kWarps));
-               Value ok = lt(gu, idx(groups));
-               gu = mini(gu, idx(groups - 1));
-               for (int64_t k = 0; k < 2; ++k) {
-                 Value p = memref::LoadOp::create(b, partials,
-                                                  ValueRange{idx(k), gu, cc});
-                 s[k] = addf(s[k], select(ok, p, f32(0)));
-               }
-             }
-             return s;
-           });
-  Value red = allocShared({2, kFinalizeThreads}, b.getF32Type());
-  for (int64_t k = 0; k < 2; ++k)
-    memref::StoreOp::create(b, sums[k], red, ValueRange{idx(k), tid});
-  gpu::BarrierOp::create(b);
-  ifThen(
-      andi(ltc(c, length),
-           arith::CmpIOp::create(b, arith::CmpIPredicate::eq, warp, idx(0))),
-      [&] {
-        for (int64_t k = 0; k < 2; ++k) {
-          if (resultAt[k + 1] < 0)
-            continue;
-          Value total = f32(0);
-          for (int64_t i = 0; i < kWarps; ++i)
-            total =
-                addf(total,
-                     memref::LoadOp::create(
-                         b, red, ValueRange{idx(k), addi(idx(i * 32), lane)}));
-          store(total,
-                func.getArgument(kernel.getInputs().size() + resultAt[k + 1]),
-                delinearize(c, rowShape));
-        }
-      });
+  SmallVector<Value> totals =
+      sumPartialColumns(partials, 2, groups, mini(c, idx(length - 1)),
+                        allocShared({2 * kFinalizeThreads}, b.getF32Type()));
+  ifThen(andi(ltc(c, length),
+              arith::CmpIOp::create(b, arith::CmpIPredicate::eq, warp, idx(0))),
+         [&] {
+           for (int64_t k = 0; k < 2; ++k) {
+             if (resultAt[k + 1] < 0)
+               continue;
+             store(
+                 totals[k],
+                 func.getArgument(kernel.getInputs().size() + resultAt[k + 1]),
+                 delinearize(c, rowShape));
+           }
+         });
   return LaunchConfig{{ceilDiv(length, 32), 1, 1}, {kFinalizeThreads, 1, 1}};
 }
 
