@@ -385,6 +385,16 @@ def ratio(alternatives, fusec_ms):
     return min(best) / fusec_ms if best and fusec_ms else None
 
 
+def bandwidth_cells(r):
+    """A bandwidth row's eager, compile and fusec cells: TB/s (fraction
+    of copy), or n/a."""
+    cells = []
+    for c in ("eager", "compile", "fusec"):
+        tb = r.get(c + "_TBps")
+        cells.append("%-11s" % ("n/a" if tb is None else "%.2f (%s)" % (tb, fmt(r.get(c + "_frac"), ".2f"))))
+    return cells
+
+
 def fmt(v, spec=".3f"):
     return "n/a" if v is None else format(v, spec)
 
@@ -440,10 +450,7 @@ class Report:
         if bn:
             out.append("(b) BN training, TB/s (frac of copy)    eager       compile     fusec       ratio  note")
             for r in bn:
-                cells = []
-                for c in ("eager", "compile", "fusec"):
-                    tb = r.get(c + "_TBps")
-                    cells.append("%-11s" % ("n/a" if tb is None else "%.2f (%s)" % (tb, fmt(r.get(c + "_frac"), ".2f"))))
+                cells = bandwidth_cells(r)
                 out.append("    %-34s %s %s %s %-5s  %s" % (
                     f"{r['variant']} {r['pass']} {r['shape']} {r['dtype']}", *cells,
                     fmt(r.get("ratio"), ".2f"), r.get("fusec_na", "")))
@@ -452,10 +459,7 @@ class Report:
         if nrm:
             out.append("(e) norm backward, TB/s (frac of copy)  eager       compile     fusec       ratio  add(2r+1w)  note")
             for r in nrm:
-                cells = []
-                for c in ("eager", "compile", "fusec"):
-                    tb = r.get(c + "_TBps")
-                    cells.append("%-11s" % ("n/a" if tb is None else "%.2f (%s)" % (tb, fmt(r.get(c + "_frac"), ".2f"))))
+                cells = bandwidth_cells(r)
                 out.append("    %-34s %s %s %s %-5s  %-10s  %s" % (
                     f"{r['norm']} {r['shape']} {r['dtype']}", *cells, fmt(r.get("ratio"), ".2f"),
                     fmt(r.get("add_TBps"), ".2f"), r.get("fusec_na", "")))

@@ -81,8 +81,6 @@ private:
   /// Whether the statistics pass runs (the evaluation form's gradient needs
   /// it only for the parameter gradients).
   bool needSums = true;
-  /// Per anchor result, the position of the kernel result it is (-1).
-  SmallVector<int64_t> resultAt;
   /// Workspace parameter indices: partial sums [2, G, C], coefficients [4, C].
   int64_t partialsArg = -1, coefArg = -1;
   /// How pass 1 splits the work: `v` lanes per load (a 16-byte vector where
@@ -100,12 +98,9 @@ private:
   SmallVector<MemRefType> workspaces;
   Value addWorkspace(MemRefType type);
 
-  // The element pass evaluates the full-size results only (pass 2 stores
-  // the per-channel ones): over a copy of the kernel that yields just them.
-  OwningOpRef<KernelOp> narrowed;
-  IRMapping narrowedArgs;
-  SmallVector<Value> fullOutputs;
-  std::unique_ptr<EpilogueEvaluator> elements;
+  /// Pass 2 stores the per-channel results; the element pass evaluates the
+  /// full-size ones.
+  SplitResults perChannel;
 
   static constexpr int64_t kThreads = 256;
   /// The finalize's blocks: 32 channels x 32 shares of the partials.
@@ -383,8 +378,10 @@ ExtraLaunch BatchNormTrainingKernel::emitFinalize() {
       [&] {
         Value coef = f.getArgument(coefArg);
         auto result = [&](int64_t k, Value value) {
-          if (resultAt[k] >= 0)
-            store(value, f.getArgument(kernel.getInputs().size() + resultAt[k]),
+          if (perChannel.resultAt[k] >= 0)
+            store(value,
+                  f.getArgument(kernel.getInputs().size() +
+                                perChannel.resultAt[k]),
                   {c});
         };
         Value w = load(param(f, scale), {c});
@@ -406,10 +403,10 @@ ExtraLaunch BatchNormTrainingKernel::emitFinalize() {
                          load(param(f, op.getBatchesTracked()), {idx(0)}))
                   : f32(op.getMomentum().convertToDouble());
           Value keep = subf(f32(1), momentum);
-          if (resultAt[3] >= 0)
+          if (perChannel.resultAt[3] >= 0)
             result(3, addf(mulf(keep, load(param(f, op.getRunningMean()), {c})),
                            mulf(momentum, mu)));
-          if (resultAt[4] >= 0) {
+          if (perChannel.resultAt[4] >= 0) {
             // The running estimate takes the unbiased variance.
             Value unbiased = mulf(var, f32(double(count) / double(count - 1)));
             result(4, addf(mulf(keep, load(param(f, op.getRunningVar()), {c})),
@@ -472,10 +469,10 @@ LaunchConfig BatchNormTrainingKernel::emitElements() {
   current = func;
   // 16 bytes of the widest full-size tensor per vector.
   int64_t widest = 0;
-  for (Value out : fullOutputs)
+  for (Value out : perChannel.outputs)
     widest = std::max<int64_t>(
         widest, cast<MemRefType>(out.getType()).getElementTypeBitWidth());
-  SmallVector<BlockArgument> full = elements->fullInputs();
+  SmallVector<BlockArgument> full = perChannel.evaluator->fullInputs();
   for (BlockArgument arg : full)
     widest = std::max<int64_t>(
         widest, cast<RankedTensorType>(arg.getType()).getElementTypeBitWidth());
@@ -490,7 +487,7 @@ LaunchConfig BatchNormTrainingKernel::emitElements() {
   auto lanesOf = [&](Value memref, const EpilogueEvaluator::FullInputs &loaded,
                      ArrayRef<Value> coords, int64_t l) -> Value {
     for (auto [arg, vec] : loaded)
-      if (narrowedArgs.lookup(arg) == memref)
+      if (perChannel.args.lookup(arg) == memref)
         return toF32(vector::ExtractOp::create(b, vec, l));
     SmallVector<Value> at(coords);
     at.back() = addi(at.back(), idx(l));
@@ -499,14 +496,14 @@ LaunchConfig BatchNormTrainingKernel::emitElements() {
   auto storeVectors = [&](ArrayRef<Value> coords,
                           ArrayRef<SmallVector<Value>> laneCoefs) {
     EpilogueEvaluator::FullInputs loaded =
-        elements->loadFullInputs(coords, width);
+        perChannel.evaluator->loadFullInputs(coords, width);
     SmallVector<Value> values;
     for (int64_t l = 0; l < width; ++l) {
       Value xv = lanesOf(xm, loaded, coords, l);
       Value dyv = dym ? lanesOf(dym, loaded, coords, l) : Value();
       values.push_back(elementValue(xv, dyv, laneCoefs[l]));
     }
-    elements->storeVectorResults(coords, width, values, &loaded);
+    perChannel.evaluator->storeVectorResults(coords, width, values, &loaded);
   };
 
   if (!width)
@@ -515,7 +512,7 @@ LaunchConfig BatchNormTrainingKernel::emitElements() {
       SmallVector<Value> coef = loadCoefficients(coords[axis]);
       Value xv = load(xm, coords);
       Value dyv = dym ? load(dym, coords) : Value();
-      elements->storeResults(coords, elementValue(xv, dyv, coef));
+      perChannel.evaluator->storeResults(coords, elementValue(xv, dyv, coef));
     });
   if (axis + 1 == int64_t(shape.size())) {
     // Channels innermost: a thread keeps one vector of channels (their
@@ -574,40 +571,12 @@ FailureOr<LaunchConfig> BatchNormTrainingKernel::emitBody() {
   if (count < 2 && forward())
     return kernel.emitOpError("needs more than one value per channel");
 
-  // Which kernel results are the anchor's per-channel ones (pass 2 stores
-  // them); the others are computed per element.
-  resultAt.assign(anchor->getNumResults(), -1);
-  IRMapping cloned;
-  narrowed = OwningOpRef<KernelOp>(cast<KernelOp>(kernel->clone(cloned)));
-  SmallVector<Value> kept;
-  for (auto [k, value] : llvm::enumerate(yield().getValues())) {
-    auto result = dyn_cast<OpResult>(value);
-    if (result && result.getOwner() == anchor && result.getResultNumber()) {
-      resultAt[result.getResultNumber()] = k;
-    } else if (shapeOf(value) == ArrayRef<int64_t>(shape)) {
-      kept.push_back(cloned.lookup(value));
-      fullOutputs.push_back(outputs[k]);
-    } else {
-      return kernel.emitOpError("result #")
-             << k << " has neither the input's shape nor one channel's value";
-    }
-  }
-  for (Operation &op : kernel.getBody().front().without_terminator())
-    for (Value operand : op.getOperands())
-      if (operand.getDefiningOp() == anchor &&
-          cast<OpResult>(operand).getResultNumber())
-        return kernel.emitOpError("computes with the per-channel results of ")
-               << anchor->getName() << " per element, which its family does "
-               << "not";
-  narrowed->getBody().front().getTerminator()->setOperands(kept);
-  for (auto [original, copy] : llvm::zip_equal(
-           kernel.getBody().getArguments(), narrowed->getBody().getArguments()))
-    narrowedArgs.map(copy, argOf.lookup(original));
-  elements = std::make_unique<EpilogueEvaluator>(
-      b, *narrowed, narrowedArgs, fullOutputs, cloned.lookup(anchorResult));
+  if (failed(splitResults(shape, "channel", perChannel)))
+    return failure();
 
   auto grad = dyn_cast<BatchNormGradOp>(anchor);
-  needSums = !grad || grad.isTraining() || resultAt[1] >= 0 || resultAt[2] >= 0;
+  needSums = !grad || grad.isTraining() || perChannel.resultAt[1] >= 0 ||
+             perChannel.resultAt[2] >= 0;
 
   // Workspaces first (the siblings take the kernel function's parameters).
   bool rowsOfChannels = inner == 1;
@@ -624,7 +593,7 @@ FailureOr<LaunchConfig> BatchNormTrainingKernel::emitBody() {
     pre.push_back(rowsOfChannels ? emitRowStatistics() : emitPlaneStatistics());
   pre.push_back(emitFinalize());
   recordExtraLaunches(func, workspaces, pre);
-  if (fullOutputs.empty()) {
+  if (perChannel.outputs.empty()) {
     // Nothing is read per element: the element pass has nothing to do.
     b.setInsertionPointToEnd(&func.getBody().front());
     return LaunchConfig{};

@@ -181,6 +181,42 @@ ExtraLaunch KernelBuilder::splitOffFirstLaunch(StringRef suffix,
   return launch;
 }
 
+LogicalResult KernelBuilder::splitResults(ArrayRef<int64_t> shape,
+                                          StringRef unit, SplitResults &into) {
+  into.resultAt.assign(anchor->getNumResults(), -1);
+  IRMapping cloned;
+  into.narrowed = OwningOpRef<KernelOp>(cast<KernelOp>(kernel->clone(cloned)));
+  SmallVector<Value> kept;
+  for (auto [k, value] : llvm::enumerate(yield().getValues())) {
+    auto result = dyn_cast<OpResult>(value);
+    if (result && result.getOwner() == anchor && result.getResultNumber()) {
+      into.resultAt[result.getResultNumber()] = k;
+    } else if (shapeOf(value) == shape) {
+      kept.push_back(cloned.lookup(value));
+      into.outputs.push_back(outputs[k]);
+    } else {
+      return kernel.emitOpError("result #")
+             << k << " has neither the input's shape nor one " << unit
+             << "'s value";
+    }
+  }
+  for (Operation &op : kernel.getBody().front().without_terminator())
+    for (Value operand : op.getOperands())
+      if (operand.getDefiningOp() == anchor &&
+          cast<OpResult>(operand).getResultNumber())
+        return kernel.emitOpError("computes with the per-")
+               << unit << " results of " << anchor->getName()
+               << " per element, which its family does not";
+  into.narrowed->getBody().front().getTerminator()->setOperands(kept);
+  for (auto [original, copy] :
+       llvm::zip_equal(kernel.getBody().getArguments(),
+                       into.narrowed->getBody().getArguments()))
+    into.args.map(copy, argOf.lookup(original));
+  into.evaluator = std::make_unique<EpilogueEvaluator>(
+      b, *into.narrowed, into.args, into.outputs, cloned.lookup(anchorResult));
+  return success();
+}
+
 SmallVector<Value> KernelBuilder::sumPartialColumns(Value partials, int64_t n,
                                                     int64_t groups,
                                                     Value column,

@@ -170,6 +170,26 @@ protected:
   ExtraLaunch splitOffFirstLaunch(llvm::StringRef suffix,
                                   const LaunchConfig &config);
 
+  /// A kernel whose anchor's results past the first are per channel (batch
+  /// norm in training) or per column (norm backward): the family stores
+  /// those itself and computes the full-size ones element by element.
+  struct SplitResults {
+    /// Per anchor result, the kernel result it is (-1 where none is).
+    llvm::SmallVector<int64_t> resultAt;
+    /// A copy of the kernel that yields only the full-size results, its
+    /// body arguments mapped to the function's memrefs.
+    mlir::OwningOpRef<mlir::fuse::KernelOp> narrowed;
+    mlir::IRMapping args;
+    /// The full-size results' memrefs, and their evaluator (over
+    /// `narrowed`, given the anchor's first result).
+    llvm::SmallVector<mlir::Value> outputs;
+    std::unique_ptr<EpilogueEvaluator> evaluator;
+  };
+  /// Fills `into` for full-size results of `shape`; fails at the kernel for
+  /// a result of neither kind, or an op that reads a per-`unit` result.
+  mlir::LogicalResult splitResults(llvm::ArrayRef<int64_t> shape,
+                                   llvm::StringRef unit, SplitResults &into);
+
   /// Threads of a block that adds per-column partials (sumPartialColumns).
   static constexpr int64_t kColumnSumThreads = 1024;
   /// The totals over the groups of `partials` [n, groups, C] at `column` (in

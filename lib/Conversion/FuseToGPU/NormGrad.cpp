@@ -77,17 +77,11 @@ private:
   /// blocks and rows each.
   int64_t w = 1, threads = kBlock, perThread = 0, groups = 1, chunk = 1;
   Value dyM, xM, scaleM;
-  /// Per anchor result, the kernel result it is (-1): the per-column ones
-  /// the finalize stores.
-  SmallVector<int64_t> resultAt;
   bool needColumns = false;
 
-  // The rows pass evaluates the full-size results only: over a copy of the
-  // kernel that yields just them.
-  OwningOpRef<KernelOp> narrowed;
-  IRMapping narrowedArgs;
-  SmallVector<Value> fullOutputs;
-  std::unique_ptr<EpilogueEvaluator> elements;
+  /// The finalize stores the per-column results; the rows pass evaluates
+  /// the full-size ones.
+  SplitResults perChannel;
 
   /// The most elements of a row one thread keeps in registers (with its
   /// column sums: 4 floats an element).
@@ -155,21 +149,21 @@ SmallVector<Value> NormGradKernel::scaleAt(Value j) {
 void NormGradKernel::storeGradient(ArrayRef<Value> coords,
                                    ArrayRef<Value> values,
                                    std::pair<Value, Value> loaded) {
-  if (fullOutputs.empty())
+  if (perChannel.outputs.empty())
     return;
   if (w == 1) {
-    elements->storeResults(coords, values[0]);
+    perChannel.evaluator->storeResults(coords, values[0]);
     return;
   }
   EpilogueEvaluator::FullInputs full;
-  for (BlockArgument arg : elements->fullInputs()) {
-    Value memref = narrowedArgs.lookup(arg);
+  for (BlockArgument arg : perChannel.evaluator->fullInputs()) {
+    Value memref = perChannel.args.lookup(arg);
     Value vec = memref == dyM  ? loaded.first
                 : memref == xM ? loaded.second
                                : Value();
     full.emplace_back(arg, vec ? vec : loadVector(memref, coords, w));
   }
-  elements->storeVectorResults(coords, w, values, &full);
+  perChannel.evaluator->storeVectorResults(coords, w, values, &full);
 }
 
 SmallVector<Value> NormGradKernel::rowParams(ArrayRef<Value> sums,
@@ -427,12 +421,12 @@ LaunchConfig NormGradKernel::emitFinalize(Value partials) {
               arith::CmpIOp::create(b, arith::CmpIPredicate::eq, warp, idx(0))),
          [&] {
            for (int64_t k = 0; k < 2; ++k) {
-             if (resultAt[k + 1] < 0)
+             if (perChannel.resultAt[k + 1] < 0)
                continue;
-             store(
-                 totals[k],
-                 func.getArgument(kernel.getInputs().size() + resultAt[k + 1]),
-                 delinearize(c, rowShape));
+             store(totals[k],
+                   func.getArgument(kernel.getInputs().size() +
+                                    perChannel.resultAt[k + 1]),
+                   delinearize(c, rowShape));
            }
          });
   return LaunchConfig{{ceilDiv(length, 32), 1, 1}, {kFinalizeThreads, 1, 1}};
@@ -459,46 +453,17 @@ FailureOr<LaunchConfig> NormGradKernel::emitBody() {
   xM = argOf.lookup(op.getInput());
   scaleM = op.getScale() ? argOf.lookup(op.getScale()) : Value();
 
-  // Which kernel results are the per-column ones (the finalize stores
-  // them); the others are full-size, computed per element.
-  resultAt.assign(anchor->getNumResults(), -1);
-  IRMapping cloned;
-  narrowed = OwningOpRef<KernelOp>(cast<KernelOp>(kernel->clone(cloned)));
-  SmallVector<Value> kept;
-  for (auto [k, value] : llvm::enumerate(yield().getValues())) {
-    auto result = dyn_cast<OpResult>(value);
-    if (result && result.getOwner() == anchor && result.getResultNumber()) {
-      resultAt[result.getResultNumber()] = k;
-    } else if (shapeOf(value) == ArrayRef<int64_t>(shape)) {
-      kept.push_back(cloned.lookup(value));
-      fullOutputs.push_back(outputs[k]);
-    } else {
-      return kernel.emitOpError("result #")
-             << k << " has neither the input's shape nor a row's";
-    }
-  }
-  for (Operation &inner : kernel.getBody().front().without_terminator())
-    for (Value operand : inner.getOperands())
-      if (operand.getDefiningOp() == anchor &&
-          cast<OpResult>(operand).getResultNumber())
-        return kernel.emitOpError("computes with the per-column results of ")
-               << anchor->getName() << " per element, which its family does "
-               << "not";
-  narrowed->getBody().front().getTerminator()->setOperands(kept);
-  for (auto [original, copy] : llvm::zip_equal(
-           kernel.getBody().getArguments(), narrowed->getBody().getArguments()))
-    narrowedArgs.map(copy, argOf.lookup(original));
-  elements = std::make_unique<EpilogueEvaluator>(
-      b, *narrowed, narrowedArgs, fullOutputs, cloned.lookup(anchorResult));
-  needColumns = resultAt[1] >= 0 || resultAt[2] >= 0;
+  if (failed(splitResults(shape, "column", perChannel)))
+    return failure();
+  needColumns = perChannel.resultAt[1] >= 0 || perChannel.resultAt[2] >= 0;
 
   // 16 bytes of the widest full-size tensor a vector, where the innermost
   // axis holds whole vectors.
   int64_t widest = cast<MemRefType>(xM.getType()).getElementTypeBitWidth();
-  for (Value out : fullOutputs)
+  for (Value out : perChannel.outputs)
     widest = std::max<int64_t>(
         widest, cast<MemRefType>(out.getType()).getElementTypeBitWidth());
-  for (BlockArgument arg : elements->fullInputs())
+  for (BlockArgument arg : perChannel.evaluator->fullInputs())
     widest = std::max<int64_t>(
         widest, cast<RankedTensorType>(arg.getType()).getElementTypeBitWidth());
   w = 128 / widest;
