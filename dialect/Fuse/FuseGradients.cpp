@@ -255,21 +255,21 @@ LogicalResult TransposeOp::buildGradient(GradientBuilder &gb) {
   SmallVector<int64_t> inverse(perm.size());
   for (auto [i, p] : llvm::enumerate(perm))
     inverse[p] = i;
-  gb.accumulate(getInput(),
-                make<TransposeOp>(gb, gb.gradient(getResult()),
-                                  Attrs(gb.builder()).ints("permutation",
-                                                          inverse))
-                    ->getResult(0));
+  gb.accumulate(
+      getInput(),
+      make<TransposeOp>(gb, gb.gradient(getResult()),
+                        Attrs(gb.builder()).ints("permutation", inverse))
+          ->getResult(0));
   return success();
 }
 
 LogicalResult SliceOp::buildGradient(GradientBuilder &gb) {
-  gb.accumulate(getInput(),
-                make<SliceGradOp>(gb, gb.gradient(getResult()),
-                                  Attrs(gb.builder()).ints("offsets",
-                                                          getOffsets()),
-                                  getInput().getType())
-                    ->getResult(0));
+  gb.accumulate(
+      getInput(),
+      make<SliceGradOp>(gb, gb.gradient(getResult()),
+                        Attrs(gb.builder()).ints("offsets", getOffsets()),
+                        getInput().getType())
+          ->getResult(0));
   return success();
 }
 
@@ -282,11 +282,12 @@ LogicalResult ConcatOp::buildGradient(GradientBuilder &gb) {
   for (Value input : getInputs()) {
     ArrayRef<int64_t> sizes = typeOf(input).getShape();
     if (gb.wanted(input))
-      gb.accumulate(input, make<SliceOp>(gb, dy,
-                                         Attrs(gb.builder())
-                                             .ints("offsets", offsets)
-                                             .ints("sizes", sizes))
-                               ->getResult(0));
+      gb.accumulate(
+          input,
+          make<SliceOp>(
+              gb, dy,
+              Attrs(gb.builder()).ints("offsets", offsets).ints("sizes", sizes))
+              ->getResult(0));
     offsets[axis] += sizes[axis];
   }
   return success();
@@ -301,23 +302,22 @@ LogicalResult SplitOp::buildGradient(GradientBuilder &gb) {
   // is placed into zeros at its offset and the pieces are summed, which
   // needs no zero tensor.
   if (llvm::all_of(grads, [](Value g) { return g; })) {
-    gb.accumulate(getInput(),
-                  make<ConcatOp>(gb, grads,
-                                 Attrs(gb.builder())
-                                     .add("axis", gb.builder().getI64IntegerAttr(
-                                                      axis)))
-                      ->getResult(0));
+    gb.accumulate(
+        getInput(),
+        make<ConcatOp>(gb, grads,
+                       Attrs(gb.builder())
+                           .add("axis", gb.builder().getI64IntegerAttr(axis)))
+            ->getResult(0));
     return success();
   }
   SmallVector<int64_t> offsets(typeOf(getInput()).getRank(), 0);
   for (auto [r, g] : llvm::zip(getResults(), grads)) {
     if (g)
-      gb.accumulate(getInput(),
-                    make<SliceGradOp>(gb, g,
-                                      Attrs(gb.builder()).ints("offsets",
-                                                              offsets),
-                                      getInput().getType())
-                        ->getResult(0));
+      gb.accumulate(
+          getInput(),
+          make<SliceGradOp>(gb, g, Attrs(gb.builder()).ints("offsets", offsets),
+                            getInput().getType())
+              ->getResult(0));
     offsets[axis] += typeOf(r).getDimSize(axis);
   }
   return success();
@@ -360,8 +360,7 @@ LogicalResult LinearOp::buildGradient(GradientBuilder &gb) {
   OpBuilder &b = gb.builder();
   if (gb.wanted(getInput()))
     gb.accumulate(getInput(),
-                  make<MatmulOp>(gb, {dy, gb.forward(getWeight())},
-                                 Attrs(b))
+                  make<MatmulOp>(gb, {dy, gb.forward(getWeight())}, Attrs(b))
                       ->getResult(0));
   if (gb.wanted(getWeight())) {
     // dW = dy^T x over the rows of every leading axis, as 2-D matrices.
@@ -388,8 +387,7 @@ LogicalResult LinearOp::buildGradient(GradientBuilder &gb) {
 //===----------------------------------------------------------------------===//
 
 /// The attributes a convolution shares with its gradients.
-template <typename ConvOp>
-static Attrs convAttrs(ConvOp op, OpBuilder &b) {
+template <typename ConvOp> static Attrs convAttrs(ConvOp op, OpBuilder &b) {
   Attrs attrs(b);
   attrs.ints("strides", op.getStrides())
       .ints("padding", op.getPadding())
@@ -434,17 +432,15 @@ LogicalResult Conv2dOp::buildGradient(GradientBuilder &gb) {
     Attrs attrs = convAttrs(*this, b);
     if (llvm::any_of(outputPadding, [](int64_t p) { return p != 0; }))
       attrs.ints("output_padding", outputPadding);
-    gb.accumulate(getInput(),
-                  make<ConvTranspose2dOp>(gb, {dy, gb.forward(getFilter())},
-                                          attrs)
-                      ->getResult(0));
+    gb.accumulate(getInput(), make<ConvTranspose2dOp>(
+                                  gb, {dy, gb.forward(getFilter())}, attrs)
+                                  ->getResult(0));
   }
   if (gb.wanted(getFilter()))
-    gb.accumulate(getFilter(),
-                  make<Conv2dFilterGradOp>(
-                      gb, {gb.forward(getInput()), dy},
-                      convAttrs(*this, b).ints("kernel", kernel))
-                      ->getResult(0));
+    gb.accumulate(getFilter(), make<Conv2dFilterGradOp>(
+                                   gb, {gb.forward(getInput()), dy},
+                                   convAttrs(*this, b).ints("kernel", kernel))
+                                   ->getResult(0));
   if (getBias() && gb.wanted(getBias()))
     gb.accumulate(getBias(),
                   sumAllBut(gb, dy, channelAxis(layout, typeOf(dy).getRank())));
@@ -459,20 +455,19 @@ LogicalResult ConvTranspose2dOp::buildGradient(GradientBuilder &gb) {
   OpBuilder &b = gb.builder();
   Layout layout = getLayout();
   if (gb.wanted(getInput())) {
-    Operation *dx = make<Conv2dOp>(gb, {dy, gb.forward(getFilter())},
-                                   convAttrs(*this, b));
+    Operation *dx =
+        make<Conv2dOp>(gb, {dy, gb.forward(getFilter())}, convAttrs(*this, b));
     if (dx->getResult(0).getType() != getInput().getType())
       return emitError() << "fusec-autodiff: no gradient rule for an "
                             "output_padding not below the stride";
     gb.accumulate(getInput(), dx->getResult(0));
   }
   if (gb.wanted(getFilter()))
-    gb.accumulate(getFilter(),
-                  make<Conv2dFilterGradOp>(
-                      gb, {dy, gb.forward(getInput())},
-                      convAttrs(*this, b).ints("kernel",
-                                              kernelOf(getFilter(), layout)))
-                      ->getResult(0));
+    gb.accumulate(getFilter(), make<Conv2dFilterGradOp>(
+                                   gb, {dy, gb.forward(getInput())},
+                                   convAttrs(*this, b).ints(
+                                       "kernel", kernelOf(getFilter(), layout)))
+                                   ->getResult(0));
   if (getBias() && gb.wanted(getBias()))
     gb.accumulate(getBias(),
                   sumAllBut(gb, dy, channelAxis(layout, typeOf(dy).getRank())));
@@ -566,20 +561,50 @@ LogicalResult RmsNormOp::buildGradient(GradientBuilder &gb) {
   return success();
 }
 
+/// dx = y * (dy - sum(dy * y)) along the axis, from the forward's result.
+LogicalResult SoftmaxOp::buildGradient(GradientBuilder &gb) {
+  OpBuilder &b = gb.builder();
+  Value y = gb.forward(getResult()), dy = gb.gradient(getResult());
+  int64_t rank = typeOf(y).getRank(), axis = getAxis();
+  if (axis < 0)
+    axis += rank;
+  Value dot =
+      make<ReduceSumOp>(gb, {mul(gb, dy, y)},
+                        Attrs(b).ints("axes", {axis}).flag("keep_dims", true))
+          ->getResult(0);
+  Value diff = SubOp::create(b, gb.loc(), dy, dot).getResult();
+  gb.accumulate(getInput(), mul(gb, y, diff));
+  return success();
+}
+
+/// The rotation's adjoint is the rotation by minus the angle: the same
+/// tables with the sines negated. The tables are constants of the
+/// positions: they carry no gradient.
+bool RopeOp::isDifferentiableOperand(unsigned index) { return index == 0; }
+
+LogicalResult RopeOp::buildGradient(GradientBuilder &gb) {
+  Value sin = neg(gb, gb.forward(getSin()));
+  gb.accumulate(
+      getInput(),
+      make<RopeOp>(gb, {gb.gradient(getResult()), gb.forward(getCos()), sin},
+                   Attrs(gb.builder()).flag("interleaved", getInterleaved()))
+          ->getResult(0));
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Pooling and resampling
 //===----------------------------------------------------------------------===//
 
 LogicalResult MaxPool2dOp::buildGradient(GradientBuilder &gb) {
   gb.accumulate(getInput(),
-                make<MaxPool2dGradOp>(gb,
-                                      {gb.forward(getInput()),
-                                       gb.gradient(getResult())},
-                                      Attrs(gb.builder())
-                                          .add("kernel", getKernelAttr())
-                                          .add("strides", getStridesAttr())
-                                          .add("padding", getPaddingAttr())
-                                          .add("layout", getLayoutAttr()))
+                make<MaxPool2dGradOp>(
+                    gb, {gb.forward(getInput()), gb.gradient(getResult())},
+                    Attrs(gb.builder())
+                        .add("kernel", getKernelAttr())
+                        .add("strides", getStridesAttr())
+                        .add("padding", getPaddingAttr())
+                        .add("layout", getLayoutAttr()))
                     ->getResult(0));
   return success();
 }
@@ -615,16 +640,15 @@ LogicalResult GlobalAvgPoolOp::buildGradient(GradientBuilder &gb) {
 }
 
 LogicalResult UpsampleOp::buildGradient(GradientBuilder &gb) {
-  gb.accumulate(getInput(),
-                make<UpsampleGradOp>(gb, gb.gradient(getResult()),
-                                     Attrs(gb.builder())
-                                         .add("mode", getModeAttr())
-                                         .add("size", getSizeAttr())
-                                         .add("scale", getScaleAttr())
-                                         .flag("align_corners",
-                                               getAlignCorners())
-                                         .add("layout", getLayoutAttr()),
-                                     getInput().getType())
-                    ->getResult(0));
+  gb.accumulate(getInput(), make<UpsampleGradOp>(
+                                gb, gb.gradient(getResult()),
+                                Attrs(gb.builder())
+                                    .add("mode", getModeAttr())
+                                    .add("size", getSizeAttr())
+                                    .add("scale", getScaleAttr())
+                                    .flag("align_corners", getAlignCorners())
+                                    .add("layout", getLayoutAttr()),
+                                getInput().getType())
+                                ->getResult(0));
   return success();
 }

@@ -347,7 +347,8 @@ def Fuse_RmsNormOp : Fuse_InferredOp<"rms_norm", [Fuse_Anchor, Fuse_RowReduction
   }];
 }
 
-def Fuse_SoftmaxOp : Fuse_InferredOp<"softmax", [Fuse_Anchor, Fuse_RowReduction]> {
+def Fuse_SoftmaxOp : Fuse_InferredOp<"softmax", [Fuse_Anchor, Fuse_RowReduction,
+                                                 Fuse_Differentiable]> {
   let summary = "Softmax along one axis";
   let description = [{
     `exp(x - max) / sum(exp(x - max))` along `axis` (negative counts from the
@@ -400,7 +401,9 @@ def Fuse_AttentionOp : Fuse_InferredOp<"attention", [Fuse_Anchor]> {
   }];
 }
 
-def Fuse_RopeOp : Fuse_InferredOp<"rope", [AllTypesMatch<["cos", "sin"]>, Fuse_Anchor]> {
+def Fuse_RopeOp : Fuse_InferredOp<"rope", [AllTypesMatch<["cos", "sin"]>, Fuse_Anchor,
+    DeclareOpInterfaceMethods<Fuse_GradientOpInterface,
+                              ["isDifferentiableOperand"]>]> {
   let summary = "Rotary position embedding";
   let description = [{
     Rotates pairs of features of `input [..., N, D]` (D even) by the angles
