@@ -234,6 +234,11 @@ inline FailureOr<int64_t> windowOutput(Checker &c, int64_t in, int64_t padLo,
   return span / stride + 1;
 }
 
+/// The operands of an attention (and of its gradient): Q [B, Hq, Nq, D],
+/// K [B, Hkv, Nk, D], V [B, Hkv, Nk, Dv], an additive mask broadcastable to
+/// the scores. Returns the output's type [B, Hq, Nq, Dv].
+FailureOr<RankedTensorType> checkAttention(Checker &c, Value query, Value key,
+                                           Value value, Value mask);
 
 } // namespace mlir::fuse::detail
 

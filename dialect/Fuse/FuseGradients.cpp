@@ -577,6 +577,46 @@ LogicalResult SoftmaxOp::buildGradient(GradientBuilder &gb) {
   return success();
 }
 
+/// The log-sum-exp result is a statistic; the mask carries no gradient
+/// (attention_grad computes none).
+bool AttentionOp::isDifferentiableResult(unsigned index) { return index == 0; }
+bool AttentionOp::isDifferentiableOperand(unsigned index) { return index < 3; }
+
+/// The backward reads the row log-sum-exp instead of recomputing the
+/// scores' statistics: the forward returns it.
+Operation *AttentionOp::prepareForGradient() {
+  if (getReturnLse())
+    return *this;
+  OpBuilder b(*this);
+  NamedAttrList attrs((*this)->getAttrs());
+  attrs.set(getReturnLseAttrName(), b.getUnitAttr());
+  auto withLse =
+      AttentionOp::create(b, getLoc(), getOperands(), attrs.getAttrs());
+  getResult().replaceAllUsesWith(withLse.getResult());
+  erase();
+  return withLse;
+}
+
+LogicalResult AttentionOp::buildGradient(GradientBuilder &gb) {
+  if (!getLse())
+    return emitOpError("has no log-sum-exp result to differentiate with "
+                       "(prepareForGradient adds it)");
+  SmallVector<Value> operands = {
+      gb.forward(getQuery()),  gb.forward(getKey()),     gb.forward(getValue()),
+      gb.forward(getResult()), gb.gradient(getResult()), gb.forward(getLse())};
+  if (getMask())
+    operands.push_back(gb.forward(getMask()));
+  Operation *grad = make<AttentionGradOp>(gb, operands,
+                                          Attrs(gb.builder())
+                                              .add("scale", getScaleAttr())
+                                              .flag("causal", getCausal()));
+  Value inputs[] = {getQuery(), getKey(), getValue()};
+  for (auto [operand, result] : llvm::zip(inputs, grad->getResults()))
+    if (gb.wanted(operand))
+      gb.accumulate(operand, result);
+  return success();
+}
+
 /// The rotation's adjoint is the rotation by minus the angle: the same
 /// tables with the sines negated. The tables are constants of the
 /// positions: they carry no gradient.

@@ -33,6 +33,13 @@ def Fuse_GradientOpInterface : OpInterface<"GradientOpInterface"> {
         are buffers, do not).
       }], "bool", "isDifferentiableOperand", (ins "unsigned":$index), [{}],
       [{ return true; }]>,
+    InterfaceMethod<[{
+        Called before anything is differentiated: rewrites the op into the
+        form whose results its rule reads (an attention that also returns
+        its row log-sum-exp), replacing its uses, and returns the op to
+        differentiate (itself by default).
+      }], "::mlir::Operation *", "prepareForGradient", (ins), [{}],
+      [{ return $_op; }]>,
   ];
 }
 

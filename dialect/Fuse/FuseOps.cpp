@@ -417,26 +417,22 @@ LogicalResult SoftmaxOp::inferReturnTypes(MLIRContext *ctx,
 // AttentionOp and RopeOp
 //===----------------------------------------------------------------------===//
 
-LogicalResult AttentionOp::inferReturnTypes(MLIRContext *ctx,
-                                            std::optional<Location> loc,
-                                            Adaptor adaptor,
-                                            SmallVectorImpl<Type> &results) {
-  if (failed(completeAdaptor<AttentionOp>(ctx, loc, adaptor)))
-    return failure();
-  Checker c(loc, getOperationName());
-  auto q = c.tensorOfRank(adaptor.getQuery(), "query", 4, " [B, Hq, Nq, D]");
+FailureOr<RankedTensorType>
+mlir::fuse::detail::checkAttention(Checker &c, Value query, Value key,
+                                   Value value, Value mask) {
+  auto q = c.tensorOfRank(query, "query", 4, " [B, Hq, Nq, D]");
   if (failed(q))
     return failure();
-  auto k = c.tensorOfRank(adaptor.getKey(), "key", 4, " [B, Hkv, Nk, D]");
+  auto k = c.tensorOfRank(key, "key", 4, " [B, Hkv, Nk, D]");
   if (failed(k) || failed(c.sameElementType(*q, "query", *k, "key")))
     return failure();
-  auto v = c.tensorOfRank(adaptor.getValue(), "value", 4, " [B, Hkv, Nk, Dv]");
+  auto v = c.tensorOfRank(value, "value", 4, " [B, Hkv, Nk, Dv]");
   if (failed(v) || failed(c.sameElementType(*q, "query", *v, "value")))
     return failure();
   ArrayRef<int64_t> qs = q->getShape(), ks = k->getShape(), vs = v->getShape();
   if (ks[0] != qs[0] || ks[3] != qs[3])
-    return c.fail("operand 'key' ", shapeStr(ks),
-                  " must match 'query' ", shapeStr(qs),
+    return c.fail("operand 'key' ", shapeStr(ks), " must match 'query' ",
+                  shapeStr(qs),
                   " in batch (dimension 0) and head size (dimension 3)");
   if (vs[0] != ks[0] || vs[1] != ks[1] || vs[2] != ks[2])
     return c.fail("operand 'value' ", shapeStr(vs), " must match 'key' ",
@@ -444,7 +440,7 @@ LogicalResult AttentionOp::inferReturnTypes(MLIRContext *ctx,
   if (qs[1] % ks[1] != 0)
     return c.fail("query heads (", qs[1],
                   ") must be a multiple of key/value heads (", ks[1], ")");
-  if (Value mask = adaptor.getMask()) {
+  if (mask) {
     // Any of the float types, whatever the query's: an f32 mask over f16
     // queries keeps large negative values exact.
     auto m = c.tensor(mask, "mask");
@@ -462,7 +458,26 @@ LogicalResult AttentionOp::inferReturnTypes(MLIRContext *ctx,
                     " must have rank 2 to 4 and broadcast to the scores ",
                     shapeStr(scores), " [B, Hq, Nq, Nk]");
   }
-  setResult(results, {qs[0], qs[1], qs[2], vs[3]}, q->getElementType());
+  return RankedTensorType::get({qs[0], qs[1], qs[2], vs[3]},
+                               q->getElementType());
+}
+
+LogicalResult AttentionOp::inferReturnTypes(MLIRContext *ctx,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &results) {
+  if (failed(completeAdaptor<AttentionOp>(ctx, loc, adaptor)))
+    return failure();
+  Checker c(loc, getOperationName());
+  FailureOr<RankedTensorType> out =
+      checkAttention(c, adaptor.getQuery(), adaptor.getKey(),
+                     adaptor.getValue(), adaptor.getMask());
+  if (failed(out))
+    return failure();
+  results.push_back(*out);
+  if (adaptor.getReturnLse())
+    results.push_back(RankedTensorType::get(out->getShape().drop_back(),
+                                            Float32Type::get(ctx)));
   return success();
 }
 

@@ -364,7 +364,10 @@ def Fuse_SoftmaxOp : Fuse_InferredOp<"softmax", [Fuse_Anchor, Fuse_RowReduction,
 // Attention
 //===----------------------------------------------------------------------===//
 
-def Fuse_AttentionOp : Fuse_InferredOp<"attention", [Fuse_Anchor]> {
+def Fuse_AttentionOp : Fuse_InferredOp<"attention", [Fuse_Anchor,
+    DeclareOpInterfaceMethods<Fuse_GradientOpInterface,
+        ["isDifferentiableResult", "isDifferentiableOperand",
+         "prepareForGradient"]>]> {
   let summary = "Scaled dot-product attention";
   let description = [{
     `softmax(scale * query . key^T + mask) . value` with
@@ -381,6 +384,10 @@ def Fuse_AttentionOp : Fuse_InferredOp<"attention", [Fuse_Anchor]> {
       queries is common); `-inf` hides a key. A boolean mask `keep` is the
       additive mask `where(keep, 0, -inf)`.
     - A query that sees no key at all produces zeros.
+    - `return_lse`: a second result, each query row's log-sum-exp of its
+      scaled, masked scores (natural log, f32, `[B, Hq, Nq]`; `-inf` for a
+      row that sees no key), which the backward reads instead of the
+      scores. `fusec-autodiff` asks for it.
 
     ```mlir
     %o = fuse.attention %q, %k, %v {causal}
@@ -389,8 +396,9 @@ def Fuse_AttentionOp : Fuse_InferredOp<"attention", [Fuse_Anchor]> {
   }];
   let arguments = (ins Fuse_Tensor:$query, Fuse_Tensor:$key,
                        Fuse_Tensor:$value, Optional<Fuse_Tensor>:$mask,
-                       OptionalAttr<Fuse_FiniteF64Attr>:$scale, UnitAttr:$causal);
-  let results = (outs Fuse_Tensor:$result);
+                       OptionalAttr<Fuse_FiniteF64Attr>:$scale, UnitAttr:$causal,
+                       UnitAttr:$return_lse);
+  let results = (outs Fuse_Tensor:$result, Optional<Fuse_Tensor>:$lse);
   let assemblyFormat = [{
     $query `,` $key `,` $value (`,` $mask^)? attr-dict `:` type($query) `,`
     type($key) `,` type($value) (`,` type($mask)^)?

@@ -538,3 +538,47 @@ LogicalResult SliceGradOp::verify() {
              << shapeStr(x.getShape()) << " (axis " << i << ")";
   return success();
 }
+
+//===----------------------------------------------------------------------===//
+// Attention gradient
+//===----------------------------------------------------------------------===//
+
+LogicalResult
+AttentionGradOp::inferReturnTypes(MLIRContext *ctx, std::optional<Location> loc,
+                                  Adaptor adaptor,
+                                  SmallVectorImpl<Type> &results) {
+  if (failed(completeAdaptor<AttentionGradOp>(ctx, loc, adaptor)))
+    return failure();
+  Checker c(loc, getOperationName());
+  FailureOr<RankedTensorType> out =
+      checkAttention(c, adaptor.getQuery(), adaptor.getKey(),
+                     adaptor.getValue(), adaptor.getMask());
+  if (failed(out))
+    return failure();
+  for (auto [value, name] :
+       {std::pair{adaptor.getOutput(), "output"},
+        std::pair{adaptor.getOutputGrad(), "output_grad"}}) {
+    auto t = c.tensor(value, name);
+    if (failed(t) || failed(c.sameElementType(*out, "query", *t, name)) ||
+        failed(c.hasShape(*t, name, out->getShape(),
+                          "the attention's output shape")))
+      return failure();
+  }
+  auto lse = c.tensor(adaptor.getLse(), "lse");
+  if (failed(lse) || failed(c.hasShape(*lse, "lse", out->getShape().drop_back(),
+                                       "[B, Hq, Nq]: one value per query row")))
+    return failure();
+  if (!lse->getElementType().isF32())
+    return c.fail("operand 'lse' must be f32, found ", lse->getElementType());
+  results.push_back(adaptor.getQuery().getType());
+  results.push_back(adaptor.getKey().getType());
+  results.push_back(adaptor.getValue().getType());
+  return success();
+}
+
+double AttentionGradOp::getEffectiveScale() {
+  if (std::optional<APFloat> scale = getScale())
+    return scale->convertToDouble();
+  return 1.0 /
+         std::sqrt(static_cast<double>(getQuery().getType().getDimSize(3)));
+}

@@ -161,6 +161,48 @@ def Fuse_NormGradOp : Fuse_InferredOp<"norm_grad",
   }];
 }
 
+def Fuse_AttentionGradOp : Fuse_InferredOp<"attention_grad",
+    [AllTypesMatch<["output", "output_grad"]>, Fuse_Anchor]> {
+  let summary = "Gradients of scaled dot-product attention";
+  let description = [{
+    The backward of `fuse.attention` with the same `scale` and `causal`,
+    from its operands, its result `output`, that result's gradient
+    `output_grad` and the row log-sum-exp `lse` the forward returned
+    (`return_lse`). With `P = exp(scale * Q K^T + mask - lse)` (0 for a row
+    whose `lse` is `-inf`), `dP = dO V^T` and
+    `dS = P * (dP - rowsum(dO * O))`:
+
+    - `query_grad = scale * dS K`;
+    - `key_grad = scale * dS^T Q` and `value_grad = P^T dO`, summed over the
+      query heads that share the key/value head (grouped-query attention).
+
+    The mask carries no gradient.
+
+    ```mlir
+    %dq, %dk, %dv = fuse.attention_grad %q, %k, %v, %o, %do, %lse {causal}
+        : tensor<2x8x128x64xbf16>, tensor<2x2x128x64xbf16>,
+          tensor<2x2x128x64xbf16>, tensor<2x8x128x64xbf16>, tensor<2x8x128xf32>
+    ```
+  }];
+  let arguments = (ins Fuse_Tensor:$query, Fuse_Tensor:$key,
+                       Fuse_Tensor:$value, Fuse_Tensor:$output,
+                       Fuse_Tensor:$output_grad, Fuse_Tensor:$lse,
+                       Optional<Fuse_Tensor>:$mask,
+                       OptionalAttr<Fuse_FiniteF64Attr>:$scale,
+                       UnitAttr:$causal);
+  let results = (outs Fuse_Tensor:$query_grad, Fuse_Tensor:$key_grad,
+                      Fuse_Tensor:$value_grad);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value `,` $output `,` $output_grad `,` $lse
+    (`,` $mask^)? attr-dict `:` type($query) `,` type($key) `,`
+    type($value) `,` type($output) `,` type($lse) (`,` type($mask)^)?
+  }];
+  let extraClassDeclaration = [{
+    /// `scale`, or 1 / sqrt(D) when absent.
+    double getEffectiveScale();
+  }];
+}
+
 //===----------------------------------------------------------------------===//
 // Convolution gradients
 //===----------------------------------------------------------------------===//

@@ -230,11 +230,6 @@ FailureOr<Tensor> Evaluator::evaluate(Operation *op) {
         const Tensor &x = get(o.getInput());
         return softmax(x, normaliseAxis(o.getAxis(), x.rank()));
       })
-      .Case([&](AttentionOp o) {
-        return attention(get(o.getQuery()), get(o.getKey()),
-                         get(o.getValue()), getOptional(o.getMask()),
-                         o.getEffectiveScale(), o.getCausal());
-      })
       .Case([&](RopeOp o) {
         return rope(get(o.getInput()), get(o.getCos()), get(o.getSin()),
                     o.getInterleaved());
@@ -413,6 +408,30 @@ static FailureOr<std::vector<Tensor>> evaluateBlock(Evaluator &ev,
       ev.set(bn.getInputGrad(), std::move(r.input));
       ev.set(bn.getScaleGrad(), std::move(r.scale));
       ev.set(bn.getShiftGrad(), std::move(r.shift));
+      continue;
+    }
+    if (auto att = dyn_cast<AttentionOp>(op)) {
+      Tensor lse;
+      ev.set(att.getResult(),
+             attention(ev.get(att.getQuery()), ev.get(att.getKey()),
+                       ev.get(att.getValue()),
+                       att.getMask() ? &ev.get(att.getMask()) : nullptr,
+                       att.getEffectiveScale(), att.getCausal(),
+                       att.getLse() ? &lse : nullptr));
+      if (att.getLse())
+        ev.set(att.getLse(), std::move(lse));
+      continue;
+    }
+    if (auto grad = dyn_cast<AttentionGradOp>(op)) {
+      AttentionGradResults r =
+          attentionGrad(ev.get(grad.getQuery()), ev.get(grad.getKey()),
+                        ev.get(grad.getValue()), ev.get(grad.getOutput()),
+                        ev.get(grad.getOutputGrad()), ev.get(grad.getLse()),
+                        grad.getMask() ? &ev.get(grad.getMask()) : nullptr,
+                        grad.getEffectiveScale(), grad.getCausal());
+      ev.set(grad.getQueryGrad(), std::move(r.query));
+      ev.set(grad.getKeyGrad(), std::move(r.key));
+      ev.set(grad.getValueGrad(), std::move(r.value));
       continue;
     }
     if (auto norm = dyn_cast<NormGradOp>(op)) {

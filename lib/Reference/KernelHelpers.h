@@ -70,6 +70,18 @@ struct LinearTaps {
 LinearTaps linearSource(int64_t dst, int64_t inSize, int64_t outSize,
                         double coordScale, bool alignCorners);
 
+/// Row-major offset, in a tensor of `shape`, of the element that a broadcast
+/// result reads at `index`. `index` may have more leading dimensions than
+/// `shape`; size-1 dimensions of `shape` always read position 0.
+int64_t broadcastOffset(const std::vector<int64_t> &index,
+                        const std::vector<int64_t> &shape);
+
+/// Attention's score of query i and key j of (batch b, query head h):
+/// scale * q . k plus the mask; -inf where causal hides the key.
+double attentionScore(const Tensor &q, const Tensor &k, const Tensor *mask,
+                      double scale, bool causal, int64_t b, int64_t h,
+                      int64_t i, int64_t j);
+
 } // namespace fusec::ref::detail
 
 #endif // FUSEC_LIB_REFERENCE_KERNELHELPERS_H

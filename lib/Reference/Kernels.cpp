@@ -72,13 +72,10 @@ void ref::detail::unravel(int64_t linear, const std::vector<int64_t> &shape,
   }
 }
 
-namespace {
+namespace {} // namespace
 
-/// Row-major offset, in a tensor of `shape`, of the element that a broadcast
-/// result reads at `index`. `index` may have more leading dimensions than
-/// `shape`; size-1 dimensions of `shape` always read position 0.
-int64_t broadcastOffset(const std::vector<int64_t> &index,
-                        const std::vector<int64_t> &shape) {
+int64_t ref::detail::broadcastOffset(const std::vector<int64_t> &index,
+                                     const std::vector<int64_t> &shape) {
   assert(index.size() >= shape.size());
   const size_t lead = index.size() - shape.size();
   int64_t offset = 0;
@@ -89,8 +86,6 @@ int64_t broadcastOffset(const std::vector<int64_t> &index,
   }
   return offset;
 }
-
-} // namespace
 
 Dims4 ref::detail::activationDims(const Tensor &t, Layout layout) {
   assert(t.rank() == 4 && "expected a 4-D activation");
@@ -513,8 +508,28 @@ Tensor ref::softmax(const Tensor &x, int64_t axis) {
   return result;
 }
 
+double ref::detail::attentionScore(const Tensor &q, const Tensor &k,
+                                   const Tensor *mask, double scale,
+                                   bool causal, int64_t b, int64_t h, int64_t i,
+                                   int64_t j) {
+  if (causal && j > i)
+    return -kInf;
+  const int64_t hq = q.shape[1], nq = q.shape[2], d = q.shape[3];
+  const int64_t hkv = k.shape[1], nk = k.shape[2];
+  const double *qRow = &q.data[((b * hq + h) * nq + i) * d];
+  const double *kRow = &k.data[((b * hkv + h / (hq / hkv)) * nk + j) * d];
+  double dot = 0.0;
+  for (int64_t e = 0; e < d; ++e)
+    dot += qRow[e] * kRow[e];
+  double s = scale * dot;
+  if (mask)
+    s += mask->data[broadcastOffset({b, h, i, j}, mask->shape)];
+  return s;
+}
+
 Tensor ref::attention(const Tensor &q, const Tensor &k, const Tensor &v,
-                      const Tensor *mask, double scale, bool causal) {
+                      const Tensor *mask, double scale, bool causal,
+                      Tensor *lse) {
   assert(q.rank() == 4 && k.rank() == 4 && v.rank() == 4 &&
          "attention operands must be 4-D");
   const int64_t batch = q.shape[0], hq = q.shape[1], nq = q.shape[2],
@@ -533,42 +548,34 @@ Tensor ref::attention(const Tensor &q, const Tensor &k, const Tensor &v,
   const int64_t groupSize = hq / hkv;
 
   Tensor result({batch, hq, nq, dv});
+  if (lse)
+    *lse = Tensor({batch, hq, nq});
   std::vector<double> scores(nk);
-  std::vector<int64_t> index(4);
   for (int64_t b = 0; b < batch; ++b)
     for (int64_t h = 0; h < hq; ++h) {
       const int64_t kvHead = h / groupSize;
-      const double *kBase = &k.data[(b * hkv + kvHead) * nk * d];
       const double *vBase = &v.data[(b * hkv + kvHead) * nk * dv];
       for (int64_t i = 0; i < nq; ++i) {
-        const double *qRow = &q.data[((b * hq + h) * nq + i) * d];
         double maxScore = -kInf;
         for (int64_t j = 0; j < nk; ++j) {
-          double s;
-          if (causal && j > i) {
-            s = -kInf;
-          } else {
-            double dot = 0.0;
-            for (int64_t e = 0; e < d; ++e)
-              dot += qRow[e] * kBase[j * d + e];
-            s = scale * dot;
-            if (mask) {
-              index = {b, h, i, j};
-              s += mask->data[broadcastOffset(index, mask->shape)];
-            }
-          }
-          scores[j] = s;
-          maxScore = std::max(maxScore, s);
+          scores[j] = attentionScore(q, k, mask, scale, causal, b, h, i, j);
+          maxScore = std::max(maxScore, scores[j]);
         }
         double *out = &result.data[((b * hq + h) * nq + i) * dv];
+        double *rowLse = lse ? &lse->data[(b * hq + h) * nq + i] : nullptr;
         // Fully masked row: no visible key, the output stays zero.
-        if (maxScore == -kInf)
+        if (maxScore == -kInf) {
+          if (rowLse)
+            *rowLse = -kInf;
           continue;
+        }
         double sum = 0.0;
         for (int64_t j = 0; j < nk; ++j) {
           scores[j] = std::exp(scores[j] - maxScore);
           sum += scores[j];
         }
+        if (rowLse)
+          *rowLse = maxScore + std::log(sum);
         for (int64_t j = 0; j < nk; ++j) {
           const double weight = scores[j] / sum;
           for (int64_t e = 0; e < dv; ++e)

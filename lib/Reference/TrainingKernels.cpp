@@ -481,3 +481,56 @@ Tensor ref::sliceGrad(const Tensor &dy, const std::vector<int64_t> &offsets,
   }
   return result;
 }
+
+//===----------------------------------------------------------------------===//
+// Attention
+//===----------------------------------------------------------------------===//
+
+AttentionGradResults ref::attentionGrad(const Tensor &q, const Tensor &k,
+                                        const Tensor &v, const Tensor &o,
+                                        const Tensor &dO, const Tensor &lse,
+                                        const Tensor *mask, double scale,
+                                        bool causal) {
+  const int64_t batch = q.shape[0], hq = q.shape[1], nq = q.shape[2],
+                d = q.shape[3];
+  const int64_t hkv = k.shape[1], nk = k.shape[2], dv = v.shape[3];
+  assert(o.shape == std::vector<int64_t>({batch, hq, nq, dv}) &&
+         dO.shape == o.shape && "bad output shape");
+  assert(lse.shape == std::vector<int64_t>({batch, hq, nq}) && "bad lse");
+  AttentionGradResults r{Tensor(q.shape), Tensor(k.shape), Tensor(v.shape)};
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t h = 0; h < hq; ++h) {
+      const int64_t kv = (b * hkv + h / (hq / hkv)) * nk;
+      for (int64_t i = 0; i < nq; ++i) {
+        const int64_t row = (b * hq + h) * nq + i;
+        const double rowLse = lse.data[row];
+        if (std::isinf(rowLse) && rowLse < 0)
+          continue;
+        const double *oRow = &o.data[row * dv], *dORow = &dO.data[row * dv];
+        const double *qRow = &q.data[row * d];
+        double delta = 0.0;
+        for (int64_t e = 0; e < dv; ++e)
+          delta += dORow[e] * oRow[e];
+        for (int64_t j = 0; j < nk; ++j) {
+          const double s =
+              attentionScore(q, k, mask, scale, causal, b, h, i, j);
+          const double p = std::exp(s - rowLse);
+          if (p == 0.0)
+            continue;
+          const double *vRow = &v.data[(kv + j) * dv];
+          double dp = 0.0;
+          for (int64_t e = 0; e < dv; ++e)
+            dp += dORow[e] * vRow[e];
+          const double ds = p * (dp - delta);
+          const double *kRow = &k.data[(kv + j) * d];
+          for (int64_t e = 0; e < d; ++e) {
+            r.query.data[row * d + e] += scale * ds * kRow[e];
+            r.key.data[(kv + j) * d + e] += scale * ds * qRow[e];
+          }
+          for (int64_t e = 0; e < dv; ++e)
+            r.value.data[(kv + j) * dv + e] += p * dORow[e];
+        }
+      }
+    }
+  return r;
+}

@@ -210,6 +210,12 @@ LogicalResult Differentiator::run(ArrayRef<unsigned> wrtIn,
   bool everyArg = wrt.empty();
   if (everyArg)
     wrt = llvm::to_vector(llvm::seq<unsigned>(0, numArgs));
+  // Ops whose rules read results the forward does not return yet (an
+  // attention's log-sum-exp) take their training form first.
+  SmallVector<GradientOpInterface> rules;
+  f.walk([&](GradientOpInterface op) { rules.push_back(op); });
+  for (GradientOpInterface op : rules)
+    (void)op.prepareForGradient();
   llvm::DenseSet<Value> active = activeValues(f, wrt);
   useful = usefulValues(f, active);
   if (everyArg)

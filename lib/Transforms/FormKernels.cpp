@@ -109,9 +109,11 @@ void KernelFormer::growEpilogue(Group &group) {
   while (true) {
     Operation *last = group.ops.back();
     // A batch norm's (or norm backward's) full-size result, its others per
-    // channel, feeds the epilogue of the pass that writes it.
-    bool batchNorm = group.ops.size() == 1 &&
-                     isa<BatchNormTrainOp, BatchNormGradOp, NormGradOp>(last);
+    // channel, feeds the epilogue of the pass that writes it; so does an
+    // attention's output beside its row log-sum-exp.
+    bool batchNorm =
+        group.ops.size() == 1 &&
+        isa<BatchNormTrainOp, BatchNormGradOp, NormGradOp, AttentionOp>(last);
     if (last->getNumResults() != 1 && !batchNorm)
       return;
     Value result = last->getResult(0);

@@ -196,9 +196,12 @@ def cases(Graph, t):
             if backward:
                 out.append((name, backward, dt))
     # Whole blocks in training mode: the forward (batch statistics, running
-    # statistics updated) and the backward, each a case.
-    examples = os.path.join(HERE, "..", "..", "examples", "training")
-    for path in sorted(glob.glob(os.path.join(examples, "*.mlir"))):
+    # statistics updated) and the backward, each a case; and the inference
+    # examples' transformer blocks (attention, norms, rope, GQA).
+    examples = os.path.join(HERE, "..", "..", "examples")
+    blocks = sorted(glob.glob(os.path.join(examples, "training", "*.mlir")))
+    blocks += [os.path.join(examples, f"{b}.mlir") for b in ("transformer_block", "llama_block")]
+    for path in blocks:
         with open(path) as f:
             text = f.read()
         dt = next((d for d in ("bf16", "f16", "f32") if f"x{d}>" in text), "f32")

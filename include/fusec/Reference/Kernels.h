@@ -134,9 +134,12 @@ Tensor softmax(const Tensor &x, int64_t axis);
 /// h / (Hq / Hkv)). `mask`, if given, is additive and broadcasts NumPy-style
 /// to [B, Hq, Nq, Nk]. `causal` masks key j for query i when j > i
 /// (top-left aligned, as PyTorch's is_causal). A query row with no visible
-/// key (every score -inf) produces zeros. Result [B, Hq, Nq, Dv].
+/// key (every score -inf) produces zeros. Result [B, Hq, Nq, Dv]. `lse`, if
+/// given, receives each row's log-sum-exp of its scores [B, Hq, Nq] (-inf
+/// for a row with no visible key).
 Tensor attention(const Tensor &q, const Tensor &k, const Tensor &v,
-                 const Tensor *mask, double scale, bool causal);
+                 const Tensor *mask, double scale, bool causal,
+                 Tensor *lse = nullptr);
 
 struct Pool2dParams {
   std::array<int64_t, 2> kernel = {1, 1};

@@ -73,6 +73,22 @@ BatchNormGradResults normGrad(const Tensor &dy, const Tensor &x,
                               const Tensor *scale, int64_t normRank,
                               double epsilon, bool rms);
 
+struct AttentionGradResults {
+  Tensor query, key, value;
+};
+
+/// The backward of attention(q, k, v, mask, scale, causal) given its output
+/// `o`, the output's gradient `dO` and the row log-sum-exp `lse`: with
+/// P = exp(S - lse) (0 where lse is -inf), dP = dO V^T and
+/// dS = P * (dP - rowsum(dO * O)): query = scale * dS K,
+/// key = scale * dS^T Q and value = P^T dO, the last two summed over the
+/// query heads that share a key/value head.
+AttentionGradResults attentionGrad(const Tensor &q, const Tensor &k,
+                                   const Tensor &v, const Tensor &o,
+                                   const Tensor &dO, const Tensor &lse,
+                                   const Tensor *mask, double scale,
+                                   bool causal);
+
 /// Transposed convolution, the adjoint of conv2d with the same window:
 /// result[n, h * sh - top + kh * dh, w * sw - left + kw * dw, g * Cog + o]
 ///   += input[n, h, w, ci] * filter[ci, kh, kw, o],  g = ci / (Ci / groups).

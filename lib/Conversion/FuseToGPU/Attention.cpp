@@ -44,6 +44,13 @@ FailureOr<LaunchConfig> AttentionKernel::emitBody() {
   mult = f32(prescale ? 1.0 : scaleLog2);
   negInf = f32(-INFINITY);
   zero = f32(0);
+  FailureOr<EpilogueEvaluator *> evaluator =
+      splitFamilyResults("row", rowResults);
+  if (failed(evaluator))
+    return failure();
+  out = *evaluator;
+  if (op.getLse() && rowResults.resultAt[1] >= 0)
+    lseOut = outputs[rowResults.resultAt[1]];
   return emitAttention();
 }
 
@@ -181,7 +188,8 @@ SmallVector<Value> AttentionKernel::packP(ArrayRef<Value> p, int64_t step) {
   return a;
 }
 
-void AttentionKernel::normaliseAndStore(ArrayRef<Value> o, ArrayRef<Value> l,
+void AttentionKernel::normaliseAndStore(ArrayRef<Value> o, ArrayRef<Value> m,
+                                        ArrayRef<Value> l,
                                         const AttentionFragments &frags) {
   // O's fragments past the head dims (mma.sync pads them to k-steps of 16)
   // are not stored.
@@ -192,11 +200,19 @@ void AttentionKernel::normaliseAndStore(ArrayRef<Value> o, ArrayRef<Value> l,
         select(arith::CmpFOp::create(b, arith::CmpFPredicate::OGT, sum, zero),
                divf(f32(1), sum), zero);
     ifThen(ltc(frags.rows[r], shape.nq), [&] {
+      if (lseOut)
+        ifThen(ltc(frags.t, 1), [&] {
+          // p = exp2(s * mult - m * mult): the row's log2-sum-exp is
+          // m * mult + log2(sum); -inf where no key was seen.
+          Value lse2 = addf(mulf(m[r], mult), math::Log2Op::create(b, sum));
+          store(mulf(lse2, f32(1.0 / kLog2e)), lseOut,
+                {batchIndex, head, frags.rows[r]});
+        });
       for (int64_t f = 0; f < count && 8 * f < shape.dv; ++f) {
         Value col = addi(idx(8 * f), muli(frags.t, idx(2)));
         SmallVector<Value> values = {mulf(o[f * 4 + 2 * r], inv),
                                      mulf(o[f * 4 + 2 * r + 1], inv)};
-        epilogue.storeVectorResults(
+        out->storeVectorResults(
             views.storedCoords({batchIndex, head, frags.rows[r], col}), 2,
             values);
       }

@@ -89,8 +89,10 @@ protected:
                                        int64_t step);
   /// O / l, where `l` holds the thread's part of each row's sum (0 for a
   /// row that saw no key), stored through the kernel's epilogue two columns
-  /// at a time.
+  /// at a time; and, with return_lse, each row's log-sum-exp from its
+  /// running max `m` and sum.
   void normaliseAndStore(llvm::ArrayRef<mlir::Value> o,
+                         llvm::ArrayRef<mlir::Value> m,
                          llvm::ArrayRef<mlir::Value> l,
                          const AttentionFragments &frags);
 
@@ -113,6 +115,11 @@ protected:
   double scaleLog2 = 0;
   bool prescale = false;
   mlir::Value mult, negInf, zero;
+  /// Where the output goes: the epilogue, or with return_lse the split
+  /// results' evaluator; and the log-sum-exp's memref (null without one).
+  SplitResults rowResults;
+  EpilogueEvaluator *out = nullptr;
+  mlir::Value lseOut;
   /// The block's (batch, head), the head's K and V, and its first query
   /// row (scheduleBlock).
   mlir::Value batchIndex, head, kvHead, q0;

@@ -22,7 +22,7 @@ private:
   FailureOr<LaunchConfig> emitBody() override {
     return emitAttention(cast<AttentionOp>(anchor));
   }
-  LaunchConfig emitAttention(AttentionOp op);
+  FailureOr<LaunchConfig> emitAttention(AttentionOp op);
 };
 } // namespace
 
@@ -33,7 +33,7 @@ fusec::tiling::makeAttentionDirectKernel(KernelOp kernel,
   return std::make_unique<AttentionDirectKernel>(kernel, module, target);
 }
 
-LaunchConfig AttentionDirectKernel::emitAttention(AttentionOp op) {
+FailureOr<LaunchConfig> AttentionDirectKernel::emitAttention(AttentionOp op) {
   ArrayRef<int64_t> outShape = shapeOf(op.getResult());
   ArrayRef<int64_t> ks = shapeOf(op.getKey());
   int64_t hq = outShape[1], hkv = ks[1], nk = ks[2], dim = ks[3];
@@ -43,6 +43,13 @@ LaunchConfig AttentionDirectKernel::emitAttention(AttentionOp op) {
   // Q, K and V may come through transposes and a rope (isAnchorView).
   Value q = op.getQuery(), k = op.getKey(), v = op.getValue();
   Value mask = op.getMask() ? argOf.lookup(op.getMask()) : Value();
+  SplitResults rowResults;
+  FailureOr<EpilogueEvaluator *> out = splitFamilyResults("row", rowResults);
+  if (failed(out))
+    return failure();
+  Value lseOut = op.getLse() && rowResults.resultAt[1] >= 0
+                     ? outputs[rowResults.resultAt[1]]
+                     : Value();
   // One thread per output element, online softmax over the keys.
   return perElement(product(outShape), [&](Value linear) {
     SmallVector<Value> c = delinearize(linear, outShape);
@@ -81,7 +88,13 @@ LaunchConfig AttentionDirectKernel::emitAttention(AttentionOp op) {
     Value l = state[1];
     Value nonEmpty =
         arith::CmpFOp::create(b, arith::CmpFPredicate::OGT, l, f32(0));
-    epilogue.storeResults(views.storedCoords(c),
-                          select(nonEmpty, divf(state[2], l), f32(0)));
+    // The first column's thread stores the row's log-sum-exp (-inf where
+    // no key was seen: m is -inf, log(0) too).
+    if (lseOut)
+      ifThen(ltc(dv, 1), [&] {
+        store(addf(state[0], math::LogOp::create(b, l)), lseOut, {bi, h, i});
+      });
+    (*out)->storeResults(views.storedCoords(c),
+                         select(nonEmpty, divf(state[2], l), f32(0)));
   });
 }

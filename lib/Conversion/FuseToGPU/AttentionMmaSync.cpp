@@ -364,6 +364,7 @@ FailureOr<LaunchConfig> AttentionMmaSyncKernel::emitAttention() {
   NVVM::CpAsyncWaitGroupOp::create(b, 0);
 
   normaliseAndStore(ArrayRef<Value>(state).take_front(vFrags * 4),
+                    {state[vFrags * 4], state[vFrags * 4 + 1]},
                     {state[vFrags * 4 + 2], state[vFrags * 4 + 3]}, frags);
   return LaunchConfig{grid(br), {threads, 1, 1}};
 }

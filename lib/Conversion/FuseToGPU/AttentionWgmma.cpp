@@ -345,8 +345,8 @@ FailureOr<LaunchConfig> AttentionWgmmaKernel::emitAttention() {
         return {oStruct, m[0], m[1], l[0], l[1]};
       });
 
-  normaliseAndStore(wgmma::accumulatorValues(b, state[0]), {state[3], state[4]},
-                    frags);
+  normaliseAndStore(wgmma::accumulatorValues(b, state[0]), {state[1], state[2]},
+                    {state[3], state[4]}, frags);
   // One block per SM holds the registers setmaxnreg moves.
   func->setAttr("nvvm.minctasm", b.getI32IntegerAttr(1));
   return LaunchConfig{grid(br), {threads, 1, 1}};

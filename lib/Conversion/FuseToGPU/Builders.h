@@ -109,6 +109,17 @@ public:
   mlir::Value select(mlir::Value c, mlir::Value x, mlir::Value y) {
     return mlir::arith::SelectOp::create(b, c, x, y);
   }
+  /// The sum (or max) of `x` over aligned groups of `width` lanes (a power
+  /// of two up to 32) by XOR shuffles: every lane of a group gets it.
+  mlir::Value shuffleReduce(mlir::Value x, int32_t width, bool max = false) {
+    for (int32_t offset = width / 2; offset > 0; offset /= 2) {
+      mlir::Value other = mlir::gpu::ShuffleOp::create(
+                              b, x, offset, 32, mlir::gpu::ShuffleMode::XOR)
+                              .getShuffleResult();
+      x = max ? maxf(x, other) : addf(x, other);
+    }
+    return x;
+  }
   mlir::Value threadId() {
     return mlir::gpu::ThreadIdOp::create(b, mlir::gpu::Dimension::x);
   }

@@ -52,6 +52,13 @@ makeAttentionDirectKernel(mlir::fuse::KernelOp kernel,
                           mlir::gpu::GPUModuleOp module,
                           const TargetDescription &target);
 
+/// Attention's backward, a warp per query row then per key row
+/// (AttentionGradDirect.cpp).
+std::unique_ptr<KernelBuilder>
+makeAttentionGradDirectKernel(mlir::fuse::KernelOp kernel,
+                              mlir::gpu::GPUModuleOp module,
+                              const TargetDescription &target);
+
 /// Attention on tensor cores, FlashAttention-style (AttentionMmaSync.cpp):
 /// f16 and bf16 with head dims that are multiples of 8, up to 256.
 struct AttentionTile {

@@ -264,9 +264,14 @@ llvm::ArrayRef<FamilyInfo> fusec::tiling::familyTable() {
       kAttentionMmaSync,
       {KernelFamily::AttentionDirect,
        [](const KernelQuery &q) {
-         return isa_and_nonnull<AttentionOp>(q.anchor);
+         return isa_and_nonnull<AttentionOp, AttentionGradOp>(q.anchor);
        },
-       nullptr, nullptr, nullptr, buildUntiled<makeAttentionDirectKernel>},
+       nullptr, nullptr, nullptr,
+       [](const KernelQuery &q, gpu::GPUModuleOp module, Attribute) {
+         if (isa<AttentionGradOp>(q.anchor))
+           return makeAttentionGradDirectKernel(q.kernel, module, q.target);
+         return makeAttentionDirectKernel(q.kernel, module, q.target);
+       }},
       {KernelFamily::DirectConv,
        [](const KernelQuery &q) {
          return isa_and_nonnull<Conv2dOp, ConvTranspose2dOp>(q.anchor);

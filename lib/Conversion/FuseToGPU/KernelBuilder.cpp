@@ -60,9 +60,11 @@ FailureOr<LaunchConfig> KernelBuilder::build() {
   if (wideIndex)
     setIndexBitwidth(module, 64);
   // A batch norm in training and a norm backward store their per-channel
-  // (per-column) results themselves (BatchNormTraining.cpp, NormGrad.cpp).
+  // (per-column) results themselves (BatchNormTraining.cpp, NormGrad.cpp),
+  // an attention its row log-sum-exp, its gradient dQ, dK and dV.
   bool perChannelResults =
-      isa_and_nonnull<BatchNormTrainOp, BatchNormGradOp, NormGradOp>(anchor);
+      isa_and_nonnull<BatchNormTrainOp, BatchNormGradOp, NormGradOp,
+                      AttentionOp, AttentionGradOp>(anchor);
   for (Value v : yield().getValues())
     if (!perChannelResults && shapeOf(v) != shapeOf(yield().getValues()[0]))
       return kernel.emitOpError("results of different shapes cannot share "
@@ -215,6 +217,23 @@ LogicalResult KernelBuilder::splitResults(ArrayRef<int64_t> shape,
   into.evaluator = std::make_unique<EpilogueEvaluator>(
       b, *into.narrowed, into.args, into.outputs, cloned.lookup(anchorResult));
   return success();
+}
+
+FailureOr<EpilogueEvaluator *>
+KernelBuilder::splitFamilyResults(StringRef unit, SplitResults &into) {
+  if (anchor->getNumResults() == 1)
+    return &epilogue;
+  SmallVector<int64_t> shape;
+  for (Value value : yield().getValues()) {
+    auto result = dyn_cast<OpResult>(value);
+    if (!result || result.getOwner() != anchor || !result.getResultNumber()) {
+      llvm::append_range(shape, shapeOf(value));
+      break;
+    }
+  }
+  if (failed(splitResults(shape, unit, into)))
+    return failure();
+  return into.evaluator.get();
 }
 
 SmallVector<Value> KernelBuilder::sumPartialColumns(Value partials, int64_t n,

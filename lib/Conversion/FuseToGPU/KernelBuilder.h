@@ -190,6 +190,13 @@ protected:
   mlir::LogicalResult splitResults(llvm::ArrayRef<int64_t> shape,
                                    llvm::StringRef unit, SplitResults &into);
 
+  /// splitResults for an anchor that may have results the family stores
+  /// itself (an attention's row log-sum-exp): the full-size shape is that
+  /// of the other yielded values. Returns the evaluator of the full-size
+  /// results: `into`'s, or `epilogue` where the anchor has one result.
+  mlir::FailureOr<EpilogueEvaluator *> splitFamilyResults(llvm::StringRef unit,
+                                                          SplitResults &into);
+
   /// Threads of a block that adds per-column partials (sumPartialColumns).
   static constexpr int64_t kColumnSumThreads = 1024;
   /// The totals over the groups of `partials` [n, groups, C] at `column` (in

@@ -937,3 +937,35 @@ func.func @concat_no_axis(%a: tensor<2x3xf32>, %b: tensor<2x4xf32>) -> tensor<2x
   %0 = fuse.concat %a, %b {axes = 1} : tensor<2x3xf32>, tensor<2x4xf32>
   return %0 : tensor<2x7xf32>
 }
+
+// -----
+
+func.func @attention_grad_lse(%q: tensor<1x2x4x8xf32>, %l: tensor<1x2x5xf32>) {
+  // expected-error @below {{'fuse.attention_grad' op operand 'lse' must have shape [1, 2, 4] ([B, Hq, Nq]: one value per query row), found [1, 2, 5]}}
+  %0:3 = fuse.attention_grad %q, %q, %q, %q, %q, %l : tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x5xf32>
+  return
+}
+
+// -----
+
+func.func @attention_grad_lse_type(%q: tensor<1x2x4x8xf16>, %l: tensor<1x2x4xf16>) {
+  // expected-error @below {{'fuse.attention_grad' op operand 'lse' must be f32, found 'f16'}}
+  %0:3 = fuse.attention_grad %q, %q, %q, %q, %q, %l : tensor<1x2x4x8xf16>, tensor<1x2x4x8xf16>, tensor<1x2x4x8xf16>, tensor<1x2x4x8xf16>, tensor<1x2x4xf16>
+  return
+}
+
+// -----
+
+func.func @attention_grad_output(%q: tensor<1x2x4x8xf32>, %o: tensor<1x2x4x9xf32>, %l: tensor<1x2x4xf32>) {
+  // expected-error @below {{'fuse.attention_grad' op operand 'output' must have shape [1, 2, 4, 8] (the attention's output shape), found [1, 2, 4, 9]}}
+  %0:3 = fuse.attention_grad %q, %q, %q, %o, %o, %l : tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x9xf32>, tensor<1x2x4xf32>
+  return
+}
+
+// -----
+
+func.func @attention_grad_gqa(%q: tensor<1x3x4x8xf32>, %k: tensor<1x2x4x8xf32>, %l: tensor<1x3x4xf32>) {
+  // expected-error @below {{'fuse.attention_grad' op query heads (3) must be a multiple of key/value heads (2)}}
+  %0:3 = fuse.attention_grad %q, %k, %k, %q, %q, %l : tensor<1x3x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x3x4x8xf32>, tensor<1x3x4xf32>
+  return
+}

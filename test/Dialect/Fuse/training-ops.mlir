@@ -65,3 +65,15 @@ func.func @elementwise_and_adjoints(%x: tensor<2x8x8x3xf32>, %g: tensor<2x4x4x3x
   return %0, %1, %2, %3, %4, %5, %6, %8, %9 : tensor<3xf32>, tensor<2x1x1x3xf32>, tensor<2x8x8x3xf32>, tensor<2x8x8x3xf32>,
       tensor<2x8x8x3xf32>, tensor<2x8x8x3xf32>, tensor<2x8x8x3xf32>, tensor<2x10x8x3xf32>, tensor<f32>
 }
+
+// CHECK-LABEL: func.func @attention_grad
+func.func @attention_grad(%q: tensor<1x4x9x16xbf16>, %k: tensor<1x2x7x16xbf16>, %v: tensor<1x2x7x8xbf16>,
+                          %m: tensor<9x7xf32>) -> (tensor<1x4x9x16xbf16>, tensor<1x2x7x16xbf16>, tensor<1x2x7x8xbf16>) {
+  // CHECK: fuse.attention %{{.*}} {causal, return_lse} : tensor<1x4x9x16xbf16>, tensor<1x2x7x16xbf16>, tensor<1x2x7x8xbf16>, tensor<9x7xf32>
+  %o, %lse = fuse.attention %q, %k, %v, %m {causal, return_lse}
+      : tensor<1x4x9x16xbf16>, tensor<1x2x7x16xbf16>, tensor<1x2x7x8xbf16>, tensor<9x7xf32>
+  // CHECK: fuse.attention_grad %{{.*}} {causal, scale = 2.500000e-01 : f64} : tensor<1x4x9x16xbf16>, tensor<1x2x7x16xbf16>, tensor<1x2x7x8xbf16>, tensor<1x4x9x8xbf16>, tensor<1x4x9xf32>, tensor<9x7xf32>
+  %dq, %dk, %dv = fuse.attention_grad %q, %k, %v, %o, %o, %lse, %m {causal, scale = 0.25 : f64}
+      : tensor<1x4x9x16xbf16>, tensor<1x2x7x16xbf16>, tensor<1x2x7x8xbf16>, tensor<1x4x9x8xbf16>, tensor<1x4x9xf32>, tensor<9x7xf32>
+  return %dq, %dk, %dv : tensor<1x4x9x16xbf16>, tensor<1x2x7x16xbf16>, tensor<1x2x7x8xbf16>
+}

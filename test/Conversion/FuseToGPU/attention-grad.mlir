@@ -1,0 +1,36 @@
+// fuse.attention_grad (AttentionGradDirect.cpp): a launch of a warp per
+// query row (delta = rowsum(dO * O) into a workspace, and dQ), then the
+// kernel itself, a warp per key row (dK and dV over the group's query
+// heads). Without dK and dV there is no workspace and one launch.
+// fuse.attention {return_lse} stores each row's log-sum-exp beside its
+// output, which still takes a fused transpose.
+// RUN: fusec-opt %s --pass-pipeline='builtin.module(func.func(fusec-form-kernels),fusec-select-kernel-config{arch=sm_90},fusec-tile-kernels{arch=sm_90})' 2>/dev/null | FileCheck %s
+
+// 2 x 4 x 77 query rows in 154 blocks of 4 warps, 2 x 2 x 90 key rows in 90.
+// CHECK-LABEL: func.func @grads
+// CHECK: %[[DELTA:.+]] = memref.alloc() : memref<2x4x77xf32>
+// CHECK: gpu.launch_func @grads_kernels::@k0_attention_grad_rows blocks in (%c154, {{.+}} threads in (%c128, {{.+}}, %[[DELTA]] : memref<2x4x77xf32>)
+// CHECK: gpu.launch_func @grads_kernels::@k0_attention_grad blocks in (%c90, {{.+}} threads in (%c128_{{[0-9]+}}, {{.+}}, %[[DELTA]] : memref<2x4x77xf32>) {fusec.kernel_config = #fuse.kernel_config<family = attention_direct
+// CHECK-NOT: gpu.launch_func
+// CHECK-LABEL: func.func @dq_only
+// CHECK-NOT: memref.alloc
+// CHECK: gpu.launch_func @dq_only_kernels::@k0_attention_grad blocks in (%c17,
+// CHECK-NOT: gpu.launch_func
+// CHECK-LABEL: func.func @forward
+// CHECK: gpu.launch_func @forward_kernels::@k0_attention {{.+}} args(%arg0 : memref<1x2x33x64xbf16>, %arg1 : memref<1x2x40x64xbf16>, %arg3 : memref<1x2x33xf32>, %arg2 : memref<1x33x2x64xbf16>) {fusec.kernel_config = #fuse.kernel_config<family = attention_mma_sync
+// CHECK-LABEL: gpu.func @k0_attention(
+// CHECK: math.log2
+// CHECK: memref.store %{{.+}}, %arg2[%{{.+}}, %{{.+}}, %{{.+}}] : memref<1x2x33xf32>
+func.func @grads(%q: tensor<2x4x77x64xbf16>, %k: tensor<2x2x90x64xbf16>, %v: tensor<2x2x90x64xbf16>, %o: tensor<2x4x77x64xbf16>, %do: tensor<2x4x77x64xbf16>, %lse: tensor<2x4x77xf32>) -> (tensor<2x4x77x64xbf16>, tensor<2x2x90x64xbf16>, tensor<2x2x90x64xbf16>) {
+  %dq, %dk, %dv = fuse.attention_grad %q, %k, %v, %o, %do, %lse {causal} : tensor<2x4x77x64xbf16>, tensor<2x2x90x64xbf16>, tensor<2x2x90x64xbf16>, tensor<2x4x77x64xbf16>, tensor<2x4x77xf32>
+  return %dq, %dk, %dv : tensor<2x4x77x64xbf16>, tensor<2x2x90x64xbf16>, tensor<2x2x90x64xbf16>
+}
+func.func @dq_only(%q: tensor<1x2x33x64xf32>, %k: tensor<1x2x33x64xf32>, %o: tensor<1x2x33x64xf32>, %lse: tensor<1x2x33xf32>) -> tensor<1x2x33x64xf32> {
+  %dq, %dk, %dv = fuse.attention_grad %q, %k, %k, %o, %o, %lse : tensor<1x2x33x64xf32>, tensor<1x2x33x64xf32>, tensor<1x2x33x64xf32>, tensor<1x2x33x64xf32>, tensor<1x2x33xf32>
+  return %dq : tensor<1x2x33x64xf32>
+}
+func.func @forward(%q: tensor<1x2x33x64xbf16>, %k: tensor<1x2x40x64xbf16>) -> (tensor<1x33x2x64xbf16>, tensor<1x2x33xf32>) {
+  %o, %lse = fuse.attention %q, %k, %k {return_lse} : tensor<1x2x33x64xbf16>, tensor<1x2x40x64xbf16>, tensor<1x2x40x64xbf16>
+  %t = fuse.transpose %o {permutation = array<i64: 0, 2, 1, 3>} : tensor<1x2x33x64xbf16>
+  return %t, %lse : tensor<1x33x2x64xbf16>, tensor<1x2x33xf32>
+}

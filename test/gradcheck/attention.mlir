@@ -1,0 +1,53 @@
+// fuse.attention: fuse.attention_grad from the operands, the output and the
+// row log-sum-exp the forward returns (prepareForGradient asks for it).
+// Plain (Dv != D, a given scale), causal with more queries than keys and
+// fewer, grouped-query heads (dK/dV summed over the group), and an additive
+// mask broadcast over batch and heads (it carries no gradient).
+// RUN: fusec-gradcheck %s --func=plain | FileCheck %s --check-prefix=PLAIN
+// RUN: fusec-gradcheck %s --func=causal_tall | FileCheck %s --check-prefix=TALL
+// RUN: fusec-gradcheck %s --func=causal_wide | FileCheck %s --check-prefix=WIDE
+// RUN: fusec-gradcheck %s --func=gqa | FileCheck %s --check-prefix=GQA
+// RUN: fusec-gradcheck %s --func=masked --wrt=0,1,2 | FileCheck %s --check-prefix=MASK
+// RUN: fusec-opt %s -fusec-autodiff="func=plain" | FileCheck %s --check-prefix=IR
+
+// PLAIN: @plain: PASS
+func.func @plain(%q: tensor<2x1x3x4xf32>, %k: tensor<2x1x5x4xf32>, %v: tensor<2x1x5x3xf32>) -> tensor<2x1x3x3xf32> {
+  %o = fuse.attention %q, %k, %v {scale = 0.5 : f64} : tensor<2x1x3x4xf32>, tensor<2x1x5x4xf32>, tensor<2x1x5x3xf32>
+  %r = fuse.mul %o, %o : tensor<2x1x3x3xf32>, tensor<2x1x3x3xf32>
+  return %r : tensor<2x1x3x3xf32>
+}
+
+// TALL: @causal_tall: PASS
+func.func @causal_tall(%q: tensor<1x2x5x4xf32>, %k: tensor<1x2x3x4xf32>, %v: tensor<1x2x3x4xf32>) -> tensor<1x2x5x4xf32> {
+  %o = fuse.attention %q, %k, %v {causal} : tensor<1x2x5x4xf32>, tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32>
+  %r = fuse.tanh %o : tensor<1x2x5x4xf32>
+  return %r : tensor<1x2x5x4xf32>
+}
+
+// WIDE: @causal_wide: PASS
+func.func @causal_wide(%q: tensor<1x1x3x2xf32>, %k: tensor<1x1x6x2xf32>, %v: tensor<1x1x6x5xf32>) -> tensor<1x1x3x5xf32> {
+  %o = fuse.attention %q, %k, %v {causal} : tensor<1x1x3x2xf32>, tensor<1x1x6x2xf32>, tensor<1x1x6x5xf32>
+  %r = fuse.mul %o, %o : tensor<1x1x3x5xf32>, tensor<1x1x3x5xf32>
+  return %r : tensor<1x1x3x5xf32>
+}
+
+// GQA: @gqa: PASS
+func.func @gqa(%q: tensor<1x4x3x4xf32>, %k: tensor<1x2x4x4xf32>, %v: tensor<1x2x4x4xf32>) -> tensor<1x4x3x4xf32> {
+  %o = fuse.attention %q, %k, %v : tensor<1x4x3x4xf32>, tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>
+  %r = fuse.tanh %o : tensor<1x4x3x4xf32>
+  return %r : tensor<1x4x3x4xf32>
+}
+
+// MASK: @masked: PASS (3 arguments
+func.func @masked(%q: tensor<2x2x3x4xf32>, %k: tensor<2x2x5x4xf32>, %v: tensor<2x2x5x4xf32>, %m: tensor<3x5xf32>) -> tensor<2x2x3x4xf32> {
+  %o = fuse.attention %q, %k, %v, %m : tensor<2x2x3x4xf32>, tensor<2x2x5x4xf32>, tensor<2x2x5x4xf32>, tensor<3x5xf32>
+  %r = fuse.mul %o, %o : tensor<2x2x3x4xf32>, tensor<2x2x3x4xf32>
+  return %r : tensor<2x2x3x4xf32>
+}
+
+// The forward returns the log-sum-exp and saves it beside the output.
+// IR-LABEL: func.func @plain_forward
+// IR: %[[O:.*]], %[[LSE:.*]] = fuse.attention %{{.*}} {return_lse, scale = 5.000000e-01 : f64}
+// IR: return %{{.*}}, %[[O]], %[[LSE]] : tensor<2x1x3x3xf32>, tensor<2x1x3x3xf32>, tensor<2x1x3xf32>
+// IR-LABEL: func.func @plain_backward
+// IR: fuse.attention_grad %arg0, %arg1, %arg2, %arg3, %{{.*}}, %arg4 {scale = 5.000000e-01 : f64} : tensor<2x1x3x4xf32>, tensor<2x1x5x4xf32>, tensor<2x1x5x3xf32>, tensor<2x1x3x3xf32>, tensor<2x1x3xf32>
