@@ -239,6 +239,8 @@ inline FailureOr<int64_t> windowOutput(Checker &c, int64_t in, int64_t padLo,
 /// the scores. Returns the output's type [B, Hq, Nq, Dv].
 FailureOr<RankedTensorType> checkAttention(Checker &c, Value query, Value key,
                                            Value value, Value mask);
+/// An attention's `scale`, or 1 / sqrt(D) when absent.
+double attentionScale(std::optional<APFloat> scale, RankedTensorType query);
 
 } // namespace mlir::fuse::detail
 

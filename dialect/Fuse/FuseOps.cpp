@@ -481,10 +481,15 @@ LogicalResult AttentionOp::inferReturnTypes(MLIRContext *ctx,
   return success();
 }
 
-double AttentionOp::getEffectiveScale() {
-  if (std::optional<APFloat> scale = getScale())
+double mlir::fuse::detail::attentionScale(std::optional<APFloat> scale,
+                                          RankedTensorType query) {
+  if (scale)
     return scale->convertToDouble();
-  return 1.0 / std::sqrt(static_cast<double>(getQuery().getType().getDimSize(3)));
+  return 1.0 / std::sqrt(static_cast<double>(query.getDimSize(3)));
+}
+
+double AttentionOp::getEffectiveScale() {
+  return attentionScale(getScale(), getQuery().getType());
 }
 
 LogicalResult RopeOp::inferReturnTypes(MLIRContext *,

@@ -577,8 +577,5 @@ AttentionGradOp::inferReturnTypes(MLIRContext *ctx, std::optional<Location> loc,
 }
 
 double AttentionGradOp::getEffectiveScale() {
-  if (std::optional<APFloat> scale = getScale())
-    return scale->convertToDouble();
-  return 1.0 /
-         std::sqrt(static_cast<double>(getQuery().getType().getDimSize(3)));
+  return attentionScale(getScale(), getQuery().getType());
 }
