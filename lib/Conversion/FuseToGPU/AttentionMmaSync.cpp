@@ -39,16 +39,6 @@ using namespace fusec::tiling;
 
 namespace {
 
-/// A shared-memory tile's width in elements: `width` rounded up to whole
-/// k-steps of 16, then to what the swizzle covers (a power of two of 16-byte
-/// chunks up to 8, a multiple of 8 beyond).
-int64_t paddedWidth(int64_t width) {
-  int64_t chunks = ceilDiv(width, 16) * 2;
-  chunks = chunks <= 8 ? int64_t(llvm::PowerOf2Ceil(chunks))
-                       : ceilDiv(chunks, 8) * 8;
-  return chunks * 8;
-}
-
 class AttentionMmaSyncKernel : public AttentionKernel {
 public:
   AttentionMmaSyncKernel(KernelOp kernel, gpu::GPUModuleOp module,
@@ -88,8 +78,8 @@ private:
 /// Shared memory of `tile`: Q, and two stages of K and V.
 static int64_t sharedBytesOf(const AttentionShape &s,
                              const AttentionTile &tile) {
-  return 2 * (16 * tile.warps * paddedWidth(s.d) +
-              2 * tile.bc * (paddedWidth(s.d) + paddedWidth(s.dv)));
+  return 2 * (16 * tile.warps * paddedTileWidth(s.d) +
+              2 * tile.bc * (paddedTileWidth(s.d) + paddedTileWidth(s.dv)));
 }
 
 AttentionTile fusec::tiling::chooseAttentionTile(AttentionOp op,
@@ -263,9 +253,9 @@ FailureOr<LaunchConfig> AttentionMmaSyncKernel::emitAttention() {
   Value row0 = addi(q0, addi(muli(warp, idx(16)), g));
   AttentionFragments frags{{row0, addi(row0, idx(8))}, t};
 
-  Value qs = allocShared({1, br, paddedWidth(shape.d)}, elementType, 1024);
-  Value ks = allocShared({2, bc, paddedWidth(shape.d)}, elementType, 1024);
-  Value vs = allocShared({2, bc, paddedWidth(shape.dv)}, elementType, 1024);
+  Value qs = allocShared({1, br, paddedTileWidth(shape.d)}, elementType, 1024);
+  Value ks = allocShared({2, bc, paddedTileWidth(shape.d)}, elementType, 1024);
+  Value vs = allocShared({2, bc, paddedTileWidth(shape.dv)}, elementType, 1024);
 
   // Prologue: Q, then the first K and V tiles, in two commit groups.
   copyRows(qs, idx(0), br, q, head, q0, shape.nq, shape.d);

@@ -59,6 +59,15 @@ makeAttentionGradDirectKernel(mlir::fuse::KernelOp kernel,
                               mlir::gpu::GPUModuleOp module,
                               const TargetDescription &target);
 
+/// Attention's backward on tensor cores, FlashAttention-2-style
+/// (AttentionGradMmaSync.cpp): f16 and bf16, head dims multiples of 8 up to
+/// 128.
+bool isMmaSyncAttentionGrad(mlir::fuse::AttentionGradOp op);
+std::unique_ptr<KernelBuilder>
+makeAttentionGradMmaSyncKernel(mlir::fuse::KernelOp kernel,
+                               mlir::gpu::GPUModuleOp module,
+                               const TargetDescription &target);
+
 /// Attention on tensor cores, FlashAttention-style (AttentionMmaSync.cpp):
 /// f16 and bf16 with head dims that are multiples of 8, up to 256.
 struct AttentionTile {

@@ -262,6 +262,12 @@ llvm::ArrayRef<FamilyInfo> fusec::tiling::familyTable() {
       kGemmSimt,
       kAttentionWgmma,
       kAttentionMmaSync,
+      {KernelFamily::AttentionGradMmaSync,
+       [](const KernelQuery &q) {
+         auto grad = dyn_cast_or_null<AttentionGradOp>(q.anchor);
+         return grad && isMmaSyncAttentionGrad(grad);
+       },
+       nullptr, nullptr, nullptr, buildUntiled<makeAttentionGradMmaSyncKernel>},
       {KernelFamily::AttentionDirect,
        [](const KernelQuery &q) {
          return isa_and_nonnull<AttentionOp, AttentionGradOp>(q.anchor);

@@ -113,3 +113,10 @@ void fusec::tiling::emitCopyChunk(ImplicitLocOpBuilder &b, const MmaType &type,
       src, srcIndices, b.getIndexAttr(type.chunk()), elements,
       b.getUnitAttr());
 }
+
+int64_t fusec::tiling::paddedTileWidth(int64_t width) {
+  int64_t chunks = ceilDiv(width, 16) * 2;
+  chunks = chunks <= 8 ? int64_t(llvm::PowerOf2Ceil(chunks))
+                       : ceilDiv(chunks, 8) * 8;
+  return chunks * 8;
+}

@@ -38,6 +38,11 @@ std::optional<MmaType> mmaTypeOf(mlir::Type elementType, Fp32Math fp32Math);
 mlir::Value swizzleColumn(mlir::ImplicitLocOpBuilder &b, const MmaType &type,
                           int64_t cols, mlir::Value row, mlir::Value col);
 
+/// A 16-bit shared-memory tile's width in elements: `width` rounded up to
+/// whole k-steps of 16, then to what swizzleColumn covers (a power of two of
+/// 16-byte chunks up to 8, a multiple of 8 beyond).
+int64_t paddedTileWidth(int64_t width);
+
 /// ldmatrix of `tiles` 8x8 matrices, each lane addressing one row at
 /// `indices` of `buffer`, as the 32-bit registers mma.sync takes
 /// (vector<2xf16> for f16, i32 otherwise).
