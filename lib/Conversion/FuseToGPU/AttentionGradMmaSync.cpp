@@ -5,10 +5,14 @@
 //
 //  1. `<kernel>_pre`, a warp per query row: delta = rowsum(dO * O) into a
 //     workspace, and the row of the f32 dQ accumulator zeroed;
-//  2. `<kernel>_main`, a block per tile of kBc keys of a (batch, key head),
-//     each of its 4 warps owning 16 keys. K and V stay in shared memory; the
-//     block walks the query tiles of every query head of the group (causal:
-//     from the tile of its first key on). Per tile of kBr queries, each warp
+//  2. `<kernel>_main`, a block per tile of kBc = 128 keys of a (batch, key
+//     head), each of its 8 warps owning 16 keys. K and V stay in shared
+//     memory; the block walks the query tiles of every query head of the
+//     group (causal: from the tile of its first key on), the next tile's Q,
+//     dO, log-sum-exp and delta landing in a second stage while this one is
+//     computed on (8 warps and the prefetch took d128 from 0.74 to 0.49 ms,
+//     bench/results/2026-11-28-h200-attention-grad). Per tile of kBr = 64
+//     queries, each warp
 //     computes S^T = K Q^T, P^T = exp2(S^T c - lse) (the scale, log2(e) and
 //     the mask folded in; nothing past the keys, queries or the diagonal),
 //     dP^T = V dO^T and dS^T = P^T (dP^T - delta); dV += P^T dO and
@@ -61,14 +65,16 @@ private:
   /// cp.async of `rows` rows from row0 of (batch, head) of `src` [B, H, N,
   /// width] into `dst`, zero past n rows and past width columns.
   void copyRows(Value dst, int64_t rows, Value src, Value head, Value row0,
-                int64_t n, int64_t width);
-  /// ldmatrix (4 matrices) from `buffer` at (row, col), swizzled.
+                int64_t n, int64_t width, Value stage = {});
+  /// ldmatrix (4 matrices) from `stage` of `buffer` at (row, col),
+  /// swizzled.
   SmallVector<Value> ldmatrix(Value buffer, Value row, Value col,
-                              bool transpose) {
+                              bool transpose, Value stage = {}) {
     int64_t cols = cast<MemRefType>(buffer.getType()).getShape()[2];
-    return emitLdmatrix(b, type, buffer,
-                        {idx(0), row, swizzleColumn(b, type, cols, row, col)},
-                        4, transpose);
+    return emitLdmatrix(
+        b, type, buffer,
+        {stage ? stage : idx(0), row, swizzleColumn(b, type, cols, row, col)},
+        4, transpose);
   }
   /// acc[f..f+1] += a x (two n8 fragments of bRegs).
   void mmaPair(SmallVectorImpl<Value> &acc, int64_t f, ArrayRef<Value> a,
@@ -93,7 +99,7 @@ private:
     return a;
   }
 
-  static constexpr int64_t kWarps = 4, kBc = 16 * kWarps, kBr = 64;
+  static constexpr int64_t kWarps = 8, kBc = 16 * kWarps, kBr = 64;
 
   AttentionGradOp op;
   Type elementType;
@@ -116,7 +122,7 @@ std::unique_ptr<KernelBuilder> fusec::tiling::makeAttentionGradMmaSyncKernel(
 
 void AttentionGradMmaSyncKernel::copyRows(Value dst, int64_t rows, Value src,
                                           Value head, Value row0, int64_t n,
-                                          int64_t width) {
+                                          int64_t width, Value stage) {
   int64_t vec = type.chunk(), chunks = ceilDiv(width, 16) * 16 / vec;
   int64_t cols = cast<MemRefType>(dst.getType()).getShape()[2];
   int64_t items = rows * chunks, threads = 32 * kWarps;
@@ -126,9 +132,10 @@ void AttentionGradMmaSyncKernel::copyRows(Value dst, int64_t rows, Value src,
       Value row = divi(e, chunks), col = muli(remi(e, chunks), idx(vec));
       Value srcRow = addi(row0, row);
       Value inBounds = andi(ltc(srcRow, n), ltc(col, width));
-      emitCopyChunk(b, type, dst,
-                    {idx(0), row, swizzleColumn(b, type, cols, row, col)}, src,
-                    {bi, head, srcRow, col}, inBounds);
+      emitCopyChunk(
+          b, type, dst,
+          {stage ? stage : idx(0), row, swizzleColumn(b, type, cols, row, col)},
+          src, {bi, head, srcRow, col}, inBounds);
     };
     if ((r + 1) * threads <= items)
       copy();
@@ -178,10 +185,14 @@ LaunchConfig AttentionGradMmaSyncKernel::emitMain() {
 
   Value ks = allocShared({1, kBc, paddedTileWidth(d)}, elementType, 1024);
   Value vs = allocShared({1, kBc, paddedTileWidth(dv)}, elementType, 1024);
-  Value qs = allocShared({1, kBr, paddedTileWidth(d)}, elementType, 1024);
-  Value dos = allocShared({1, kBr, paddedTileWidth(dv)}, elementType, 1024);
+  // Two stages of Q, dO, the log-sum-exp and delta: the next query tile
+  // lands while this one is computed on.
+  Value qs = allocShared({2, kBr, paddedTileWidth(d)}, elementType, 1024);
+  Value dos = allocShared({2, kBr, paddedTileWidth(dv)}, elementType, 1024);
   Value dss = allocShared({1, kBr, paddedTileWidth(kBc)}, elementType, 1024);
   int64_t dsCols = paddedTileWidth(kBc);
+  Value lseS = allocShared({2, kBr}, b.getF32Type(), 16);
+  Value deltaS = allocShared({2, kBr}, b.getF32Type(), 16);
 
   copyRows(ks, kBc, k, hk, kv0, nk, d);
   copyRows(vs, kBc, v, hk, kv0, nk, dv);
@@ -198,21 +209,54 @@ LaunchConfig AttentionGradMmaSyncKernel::emitMain() {
   Value keys[2] = {key0, addi(key0, idx(8))};
   Value scaleLog2 = f32(scale * kLog2e), log2e = f32(kLog2e);
 
+  // Issues the copies of step `it`'s Q and dO tiles into `stage`, and
+  // stores its log-sum-exp (times log2(e); +inf past the queries and where
+  // a row saw no key, so that P = 0) and delta there.
+  auto headOf = [&](Value it) {
+    return addi(muli(hk, idx(group)),
+                arith::DivUIOp::create(b, it, span).getResult());
+  };
+  auto rowOf = [&](Value it) {
+    return muli(addi(first, arith::RemUIOp::create(b, it, span).getResult()),
+                idx(kBr));
+  };
+  auto issue = [&](Value it, Value stage) {
+    Value h = headOf(it), q0 = rowOf(it);
+    copyRows(qs, kBr, q, h, q0, nq, d, stage);
+    copyRows(dos, kBr, dO, h, q0, nq, dv, stage);
+    ifThen(ltc(tid, kBr), [&] {
+      Value qi = addi(q0, tid), qc = mini(qi, idx(nq - 1));
+      Value rowLse = load(lse, {bi, h, qc});
+      Value none = arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, rowLse,
+                                         f32(-INFINITY));
+      Value off = arith::OrIOp::create(
+          b, none, cmpi(arith::CmpIPredicate::sge, qi, idx(nq)));
+      memref::StoreOp::create(b,
+                              select(off, f32(INFINITY), mulf(rowLse, log2e)),
+                              lseS, ValueRange{stage, tid});
+      memref::StoreOp::create(b, load(delta, {bi, h, qc}), deltaS,
+                              ValueRange{stage, tid});
+    });
+  };
+  ifThen(lt(idx(0), steps), [&] { issue(idx(0), idx(0)); });
+  NVVM::CpAsyncCommitGroupOp::create(b);
+
   SmallVector<Value> init((dFrags + vFrags) * 4, f32(0));
   SmallVector<Value> acc = loop(
       idx(0), steps, idx(1), init,
       [&](Value it, ValueRange args) -> SmallVector<Value> {
         SmallVector<Value> dk(args.begin(), args.begin() + dFrags * 4);
         SmallVector<Value> dvAcc(args.begin() + dFrags * 4, args.end());
-        Value h = addi(muli(hk, idx(group)), arith::DivUIOp::create(b, it, span).getResult());
-        Value q0 = muli(addi(first, arith::RemUIOp::create(b, it, span).getResult()), idx(kBr));
-        // The previous tile's readers are done (the barrier ending the
-        // body); this tile's Q and dO land.
-        copyRows(qs, kBr, q, h, q0, nq, d);
-        copyRows(dos, kBr, dO, h, q0, nq, dv);
-        NVVM::CpAsyncCommitGroupOp::create(b);
+        Value h = headOf(it), q0 = rowOf(it);
+        Value stage = remi(it, 2);
+        // This step's tiles landed (with K and V on the first), and every
+        // warp is done with the stage the next copies overwrite (the
+        // barrier ending the body).
         NVVM::CpAsyncWaitGroupOp::create(b, 0);
         gpu::BarrierOp::create(b);
+        Value nextIt = addi(it, idx(1));
+        ifThen(lt(nextIt, steps), [&] { issue(nextIt, subi(idx(1), stage)); });
+        NVVM::CpAsyncCommitGroupOp::create(b);
 
         // Rows (keys) of the warp as A, queries as B: S^T = K Q^T and
         // dP^T = V dO^T.
@@ -228,7 +272,7 @@ LaunchConfig AttentionGradMmaSyncKernel::emitMain() {
             for (int64_t f = 0; f < sFrags; f += 2)
               mmaPair(out, f, a,
                       ldmatrix(colsTile, addi(idx(f * 8), bRow),
-                               addi(bCol, idx(16 * step)), false));
+                               addi(bCol, idx(16 * step)), false, stage));
           }
           return out;
         };
@@ -236,34 +280,40 @@ LaunchConfig AttentionGradMmaSyncKernel::emitMain() {
         SmallVector<Value> dp = rowProduct(vs, dos, vSteps);
 
         // P^T and dS^T, element (key, query) of fragment f: query column
-        // 8f + 2t + e % 2, key row e / 2.
+        // 8f + 2t + e % 2, key row e / 2. The tile's log-sum-exp and delta
+        // come from shared memory, one read per column.
         SmallVector<Value> ds(sFrags * 4);
-        for (int64_t f = 0; f < sFrags; ++f)
+        for (int64_t f = 0; f < sFrags; ++f) {
+          Value local[2], colLse[2], colDelta[2];
+          for (int64_t c = 0; c < 2; ++c) {
+            local[c] = addi(idx(8 * f + c), muli(t, idx(2)));
+            colLse[c] =
+                memref::LoadOp::create(b, lseS, ValueRange{stage, local[c]});
+            colDelta[c] =
+                memref::LoadOp::create(b, deltaS, ValueRange{stage, local[c]});
+          }
           for (int64_t e = 0; e < 4; ++e) {
-            Value qi = addi(q0, addi(idx(8 * f + e % 2), muli(t, idx(2))));
+            Value qi = addi(q0, local[e % 2]);
             Value key = keys[e / 2];
-            Value qc = mini(qi, idx(nq - 1));
-            Value rowLse = load(lse, {bi, h, qc});
-            // A row that saw no key (lse -inf) has P = 0.
-            rowLse = select(arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ,
-                                                  rowLse, f32(-INFINITY)),
-                            f32(INFINITY), rowLse);
             Value x = fma(p[f * 4 + e], scaleLog2,
-                          arith::NegFOp::create(b, mulf(rowLse, log2e)));
+                          arith::NegFOp::create(b, colLse[e % 2]));
             if (mask) {
+              Value qc = mini(qi, idx(nq - 1));
               Value kc = mini(key, idx(nk - 1));
               x = fma(load(mask, broadcastCoords({bi, h, qc, kc},
                                                  shapeOf(op.getMask()))),
                       log2e, x);
             }
-            Value ok = andi(ltc(qi, nq), ltc(key, nk));
+            // Queries past the end have lse +inf (P = 0); keys past the end
+            // and (causal) after the query are masked here.
+            Value ok = ltc(key, nk);
             if (causal)
               ok = andi(ok, cmpi(arith::CmpIPredicate::sle, key, qi));
             Value pe = select(ok, math::Exp2Op::create(b, x), f32(0));
             p[f * 4 + e] = pe;
-            ds[f * 4 + e] =
-                mulf(pe, subf(dp[f * 4 + e], load(delta, {bi, h, qc})));
+            ds[f * 4 + e] = mulf(pe, subf(dp[f * 4 + e], colDelta[e % 2]));
           }
+        }
 
         // dV += P^T dO and dK += dS^T Q: queries are the k dim, dO and Q
         // transposed by ldmatrix.
@@ -275,7 +325,7 @@ LaunchConfig AttentionGradMmaSyncKernel::emitMain() {
               mmaPair(into, f, aRegs,
                       ldmatrix(tile, addi(idx(16 * step), remi(lane, 16)),
                                addi(idx(8 * f), muli(divi(lane, 16), idx(8))),
-                               true));
+                               true, stage));
           }
         };
         accumulate(dvAcc, p, dos, vFrags);

@@ -1,8 +1,8 @@
 // fuse.attention_grad on tensor cores (AttentionGradMmaSync.cpp, f16 and
 // bf16, head dims up to 128): a warp per query row writes delta and zeroes
-// the f32 dQ accumulator, a block per 64 keys of a (batch, key head) runs
-// the FlashAttention-2 loop over the query tiles, then a thread per element
-// scales dQ. Otherwise (AttentionGradDirect.cpp): a launch of a warp per
+// the f32 dQ accumulator, a block per 128 keys of a (batch, key head)
+// runs the FlashAttention-2 loop over the query tiles, then a thread per
+// element scales dQ. Otherwise (AttentionGradDirect.cpp): a launch of a warp per
 // query row (delta = rowsum(dO * O) into a workspace, and dQ), then the
 // kernel itself, a warp per key row (dK and dV over the group's query
 // heads). Without dK and dV there is no workspace and one launch.
@@ -10,15 +10,15 @@
 // output, which still takes a fused transpose.
 // RUN: fusec-opt %s --pass-pipeline='builtin.module(func.func(fusec-form-kernels),fusec-select-kernel-config{arch=sm_90},fusec-tile-kernels{arch=sm_90})' 2>/dev/null | FileCheck %s
 
-// bf16: 2 x 4 x 77 query rows in 154 blocks of 4 warps; 2 key tiles of
-// 64 x 2 x 2 (batch, key head); 2 x 4 x 77 x 64 elements of dQ in blocks of
-// 256.
+// bf16: 2 x 4 x 77 query rows in 77 blocks of 8 warps; 1 key tile of 128
+// x 2 x 2 (batch, key head); 2 x 4 x 77 x 64 elements of dQ in 154 blocks
+// of 256.
 // CHECK-LABEL: func.func @grads
 // CHECK: %[[DELTA:.+]] = memref.alloc() : memref<2x4x77xf32>
 // CHECK: %[[DQ:.+]] = memref.alloc() : memref<2x4x77x64xf32>
-// CHECK: gpu.launch_func @grads_kernels::@k0_attention_grad_pre blocks in (%c154, {{.+}} threads in (%c128, {{.+}}, %[[DELTA]] : memref<2x4x77xf32>, %[[DQ]] : memref<2x4x77x64xf32>)
-// CHECK: gpu.launch_func @grads_kernels::@k0_attention_grad_main blocks in (%c2, %c4, {{.+}} threads in (%c128_{{[0-9]+}}, {{.+}} dynamic_shared_memory_size
-// CHECK: gpu.launch_func @grads_kernels::@k0_attention_grad blocks in (%c154_{{[0-9]+}}, {{.+}} threads in (%c256, {{.+}} {fusec.kernel_config = #fuse.kernel_config<family = attention_grad_mma_sync
+// CHECK: gpu.launch_func @grads_kernels::@k0_attention_grad_pre blocks in (%c77, {{.+}} threads in (%c256, {{.+}}, %[[DELTA]] : memref<2x4x77xf32>, %[[DQ]] : memref<2x4x77x64xf32>)
+// CHECK: gpu.launch_func @grads_kernels::@k0_attention_grad_main blocks in (%c1_{{[0-9]+}}, %c4, {{.+}} threads in (%c256_{{[0-9]+}}, {{.+}} dynamic_shared_memory_size
+// CHECK: gpu.launch_func @grads_kernels::@k0_attention_grad blocks in (%c154, {{.+}} threads in (%c256_{{[0-9]+}}, {{.+}} {fusec.kernel_config = #fuse.kernel_config<family = attention_grad_mma_sync
 // CHECK-NOT: gpu.launch_func
 // f32, direct: 2 x 4 x 77 query rows in 154 blocks of 4 warps, 2 x 2 x 90
 // key rows in 90.
