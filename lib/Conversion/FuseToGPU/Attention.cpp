@@ -177,15 +177,7 @@ void AttentionKernel::softmaxStep(MutableArrayRef<Value> scores,
 }
 
 SmallVector<Value> AttentionKernel::packP(ArrayRef<Value> p, int64_t step) {
-  // a0: row g keys 0-7, a1: row g+8 keys 0-7, a2/a3: keys 8-15.
-  SmallVector<Value> a;
-  for (int64_t half = 0; half < 2; ++half)
-    for (int64_t r = 0; r < 2; ++r) {
-      int64_t f = 2 * step + half;
-      a.push_back(packPair(b, type, elementType, p[f * 4 + 2 * r],
-                           p[f * 4 + 2 * r + 1]));
-    }
-  return a;
+  return packAccumulatorsAsA(b, type, elementType, p, step);
 }
 
 void AttentionKernel::normaliseAndStore(ArrayRef<Value> o, ArrayRef<Value> m,

@@ -17,6 +17,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "AttentionGrad.h"
 #include "ExtraLaunches.h"
 #include "Families.h"
 
@@ -26,9 +27,9 @@ using fusec::TargetDescription;
 using namespace fusec::tiling;
 
 namespace {
-class AttentionGradDirectKernel : public KernelBuilder {
+class AttentionGradDirectKernel : public AttentionGradKernel {
 public:
-  using KernelBuilder::KernelBuilder;
+  using AttentionGradKernel::AttentionGradKernel;
 
 private:
   FailureOr<LaunchConfig> emitBody() override;
@@ -63,12 +64,7 @@ private:
   /// Columns a lane keeps: kPerLane, or fewer for narrow heads.
   int64_t perLane = kPerLane;
 
-  AttentionGradOp op;
-  int64_t batch, hq, hkv, nq, nk, d, dv, group;
-  double scale;
-  Value q, k, v, o, dO, lse, mask, delta, lane;
-  /// Per anchor result (dQ, dK, dV), the kernel result it is, or -1.
-  SmallVector<int64_t> resultAt;
+  Value delta, lane;
 };
 } // namespace
 
@@ -156,39 +152,8 @@ void AttentionGradDirectKernel::storeColumn(int64_t result,
 }
 
 FailureOr<LaunchConfig> AttentionGradDirectKernel::emitBody() {
-  op = cast<AttentionGradOp>(anchor);
-  for (Value operand : anchor->getOperands())
-    if (!isa<BlockArgument>(operand))
-      return kernel.emitOpError("reads ")
-             << anchor->getName()
-             << "'s operands from memory, but one is computed in the kernel";
-  resultAt.assign(3, -1);
-  for (auto [index, value] : llvm::enumerate(yield().getValues())) {
-    auto result = dyn_cast<OpResult>(value);
-    if (!result || result.getOwner() != anchor)
-      return kernel.emitOpError("result #")
-             << index << " is not a gradient " << anchor->getName()
-             << " computes, which its family stores as they are";
-    resultAt[result.getResultNumber()] = index;
-  }
-  ArrayRef<int64_t> qs = shapeOf(op.getQuery()), vs = shapeOf(op.getValue());
-  batch = qs[0];
-  hq = qs[1];
-  nq = qs[2];
-  d = qs[3];
-  hkv = vs[1];
-  nk = vs[2];
-  dv = vs[3];
-  group = hq / hkv;
-  scale = op.getEffectiveScale();
-  bool causal = op.getCausal();
-  q = argOf.lookup(op.getQuery());
-  k = argOf.lookup(op.getKey());
-  v = argOf.lookup(op.getValue());
-  o = argOf.lookup(op.getOutput());
-  dO = argOf.lookup(op.getOutputGrad());
-  lse = argOf.lookup(op.getLse());
-  mask = op.getMask() ? argOf.lookup(op.getMask()) : Value();
+  if (failed(readAnchor()))
+    return failure();
   bool keys = resultAt[1] >= 0 || resultAt[2] >= 0;
   perLane = std::min<int64_t>(kPerLane, ceilDiv(std::max(d, dv), 32));
 

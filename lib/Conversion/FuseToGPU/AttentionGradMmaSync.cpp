@@ -27,6 +27,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "AttentionGrad.h"
 #include "ExtraLaunches.h"
 #include "Families.h"
 #include "MmaSync.h"
@@ -49,9 +50,9 @@ bool fusec::tiling::isMmaSyncAttentionGrad(AttentionGradOp op) {
 }
 
 namespace {
-class AttentionGradMmaSyncKernel : public KernelBuilder {
+class AttentionGradMmaSyncKernel : public AttentionGradKernel {
 public:
-  using KernelBuilder::KernelBuilder;
+  using AttentionGradKernel::AttentionGradKernel;
 
 private:
   FailureOr<LaunchConfig> emitBody() override;
@@ -86,32 +87,13 @@ private:
       llvm::copy(out, acc.begin() + (f + h) * 4);
     }
   }
-  /// The A operand of k-step `step` from accumulator fragments `p` (the
-  /// forward's packP): rows g and g + 8, columns 16 step...
-  SmallVector<Value> packA(ArrayRef<Value> p, int64_t step) {
-    SmallVector<Value> a;
-    for (int64_t half = 0; half < 2; ++half)
-      for (int64_t r = 0; r < 2; ++r) {
-        int64_t f = 2 * step + half;
-        a.push_back(packPair(b, type, elementType, p[f * 4 + 2 * r],
-                             p[f * 4 + 2 * r + 1]));
-      }
-    return a;
-  }
-
   static constexpr int64_t kWarps = 8, kBc = 16 * kWarps, kBr = 64;
 
-  AttentionGradOp op;
   Type elementType;
   MmaType type;
-  int64_t batch, hq, hkv, nq, nk, d, dv, group;
-  double scale;
-  bool causal;
-  Value q, k, v, o, dO, lse, mask, delta, dqAcc;
+  Value delta, dqAcc;
   /// The thread, its lane, and the block's batch index (emitMain).
   Value tid, lane, bi;
-  /// Per anchor result (dQ, dK, dV), the kernel result it is, or -1.
-  SmallVector<int64_t> resultAt;
 };
 } // namespace
 
@@ -320,7 +302,8 @@ LaunchConfig AttentionGradMmaSyncKernel::emitMain() {
         auto accumulate = [&](SmallVectorImpl<Value> &into, ArrayRef<Value> a,
                               Value tile, int64_t frags) {
           for (int64_t step = 0; step < pSteps; ++step) {
-            SmallVector<Value> aRegs = packA(a, step);
+            SmallVector<Value> aRegs =
+                packAccumulatorsAsA(b, type, elementType, a, step);
             for (int64_t f = 0; f < frags; f += 2)
               mmaPair(into, f, aRegs,
                       ldmatrix(tile, addi(idx(16 * step), remi(lane, 16)),
@@ -410,41 +393,10 @@ LaunchConfig AttentionGradMmaSyncKernel::emitConvert() {
 }
 
 FailureOr<LaunchConfig> AttentionGradMmaSyncKernel::emitBody() {
-  op = cast<AttentionGradOp>(anchor);
-  for (Value operand : anchor->getOperands())
-    if (!isa<BlockArgument>(operand))
-      return kernel.emitOpError("reads ")
-             << anchor->getName()
-             << "'s operands from memory, but one is computed in the kernel";
-  resultAt.assign(3, -1);
-  for (auto [index, value] : llvm::enumerate(yield().getValues())) {
-    auto result = dyn_cast<OpResult>(value);
-    if (!result || result.getOwner() != anchor)
-      return kernel.emitOpError("result #")
-             << index << " is not a gradient " << anchor->getName()
-             << " computes, which its family stores as they are";
-    resultAt[result.getResultNumber()] = index;
-  }
+  if (failed(readAnchor()))
+    return failure();
   elementType = getElementTypeOrSelf(op.getQuery().getType());
   type = *mmaTypeOf(elementType, Fp32Math::IEEE);
-  ArrayRef<int64_t> qs = shapeOf(op.getQuery()), vs = shapeOf(op.getValue());
-  batch = qs[0];
-  hq = qs[1];
-  nq = qs[2];
-  d = qs[3];
-  hkv = vs[1];
-  nk = vs[2];
-  dv = vs[3];
-  group = hq / hkv;
-  scale = op.getEffectiveScale();
-  causal = op.getCausal();
-  q = argOf.lookup(op.getQuery());
-  k = argOf.lookup(op.getKey());
-  v = argOf.lookup(op.getValue());
-  o = argOf.lookup(op.getOutput());
-  dO = argOf.lookup(op.getOutputGrad());
-  lse = argOf.lookup(op.getLse());
-  mask = op.getMask() ? argOf.lookup(op.getMask()) : Value();
 
   SmallVector<MemRefType> workspaces = {
       MemRefType::get({batch, hq, nq}, b.getF32Type())};

@@ -120,3 +120,19 @@ int64_t fusec::tiling::paddedTileWidth(int64_t width) {
                        : ceilDiv(chunks, 8) * 8;
   return chunks * 8;
 }
+
+SmallVector<Value> fusec::tiling::packAccumulatorsAsA(ImplicitLocOpBuilder &b,
+                                                      const MmaType &type,
+                                                      Type elementType,
+                                                      ArrayRef<Value> acc,
+                                                      int64_t step) {
+  // a0: row g columns 0-7, a1: row g+8 columns 0-7, a2/a3: columns 8-15.
+  SmallVector<Value> a;
+  for (int64_t half = 0; half < 2; ++half)
+    for (int64_t r = 0; r < 2; ++r) {
+      int64_t f = 2 * step + half;
+      a.push_back(packPair(b, type, elementType, acc[f * 4 + 2 * r],
+                           acc[f * 4 + 2 * r + 1]));
+    }
+  return a;
+}

@@ -64,6 +64,15 @@ llvm::SmallVector<mlir::Value> emitMma(mlir::ImplicitLocOpBuilder &b,
 mlir::Value packPair(mlir::ImplicitLocOpBuilder &b, const MmaType &type,
                      mlir::Type elementType, mlir::Value lo, mlir::Value hi);
 
+/// The A operand (m16n8k16's 4 registers) of k-step `step` from m16n8
+/// accumulator fragments `acc` (fragment f holding columns 8f..), rounded to
+/// `elementType`: how attention reuses P (and its backward dS) as the A
+/// operand of the next product.
+llvm::SmallVector<mlir::Value>
+packAccumulatorsAsA(mlir::ImplicitLocOpBuilder &b, const MmaType &type,
+                    mlir::Type elementType, llvm::ArrayRef<mlir::Value> acc,
+                    int64_t step);
+
 /// cp.async of one 16-byte chunk from `src[srcIndices]` to
 /// `dst[dstIndices]`, zero-filled (and reading nothing) where `inBounds` is
 /// false; the source indices are clamped to 0 there.
