@@ -176,6 +176,21 @@ def forward_graphs(Graph, t, dt):
     y = g.arg([3, 21, 12], dt)
     v = g.op(f"fuse.matmul {x}, {y} {{transpose_rhs}} : {t([2, 3, 19, 12], dt)}, {t([3, 21, 12], dt)}")
     graphs.append((f"grad_matmul_broadcast_{dt}", g.text([(v, t([2, 3, 19, 21], dt))])))
+    # Softmax along the last axis and an inner one; rope, half-split and
+    # interleaved (the tables carry no gradient).
+    for axis, shape in ((-1, [3, 7, 129]), (1, [4, 33, 5])):
+        g = Graph("g")
+        x = g.arg(shape, dt)
+        v = g.op(f"fuse.softmax {x} {{axis = {axis} : i64}} : {t(shape, dt)}")
+        graphs.append((f"grad_softmax_axis{axis % 3}_{dt}", g.text([(v, t(shape, dt))])))
+    for interleaved in (False, True):
+        g = Graph("g")
+        xs = [2, 3, 17, 64]
+        x = g.arg(xs, dt)
+        c, sn = g.arg([17, 32], dt), g.arg([17, 32], dt)
+        attr = " {interleaved}" if interleaved else ""
+        v = g.op(f"fuse.rope {x}, {c}, {sn}{attr} : {t(xs, dt)}, {t([17, 32], dt)}")
+        graphs.append((f"grad_rope{'_interleaved' if interleaved else ''}_{dt}", g.text([(v, t(xs, dt))])))
     if dt != "f32":
         g = Graph("g")
         x = g.arg([5, 7], dt)
