@@ -94,6 +94,22 @@ static LogicalResult printOperation(Emitter &emitter, memref::StoreOp op) {
   return success();
 }
 
+/// f32 additions only (the attention backward's dQ accumulator); the old
+/// value, the op's result, is not read.
+static LogicalResult printOperation(Emitter &emitter, memref::AtomicRMWOp op) {
+  if (op.getKind() != arith::AtomicRMWKind::addf ||
+      !op.getValue().getType().isF32() || !op.getResult().use_empty())
+    return op.emitOpError("has no CUDA C form but an f32 add whose old value "
+                          "is unused");
+  FailureOr<std::string> e =
+      printElement(emitter, op.getMemref(), op.getIndices(), op, true);
+  if (failed(e))
+    return failure();
+  emitter.ostream() << "atomicAdd(&" << *e << ", "
+                    << emitter.expr(op.getValue()) << ");\n";
+  return success();
+}
+
 static LogicalResult printOperation(Emitter &emitter, memref::ViewOp op) {
   if (!op.getSizes().empty())
     return op.emitOpError("with dynamic sizes has no CUDA C form");
@@ -283,11 +299,12 @@ static LogicalResult printOperation(Emitter &emitter, LLVM::InsertValueOp op) {
 std::optional<LogicalResult> fusec::cuda::printMemoryOp(Emitter &emitter,
                                                         Operation &op) {
   return llvm::TypeSwitch<Operation *, std::optional<LogicalResult>>(&op)
-      .Case<memref::LoadOp, memref::StoreOp, memref::ViewOp,
-            memref::ExtractAlignedPointerAsIndexOp, gpu::DynamicSharedMemoryOp,
-            vector::LoadOp, vector::StoreOp, vector::ExtractOp,
-            vector::InsertOp, vector::FromElementsOp, vector::BroadcastOp,
-            vector::BitCastOp, LLVM::ExtractValueOp, LLVM::InsertValueOp>(
+      .Case<memref::LoadOp, memref::StoreOp, memref::AtomicRMWOp,
+            memref::ViewOp, memref::ExtractAlignedPointerAsIndexOp,
+            gpu::DynamicSharedMemoryOp, vector::LoadOp, vector::StoreOp,
+            vector::ExtractOp, vector::InsertOp, vector::FromElementsOp,
+            vector::BroadcastOp, vector::BitCastOp, LLVM::ExtractValueOp,
+            LLVM::InsertValueOp>(
           [&](auto op) -> LogicalResult { return printOperation(emitter, op); })
       .Default([](Operation *) { return std::nullopt; });
 }
