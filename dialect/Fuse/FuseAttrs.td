@@ -124,7 +124,8 @@ def Fuse_KernelFamily : I32EnumAttr<"KernelFamily",
     I32EnumAttrCase<"GemmSimt", 8, "gemm_simt">,
     I32EnumAttrCase<"GemmMmaSync", 9, "gemm_mma_sync">,
     I32EnumAttrCase<"GemmWgmma", 10, "gemm_wgmma">,
-    I32EnumAttrCase<"AttentionGradMmaSync", 11, "attention_grad_mma_sync">
+    I32EnumAttrCase<"AttentionGradMmaSync", 11, "attention_grad_mma_sync">,
+    I32EnumAttrCase<"AttentionGradWgmma", 12, "attention_grad_wgmma">
   ]> {
   let genSpecializedAttr = 0;
   let cppNamespace = "::mlir::fuse";

@@ -79,3 +79,13 @@ gpu.module @m {
     gpu.return
   }
 }
+
+// -----
+
+gpu.module @m {
+  gpu.func @k() kernel {
+    // expected-error @+1 {{'nvvm.fence.proxy' op has no CUDA C form}}
+    nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.global>}
+    gpu.return
+  }
+}

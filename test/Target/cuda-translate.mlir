@@ -273,3 +273,20 @@ gpu.module @wide {
     gpu.return
   }
 }
+
+// The attention backward's (AttentionGradWgmma.cpp) fence before wgmma and
+// TMA read what threads wrote, and its bulk-group waits.
+// CHECK-LABEL: // k_bulk
+// CHECK: asm volatile("fence.proxy.async.shared::cta;" : : : "memory");
+// CHECK-NEXT: asm volatile("cp.async.bulk.commit_group;" : : : "memory");
+// CHECK-NEXT: asm volatile("cp.async.bulk.wait_group.read 0;" : : : "memory");
+// CHECK-NEXT: asm volatile("cp.async.bulk.wait_group 1;" : : : "memory");
+gpu.module @bulk {
+  gpu.func @k_bulk() kernel {
+    nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
+    nvvm.cp.async.bulk.commit.group
+    nvvm.cp.async.bulk.wait_group 0 {read}
+    nvvm.cp.async.bulk.wait_group 1
+    gpu.return
+  }
+}

@@ -7,6 +7,8 @@
 #include "AttentionGrad.h"
 #include "Families.h"
 
+#include <cmath>
+
 using namespace mlir;
 using namespace mlir::fuse;
 using namespace fusec::tiling;
@@ -46,4 +48,105 @@ LogicalResult AttentionGradKernel::readAnchor() {
   lse = argOf.lookup(op.getLse());
   mask = op.getMask() ? argOf.lookup(op.getMask()) : Value();
   return success();
+}
+
+LaunchConfig AttentionGradKernel::emitRowsPre(Value delta, Value dqAcc,
+                                              Value lse2, int64_t rows) {
+  constexpr int64_t kWarps = 8;
+  Value tid = threadId(), lane = remi(tid, 32);
+  int64_t total = batch * hq * rows;
+  Value row =
+      addi(muli(blockId(gpu::Dimension::x), idx(kWarps)), divi(tid, 32));
+  // Whole warps take or skip a row: the shuffles see every lane.
+  ifThen(ltc(row, total), [&] {
+    SmallVector<Value> c = delinearize(row, {batch, hq, rows});
+    auto zeroDq = [&] {
+      if (dqAcc)
+        (void)loop(lane, idx(d), idx(32), {},
+                   [&](Value e, ValueRange) -> SmallVector<Value> {
+                     store(f32(0), dqAcc, {c[0], c[1], c[2], e});
+                     return {};
+                   });
+    };
+    auto body = [&] {
+      Value partial = loop(lane, idx(dv), idx(32), {f32(0)},
+                           [&](Value e, ValueRange acc) -> SmallVector<Value> {
+                             SmallVector<Value> at = {c[0], c[1], c[2], e};
+                             return {fma(load(o, at), load(dO, at), acc[0])};
+                           })[0];
+      Value sum = shuffleReduce(partial, 32);
+      ifThen(ltc(lane, 1), [&] {
+        store(sum, delta, c);
+        if (lse2) {
+          Value rowLse = load(lse, c);
+          Value none = arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ,
+                                             rowLse, f32(-INFINITY));
+          store(select(none, f32(INFINITY), mulf(rowLse, f32(M_LOG2E))), lse2,
+                c);
+        }
+      });
+      zeroDq();
+    };
+    if (rows == nq)
+      return body();
+    ifThen(ltc(c[2], nq), body);
+    ifThen(cmpi(arith::CmpIPredicate::sge, c[2], idx(nq)), [&] {
+      ifThen(ltc(lane, 1), [&] {
+        store(f32(0), delta, c);
+        store(f32(INFINITY), lse2, c);
+      });
+      zeroDq();
+    });
+  });
+  return LaunchConfig{{ceilDiv(total, kWarps), 1, 1}, {32 * kWarps, 1, 1}};
+}
+
+LaunchConfig AttentionGradKernel::emitScaleDq(
+    Value dqAcc, function_ref<SmallVector<Value>(ArrayRef<Value>)> locate) {
+  SmallVector<int64_t> shape = {batch, hq, nq, d};
+  return perElement(product(shape), [&](Value linear) {
+    SmallVector<Value> c = delinearize(linear, shape);
+    store(mulf(memref::LoadOp::create(b, dqAcc, locate ? locate(c) : c),
+               f32(scale)),
+          outputs[resultAt[0]], c);
+  });
+}
+
+Value AttentionGradKernel::probability(Value score, Value lse2, Value bi,
+                                       Value h, Value qi, Value key) {
+  Value log2e = f32(M_LOG2E);
+  Value x = fma(score, f32(scale * M_LOG2E), arith::NegFOp::create(b, lse2));
+  if (mask) {
+    Value qc = mini(qi, idx(nq - 1));
+    Value kc = mini(key, idx(nk - 1));
+    x = fma(load(mask, broadcastCoords({bi, h, qc, kc}, shapeOf(op.getMask()))),
+            log2e, x);
+  }
+  // Queries past the end have lse2 +inf (P = 0); keys past the end and
+  // (causal) after the query are masked here.
+  Value ok = ltc(key, nk);
+  if (causal)
+    ok = andi(ok, cmpi(arith::CmpIPredicate::sle, key, qi));
+  return select(ok, math::Exp2Op::create(b, x), f32(0));
+}
+
+AttentionGradKernel::QueryWalk
+AttentionGradKernel::walkQueries(Value kv0, Value hk, int64_t br) {
+  int64_t tiles = ceilDiv(nq, br);
+  QueryWalk walk{hk, causal ? mini(divi(kv0, br), idx(tiles)) : idx(0), Value(),
+                 Value(), br};
+  walk.span = subi(idx(tiles), walk.first);
+  walk.steps = muli(walk.span, idx(group));
+  return walk;
+}
+
+Value AttentionGradKernel::headAt(const QueryWalk &walk, Value it) {
+  return addi(muli(walk.hk, idx(group)),
+              arith::DivUIOp::create(b, it, walk.span).getResult());
+}
+
+Value AttentionGradKernel::rowAt(const QueryWalk &walk, Value it) {
+  return muli(
+      addi(walk.first, arith::RemUIOp::create(b, it, walk.span).getResult()),
+      idx(walk.br));
 }

@@ -1,8 +1,10 @@
 //===- AttentionGrad.h - Attention backward's shared base ------*- C++ -*-===//
 //
-// The base of AttentionGradDirect.cpp and AttentionGradMmaSync.cpp: the
-// anchor's operands (kernel arguments: the backward reads them from memory)
-// and sizes, and which of dQ, dK and dV the kernel stores.
+// The base of the attention backward's families (AttentionGradDirect.cpp,
+// AttentionGradMmaSync.cpp, AttentionGradWgmma.cpp): the anchor's operands
+// (kernel arguments: the backward reads them from memory) and sizes, which
+// of dQ, dK and dV the kernel stores, and what the tensor-core families
+// share: their first and last launches, and P from a score.
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,6 +23,38 @@ protected:
   /// Reads the anchor into the members below; fails at the kernel when an
   /// operand is computed in it or a result is not one of the gradients.
   mlir::LogicalResult readAnchor();
+
+  /// The tensor-core families' first launch, a warp per row of [batch, hq,
+  /// rows] (rows >= nq pad the tiles): delta = rowsum(dO * O) (0 past nq)
+  /// into `delta`, the row of the f32 dQ accumulator `dqAcc` (if any)
+  /// zeroed (padding rows too), and with `lse2` the log-sum-exp times log2(e)
+  /// into it, +inf where a row saw no key and past nq, so that P = 0 there.
+  LaunchConfig emitRowsPre(mlir::Value delta, mlir::Value dqAcc,
+                           mlir::Value lse2, int64_t rows);
+  /// Their last: dQ = scale * the accumulator, a thread per element; the
+  /// accumulator's element of dQ's `coords` at `locate(coords)` (the same
+  /// coordinates without).
+  LaunchConfig emitScaleDq(mlir::Value dqAcc,
+                           llvm::function_ref<llvm::SmallVector<mlir::Value>(
+                               llvm::ArrayRef<mlir::Value>)>
+                               locate = nullptr);
+  /// The query tiles of `br` rows a block of keys from `kv0` of key head
+  /// `hk` walks, step by step, head by head of the group; causal, from the
+  /// tile of its first key on (query i sees key j when j <= i).
+  struct QueryWalk {
+    mlir::Value hk, first, span, steps;
+    int64_t br;
+  };
+  QueryWalk walkQueries(mlir::Value kv0, mlir::Value hk, int64_t br);
+  /// The query head and the first query row of step `it`.
+  mlir::Value headAt(const QueryWalk &walk, mlir::Value it);
+  mlir::Value rowAt(const QueryWalk &walk, mlir::Value it);
+  /// P of query `qi` and key `key` of batch `bi`, query head `h`, from the
+  /// score S = q . k and the row's `lse2` (log-sum-exp times log2(e)):
+  /// exp2(S scale log2(e) + mask log2(e) - lse2), 0 past the keys and
+  /// (causal) after the query.
+  mlir::Value probability(mlir::Value score, mlir::Value lse2, mlir::Value bi,
+                          mlir::Value h, mlir::Value qi, mlir::Value key);
 
   mlir::fuse::AttentionGradOp op;
   /// Q [batch, hq, nq, d], K [batch, hkv, nk, d], V [batch, hkv, nk, dv];

@@ -56,12 +56,8 @@ public:
 
 private:
   FailureOr<LaunchConfig> emitBody() override;
-  /// Launch 1 (see the file comment).
-  LaunchConfig emitPre();
-  /// Launch 2.
+  /// Launch 2 (see the file comment).
   LaunchConfig emitMain();
-  /// Launch 3.
-  LaunchConfig emitConvert();
 
   /// cp.async of `rows` rows from row0 of (batch, head) of `src` [B, H, N,
   /// width] into `dst`, zero past n rows and past width columns.
@@ -126,32 +122,6 @@ void AttentionGradMmaSyncKernel::copyRows(Value dst, int64_t rows, Value src,
   }
 }
 
-LaunchConfig AttentionGradMmaSyncKernel::emitPre() {
-  tid = threadId();
-  lane = remi(tid, 32);
-  int64_t rows = batch * hq * nq;
-  Value row =
-      addi(muli(blockId(gpu::Dimension::x), idx(kWarps)), divi(tid, 32));
-  // Whole warps take or skip a row: the shuffles see every lane.
-  ifThen(ltc(row, rows), [&] {
-    SmallVector<Value> c = delinearize(row, {batch, hq, nq});
-    Value partial = loop(lane, idx(dv), idx(32), {f32(0)},
-                         [&](Value e, ValueRange acc) -> SmallVector<Value> {
-                           SmallVector<Value> at = {c[0], c[1], c[2], e};
-                           return {fma(load(o, at), load(dO, at), acc[0])};
-                         })[0];
-    Value sum = shuffleReduce(partial, 32);
-    ifThen(ltc(lane, 1), [&] { store(sum, delta, c); });
-    if (dqAcc)
-      (void)loop(lane, idx(d), idx(32), {},
-                 [&](Value e, ValueRange) -> SmallVector<Value> {
-                   store(f32(0), dqAcc, {c[0], c[1], c[2], e});
-                   return {};
-                 });
-  });
-  return LaunchConfig{{ceilDiv(rows, kWarps), 1, 1}, {32 * kWarps, 1, 1}};
-}
-
 LaunchConfig AttentionGradMmaSyncKernel::emitMain() {
   int64_t dSteps = ceilDiv(d, 16), vSteps = ceilDiv(dv, 16);
   int64_t dFrags = 2 * dSteps, vFrags = 2 * vSteps;
@@ -180,30 +150,18 @@ LaunchConfig AttentionGradMmaSyncKernel::emitMain() {
   copyRows(vs, kBc, v, hk, kv0, nk, dv);
   NVVM::CpAsyncCommitGroupOp::create(b);
 
-  // The query tiles: causal blocks start at the tile of their first key
-  // (query i sees key j when j <= i).
-  int64_t qTiles = ceilDiv(nq, kBr);
-  Value first = causal ? mini(divi(kv0, kBr), idx(qTiles)) : idx(0);
-  Value span = subi(idx(qTiles), first);
-  Value steps = muli(span, idx(group));
+  QueryWalk walk = walkQueries(kv0, hk, kBr);
+  Value steps = walk.steps;
   // The thread's keys: rows g and g + 8 of its warp's 16.
   Value key0 = addi(kv0, addi(muli(warp, idx(16)), g));
   Value keys[2] = {key0, addi(key0, idx(8))};
-  Value scaleLog2 = f32(scale * kLog2e), log2e = f32(kLog2e);
+  Value log2e = f32(kLog2e);
 
   // Issues the copies of step `it`'s Q and dO tiles into `stage`, and
   // stores its log-sum-exp (times log2(e); +inf past the queries and where
   // a row saw no key, so that P = 0) and delta there.
-  auto headOf = [&](Value it) {
-    return addi(muli(hk, idx(group)),
-                arith::DivUIOp::create(b, it, span).getResult());
-  };
-  auto rowOf = [&](Value it) {
-    return muli(addi(first, arith::RemUIOp::create(b, it, span).getResult()),
-                idx(kBr));
-  };
   auto issue = [&](Value it, Value stage) {
-    Value h = headOf(it), q0 = rowOf(it);
+    Value h = headAt(walk, it), q0 = rowAt(walk, it);
     copyRows(qs, kBr, q, h, q0, nq, d, stage);
     copyRows(dos, kBr, dO, h, q0, nq, dv, stage);
     ifThen(ltc(tid, kBr), [&] {
@@ -229,7 +187,7 @@ LaunchConfig AttentionGradMmaSyncKernel::emitMain() {
       [&](Value it, ValueRange args) -> SmallVector<Value> {
         SmallVector<Value> dk(args.begin(), args.begin() + dFrags * 4);
         SmallVector<Value> dvAcc(args.begin() + dFrags * 4, args.end());
-        Value h = headOf(it), q0 = rowOf(it);
+        Value h = headAt(walk, it), q0 = rowAt(walk, it);
         Value stage = remi(it, 2);
         // This step's tiles landed (with K and V on the first), and every
         // warp is done with the stage the next copies overwrite (the
@@ -275,23 +233,8 @@ LaunchConfig AttentionGradMmaSyncKernel::emitMain() {
                 memref::LoadOp::create(b, deltaS, ValueRange{stage, local[c]});
           }
           for (int64_t e = 0; e < 4; ++e) {
-            Value qi = addi(q0, local[e % 2]);
-            Value key = keys[e / 2];
-            Value x = fma(p[f * 4 + e], scaleLog2,
-                          arith::NegFOp::create(b, colLse[e % 2]));
-            if (mask) {
-              Value qc = mini(qi, idx(nq - 1));
-              Value kc = mini(key, idx(nk - 1));
-              x = fma(load(mask, broadcastCoords({bi, h, qc, kc},
-                                                 shapeOf(op.getMask()))),
-                      log2e, x);
-            }
-            // Queries past the end have lse +inf (P = 0); keys past the end
-            // and (causal) after the query are masked here.
-            Value ok = ltc(key, nk);
-            if (causal)
-              ok = andi(ok, cmpi(arith::CmpIPredicate::sle, key, qi));
-            Value pe = select(ok, math::Exp2Op::create(b, x), f32(0));
+            Value pe = probability(p[f * 4 + e], colLse[e % 2], bi, h,
+                                   addi(q0, local[e % 2]), keys[e / 2]);
             p[f * 4 + e] = pe;
             ds[f * 4 + e] = mulf(pe, subf(dp[f * 4 + e], colDelta[e % 2]));
           }
@@ -383,15 +326,6 @@ LaunchConfig AttentionGradMmaSyncKernel::emitMain() {
   return LaunchConfig{{ceilDiv(nk, kBc), batch * hkv, 1}, {32 * kWarps, 1, 1}};
 }
 
-LaunchConfig AttentionGradMmaSyncKernel::emitConvert() {
-  SmallVector<int64_t> shape = {batch, hq, nq, d};
-  return perElement(product(shape), [&](Value linear) {
-    SmallVector<Value> c = delinearize(linear, shape);
-    store(mulf(memref::LoadOp::create(b, dqAcc, c), f32(scale)),
-          outputs[resultAt[0]], c);
-  });
-}
-
 FailureOr<LaunchConfig> AttentionGradMmaSyncKernel::emitBody() {
   if (failed(readAnchor()))
     return failure();
@@ -406,7 +340,8 @@ FailureOr<LaunchConfig> AttentionGradMmaSyncKernel::emitBody() {
     dqAcc = addWorkspaceArgument(workspaces.back());
   }
   SmallVector<ExtraLaunch> launches;
-  launches.push_back(splitOffFirstLaunch("_pre", emitPre()));
+  launches.push_back(
+      splitOffFirstLaunch("_pre", emitRowsPre(delta, dqAcc, Value(), nq)));
   LaunchConfig main = emitMain();
   main.sharedBytes = sharedBytes;
   if (!dqAcc) {
@@ -415,5 +350,5 @@ FailureOr<LaunchConfig> AttentionGradMmaSyncKernel::emitBody() {
   }
   launches.push_back(splitOffFirstLaunch("_main", main));
   recordExtraLaunches(func, workspaces, launches);
-  return emitConvert();
+  return emitScaleDq(dqAcc);
 }

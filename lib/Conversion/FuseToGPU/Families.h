@@ -68,6 +68,15 @@ makeAttentionGradMmaSyncKernel(mlir::fuse::KernelOp kernel,
                                mlir::gpu::GPUModuleOp module,
                                const TargetDescription &target);
 
+/// The same on sm_90a's wgmma and TMA, FlashAttention-3-style
+/// (AttentionGradWgmma.cpp).
+bool isWgmmaAttentionGrad(mlir::fuse::AttentionGradOp op,
+                          const TargetDescription &target);
+std::unique_ptr<KernelBuilder>
+makeAttentionGradWgmmaKernel(mlir::fuse::KernelOp kernel,
+                             mlir::gpu::GPUModuleOp module,
+                             const TargetDescription &target);
+
 /// Attention on tensor cores, FlashAttention-style (AttentionMmaSync.cpp):
 /// f16 and bf16 with head dims that are multiples of 8, up to 256.
 struct AttentionTile {

@@ -262,6 +262,12 @@ llvm::ArrayRef<FamilyInfo> fusec::tiling::familyTable() {
       kGemmSimt,
       kAttentionWgmma,
       kAttentionMmaSync,
+      {KernelFamily::AttentionGradWgmma,
+       [](const KernelQuery &q) {
+         auto grad = dyn_cast_or_null<AttentionGradOp>(q.anchor);
+         return grad && isWgmmaAttentionGrad(grad, q.target);
+       },
+       nullptr, nullptr, nullptr, buildUntiled<makeAttentionGradWgmmaKernel>},
       {KernelFamily::AttentionGradMmaSync,
        [](const KernelQuery &q) {
          auto grad = dyn_cast_or_null<AttentionGradOp>(q.anchor);

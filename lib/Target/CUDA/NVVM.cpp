@@ -118,6 +118,13 @@ static std::string plainPTX(Operation *op) {
       .Case([](NVVM::FenceMbarrierInitOp) {
         return "fence.mbarrier_init.release.cluster;";
       })
+      .Case([](NVVM::FenceProxyOp fence) -> std::string {
+        // Only the fence the kernels emit: st.shared before wgmma reads.
+        if (fence.getKind() != NVVM::ProxyKind::async_shared ||
+            fence.getSpace() != NVVM::SharedSpace::shared_cta)
+          return "";
+        return "fence.proxy.async.shared::cta;";
+      })
       .Case(
           [](NVVM::WgmmaFenceAlignedOp) { return "wgmma.fence.sync.aligned;"; })
       .Case([](NVVM::WgmmaGroupSyncAlignedOp) {
@@ -136,6 +143,14 @@ static std::string plainPTX(Operation *op) {
                              set.getRegCount())
             .str();
       })
+      .Case([](NVVM::CpAsyncBulkCommitGroupOp) {
+        return "cp.async.bulk.commit_group;";
+      })
+      .Case([](NVVM::CpAsyncBulkWaitGroupOp wait) {
+        return llvm::formatv("cp.async.bulk.wait_group{0} {1};",
+                             wait.getRead() ? ".read" : "", wait.getGroup())
+            .str();
+      })
       .Case([](nvgpu::DeviceAsyncCreateGroupOp) {
         return "cp.async.commit_group;";
       })
@@ -149,6 +164,8 @@ static std::string plainPTX(Operation *op) {
 static LogicalResult printPlainPTX(Emitter &emitter, Operation *op) {
   AsmStatement statement;
   statement.ptx = plainPTX(op);
+  if (statement.ptx.empty())
+    return op->emitOpError("has no CUDA C form");
   emitter.printAsm(statement);
   return success();
 }
@@ -532,6 +549,31 @@ printOperation(Emitter &emitter,
   return success();
 }
 
+static LogicalResult printOperation(Emitter &emitter,
+                                    NVVM::CpAsyncBulkTensorReduceOp op) {
+  if (op.getL2CacheHint() || op.getRedKind() != NVVM::TMAReduxKind::ADD ||
+      op.getMode() != NVVM::TMAStoreMode::TILE)
+    return op.emitOpError("other than an add of a tile without cache hints "
+                          "has no CUDA C form");
+  FailureOr<std::string> src = sharedPointer(emitter, op.getSrcMem(), op);
+  if (failed(src))
+    return failure();
+  unsigned dims = op.getCoordinates().size();
+  AsmStatement statement;
+  statement.ptx = llvm::formatv("cp.reduce.async.bulk.tensor.{0}d.global."
+                                "shared::cta.add.tile.bulk_group [%0, {1}], "
+                                "[%1];",
+                                dims, operandList(2, dims))
+                      .str();
+  statement.inputs = {"\"l\"((unsigned long long)" +
+                          emitter.expr(op.getTmaDescriptor()) + ")",
+                      *src};
+  for (Value c : op.getCoordinates())
+    statement.inputs.push_back("\"r\"(" + emitter.expr(c) + ")");
+  emitter.printAsm(statement);
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // mbarriers and named barriers
 //===----------------------------------------------------------------------===//
@@ -655,13 +697,16 @@ std::optional<LogicalResult> fusec::cuda::printNVVMOp(Emitter &emitter,
             LLVM::AddrSpaceCastOp, LLVM::InlineAsmOp, nvgpu::LdMatrixOp,
             nvgpu::DeviceAsyncCopyOp, NVVM::MmaOp, NVVM::WgmmaMmaAsyncOp,
             NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp,
-            NVVM::MBarrierInitOp, NVVM::MBarrierArriveOp,
-            NVVM::MBarrierArriveExpectTxOp, NVVM::MBarrierTryWaitParityOp,
-            NVVM::BarrierOp, NVVM::BarrierArriveOp>(print)
+            NVVM::CpAsyncBulkTensorReduceOp, NVVM::MBarrierInitOp,
+            NVVM::MBarrierArriveOp, NVVM::MBarrierArriveExpectTxOp,
+            NVVM::MBarrierTryWaitParityOp, NVVM::BarrierOp,
+            NVVM::BarrierArriveOp>(print)
       .Case<NVVM::CpAsyncCommitGroupOp, NVVM::CpAsyncWaitGroupOp,
-            NVVM::FenceMbarrierInitOp, NVVM::WgmmaFenceAlignedOp,
-            NVVM::WgmmaGroupSyncAlignedOp, NVVM::WgmmaWaitGroupSyncOp,
-            NVVM::SetMaxRegisterOp, nvgpu::DeviceAsyncCreateGroupOp,
-            nvgpu::DeviceAsyncWaitOp>(printFamily(emitter, printPlainPTX))
+            NVVM::FenceMbarrierInitOp, NVVM::FenceProxyOp,
+            NVVM::CpAsyncBulkCommitGroupOp, NVVM::CpAsyncBulkWaitGroupOp,
+            NVVM::WgmmaFenceAlignedOp, NVVM::WgmmaGroupSyncAlignedOp,
+            NVVM::WgmmaWaitGroupSyncOp, NVVM::SetMaxRegisterOp,
+            nvgpu::DeviceAsyncCreateGroupOp, nvgpu::DeviceAsyncWaitOp>(
+          printFamily(emitter, printPlainPTX))
       .Default([](Operation *) { return std::nullopt; });
 }

@@ -9,6 +9,7 @@
 // fuse.attention {return_lse} stores each row's log-sum-exp beside its
 // output, which still takes a fused transpose.
 // RUN: fusec-opt %s --pass-pipeline='builtin.module(func.func(fusec-form-kernels),fusec-select-kernel-config{arch=sm_90},fusec-tile-kernels{arch=sm_90})' 2>/dev/null | FileCheck %s
+// RUN: fusec-opt %s --pass-pipeline='builtin.module(func.func(fusec-form-kernels),fusec-select-kernel-config{arch=sm_90a},fusec-tile-kernels{arch=sm_90a})' 2>/dev/null | FileCheck %s --check-prefix=WG
 
 // bf16: 2 x 4 x 77 query rows in 77 blocks of 8 warps; 1 key tile of 128
 // x 2 x 2 (batch, key head); 2 x 4 x 77 x 64 elements of dQ in 154 blocks
@@ -36,6 +37,36 @@
 // CHECK-LABEL: gpu.func @k0_attention(
 // CHECK: math.log2
 // CHECK: memref.store %{{.+}}, %arg2[%{{.+}}, %{{.+}}, %{{.+}}] : memref<1x2x33xf32>
+// sm_90a (AttentionGradWgmma.cpp): delta, the log-sum-exp times log2(e)
+// and the dQ accumulator padded to 128 query rows; TMA maps over Q, dO
+// (64-dim panels by 64 queries), K, V (by 128 keys), the two workspaces and
+// the accumulator (rows of 256 f32: a 64 x 64 panel is 16); a block of 3
+// warpgroups per (batch, key head) and 128 keys. dS^T goes through shared
+// memory (a proxy fence before wgmma reads it, A MN-major), and dQ's panel
+// into the accumulator by a bulk reduction.
+// WG-LABEL: func.func @grads
+// WG: %[[DELTA:.+]] = memref.alloc() : memref<2x4x128xf32>
+// WG: %[[LSE2:.+]] = memref.alloc() : memref<2x4x128xf32>
+// WG: %[[DQ:.+]] = memref.alloc() : memref<2x4x128x64xf32>
+// WG: fuse.tensor_map %arg0 {box = array<i64: 64, 64, 1>, dims = array<i64: 64, 77, 8>, strides = array<i64: 128, 9856>}
+// WG: fuse.tensor_map %arg4 {box = array<i64: 64, 64, 1>
+// WG: fuse.tensor_map %arg1 {box = array<i64: 64, 128, 1>, dims = array<i64: 64, 90, 4>, strides = array<i64: 128, 11520>}
+// WG: fuse.tensor_map %arg2 {box = array<i64: 64, 128, 1>
+// WG: fuse.tensor_map %[[LSE2]] {box = array<i64: 64, 1>, dims = array<i64: 128, 8>, strides = array<i64: 512>, swizzle = 0 : i64}
+// WG: fuse.tensor_map %[[DELTA]] {box = array<i64: 64, 1>
+// WG: fuse.tensor_map %[[DQ]] {box = array<i64: 256, 16>, dims = array<i64: 256, 256>, strides = array<i64: 1024>, swizzle = 0 : i64}
+// WG: gpu.launch_func @grads_kernels::@k0_attention_grad_pre blocks in (%c128, {{.+}} threads in (%c256,
+// WG: gpu.launch_func @grads_kernels::@k0_attention_grad_main blocks in (%c4, %c1{{.*}} threads in (%c384,
+// WG: gpu.launch_func @grads_kernels::@k0_attention_grad blocks in (%c154, {{.+}}family = attention_grad_wgmma
+// WG-LABEL: gpu.func @k0_attention_grad_main(
+// WG: nvvm.setmaxregister
+// WG: nvvm.wgmma.mma_async {{.+}} A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
+// WG: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
+// WG: nvvm.cp.async.bulk.wait_group 0 {read}
+// WG: nvvm.wgmma.mma_async {{.+}} A[<bf16>, <one>, <col>], B[<bf16>, <one>, <row>]
+// WG: nvvm.cp.async.bulk.tensor.reduce %arg18
+// WG: nvvm.cp.async.bulk.wait_group 0
+// WG-NOT: {read}
 func.func @grads(%q: tensor<2x4x77x64xbf16>, %k: tensor<2x2x90x64xbf16>, %v: tensor<2x2x90x64xbf16>, %o: tensor<2x4x77x64xbf16>, %do: tensor<2x4x77x64xbf16>, %lse: tensor<2x4x77xf32>) -> (tensor<2x4x77x64xbf16>, tensor<2x2x90x64xbf16>, tensor<2x2x90x64xbf16>) {
   %dq, %dk, %dv = fuse.attention_grad %q, %k, %v, %o, %do, %lse {causal} : tensor<2x4x77x64xbf16>, tensor<2x2x90x64xbf16>, tensor<2x2x90x64xbf16>, tensor<2x4x77x64xbf16>, tensor<2x4x77xf32>
   return %dq, %dk, %dv : tensor<2x4x77x64xbf16>, tensor<2x2x90x64xbf16>, tensor<2x2x90x64xbf16>

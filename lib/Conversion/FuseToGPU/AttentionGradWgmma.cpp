@@ -1,0 +1,509 @@
+//===- AttentionGradWgmma.cpp - Attention backward on Hopper's wgmma ------===//
+//
+// fuse.attention_grad on sm_90a, in FlashAttention-3's structure (f16 and
+// bf16, head dims multiples of 8 up to 128), in three launches:
+//
+//  1. `<kernel>_pre`, a warp per query row padded to whole tiles: delta =
+//     rowsum(dO * O) and the log-sum-exp times log2(e) into workspaces the
+//     main loop copies by TMA, and the f32 dQ accumulator zeroed;
+//  2. `<kernel>_main`, a block per kBc = 128 keys of a (batch, key head):
+//     - a producer warpgroup, one thread of which issues TMA copies: K and
+//       V once, then per query tile of kBr = 64 rows (of every query head of
+//       the group; causal: from the tile of the block's first key on) Q with
+//       its log-sum-exp and delta, and dO, through two stages;
+//     - two consumer warpgroups, 64 keys each, computing by wgmma from
+//       shared memory S^T = K Q^T and dP^T = V dO^T (m64 keys x n64
+//       queries; P is computed while dP^T is in flight), then P^T and
+//       dS^T = P^T (dP^T - delta) in registers, dV += P^T dO and
+//       dK += dS^T Q with P and dS as A operands from registers (dK and dV
+//       stay in registers across the loop), and dS^T to shared memory,
+//       where it is dS's MN-major A operand of dQ = dS K: a consumer per
+//       64-dim panel of the head dims writes its share to shared memory in
+//       its accumulators' order, and one thread adds it to the f32
+//       accumulator by a TMA bulk reduction (a tile's panel in one
+//       instruction: per-element atomics took d128 from 0.18 to 0.37 ms);
+//  3. the kernel itself: dQ = scale * accumulator, read in that order.
+//
+// The stages and their mbarriers are the TmaPipeline's (Pipeline.h), as in
+// AttentionWgmma.cpp and GemmWgmma.cpp. dK and dV are each a warpgroup's sum
+// in a fixed order; the order in which the key blocks' reductions reach dQ
+// depends on timing, and so do its last bits.
+//
+//===----------------------------------------------------------------------===//
+
+#include "AttentionGrad.h"
+#include "ExtraLaunches.h"
+#include "Families.h"
+#include "MmaSync.h"
+#include "Pipeline.h"
+
+using namespace mlir;
+using namespace mlir::fuse;
+using fusec::TargetDescription;
+using namespace fusec::tiling;
+
+namespace {
+
+constexpr int64_t kBc = 128, kBr = 64, kConsumers = 2;
+
+/// K and V completed once; per stage Q with its log-sum-exp and delta
+/// (load 0), then dO (load 1), so that S^T starts before dO has landed.
+constexpr TmaPipeline::Config kPipeline = {/*stages=*/2, /*loads=*/2,
+                                           /*once=*/1, kConsumers};
+
+/// Head dims rounded up to whole 64-element panels.
+int64_t panels(int64_t width) { return ceilDiv(width, 64); }
+/// The head dims of panel `panel` of `width`.
+int64_t panelWidth(int64_t width, int64_t panel) {
+  return std::min<int64_t>(64, width - 64 * panel);
+}
+
+/// Shared memory: K and V, two stages of Q and dO, two of dS^T (a consumer
+/// may write the next one while the other still reads this one), dQ's
+/// 64 x 64 f32 per consumer, two stages of the log-sum-exp and delta, the
+/// mbarriers.
+int64_t sharedBytesOf(int64_t d, int64_t dv) {
+  return kBc * (panels(d) + panels(dv)) * 128 +
+         2 * kBr * (panels(d) + panels(dv)) * 128 + 2 * kBc * 128 +
+         kConsumers * 64 * 64 * 4 + 4 * kBr * 4 +
+         TmaPipeline::barrierCount(kPipeline) * 8;
+}
+
+class AttentionGradWgmmaKernel : public AttentionGradKernel {
+public:
+  using AttentionGradKernel::AttentionGradKernel;
+
+private:
+  FailureOr<LaunchConfig> emitBody() override;
+  /// Launch 2 (see the file comment).
+  LaunchConfig emitMain();
+
+  Value i32(int64_t v) {
+    return arith::ConstantIntOp::create(b, b.getI32Type(), v);
+  }
+  Value toI32(Value index) {
+    return arith::IndexCastOp::create(b, b.getI32Type(), index);
+  }
+  /// A TMA map over gpu.func parameter `param`, a row-major tensor of
+  /// `dims` (innermost first) of `bytes`-byte elements, in boxes of `box`.
+  Value tensorMap(Value param, ArrayRef<int64_t> dims, ArrayRef<int64_t> box,
+                  int64_t bytes, int64_t swizzle);
+
+  /// Orders this thread's shared-memory writes before reads by the async
+  /// proxy (wgmma, TMA) that a barrier orders after them.
+  void fenceProxy() {
+    NVVM::FenceProxyOp::create(
+        b, NVVM::ProxyKind::async_shared,
+        NVVM::SharedSpaceAttr::get(b.getContext(),
+                                   NVVM::SharedSpace::shared_cta));
+  }
+  /// bar.sync `id` (i32) over `threads`.
+  void barrier(Value id, int64_t threads) {
+    NVVM::BarrierOp::create(b, Type(), id, i32(threads), nullptr, Value());
+  }
+  /// Waits until this thread's bulk reductions have read shared memory
+  /// (`read`) or completed.
+  void waitReductions(bool read) {
+    NVVM::CpAsyncBulkWaitGroupOp::create(b, b.getI32IntegerAttr(0),
+                                         read ? b.getUnitAttr() : UnitAttr());
+  }
+
+  static constexpr int64_t kProducerRegisters = 24, kConsumerRegisters = 240;
+
+  Type elementType;
+  MmaType type;
+  Value delta, lse2, dqAcc;
+};
+
+} // namespace
+
+bool fusec::tiling::isWgmmaAttentionGrad(AttentionGradOp op,
+                                         const TargetDescription &target) {
+  ArrayRef<int64_t> q = op.getQuery().getType().getShape();
+  ArrayRef<int64_t> v = op.getValue().getType().getShape();
+  return target.tensorCores == fusec::TensorCores::Wgmma &&
+         isMmaSyncAttentionGrad(op) &&
+         wgmma::tmaAddressable(op.getQuery().getType().getShape()) &&
+         wgmma::tmaAddressable(op.getKey().getType().getShape()) &&
+         wgmma::tmaAddressable(v) &&
+         sharedBytesOf(q[3], v[3]) <= target.sharedBytesPerBlockOptIn;
+}
+
+std::unique_ptr<KernelBuilder> fusec::tiling::makeAttentionGradWgmmaKernel(
+    KernelOp kernel, gpu::GPUModuleOp module, const TargetDescription &target) {
+  return std::make_unique<AttentionGradWgmmaKernel>(kernel, module, target);
+}
+
+Value AttentionGradWgmmaKernel::tensorMap(Value param, ArrayRef<int64_t> dims,
+                                          ArrayRef<int64_t> box, int64_t bytes,
+                                          int64_t swizzle) {
+  TensorMapParam map;
+  map.memref = cast<BlockArgument>(param).getArgNumber();
+  map.dims.assign(dims.begin(), dims.end());
+  int64_t stride = bytes;
+  for (int64_t dim : dims.drop_back())
+    map.strides.push_back(stride *= dim);
+  map.box.assign(box.begin(), box.end());
+  map.swizzle = swizzle;
+  return addTensorMap(map);
+}
+
+LaunchConfig AttentionGradWgmmaKernel::emitMain() {
+  int64_t threads = 128 * (1 + kConsumers);
+  int64_t bytes = type.bytes;
+  // Q, dO [B * H, N, D] and K, V [B * Hkv, N, D]: boxes of a 64-wide panel
+  // of the head dims (zero past D, so that a swizzled tile's rows are 128
+  // bytes) by a tile's rows; the log-sum-exp and delta [B * Hq, rows], a
+  // tile's 64 values (no swizzle).
+  int64_t rows = ceilDiv(nq, kBr) * kBr;
+  Value qMap = tensorMap(q, {d, nq, batch * hq}, {64, kBr, 1}, bytes, 128);
+  Value doMap = tensorMap(dO, {dv, nq, batch * hq}, {64, kBr, 1}, bytes, 128);
+  Value kMap = tensorMap(k, {d, nk, batch * hkv}, {64, kBc, 1}, bytes, 128);
+  Value vMap = tensorMap(v, {dv, nk, batch * hkv}, {64, kBc, 1}, bytes, 128);
+  Value lseMap = tensorMap(lse2, {rows, batch * hq}, {kBr, 1}, 4, 0);
+  Value deltaMap = tensorMap(delta, {rows, batch * hq}, {kBr, 1}, 4, 0);
+  // The dQ accumulator as rows of 256 f32: a panel of a query tile (64
+  // queries x n head dims, 64 n f32 in the accumulators' order, see
+  // dqOffset) is n / 4 rows. A map for full panels, one for a narrower last.
+  Value fullDqMap, lastDqMap;
+  int64_t dqRows = batch * hq * rows * d / 256;
+  if (dqAcc && d >= 64)
+    fullDqMap = tensorMap(dqAcc, {256, dqRows}, {256, 16}, 4, 0);
+  if (dqAcc && d % 64)
+    lastDqMap = tensorMap(dqAcc, {256, dqRows}, {256, d % 64 / 4}, 4, 0);
+
+  int64_t kBytes = kBc * panels(d) * 128, vBytes = kBc * panels(dv) * 128;
+  int64_t qBytes = kBr * panels(d) * 128, doBytes = kBr * panels(dv) * 128;
+  Value kBase =
+      wgmma::sharedAddress(b, allocShared({kBytes}, b.getI8Type(), 1024));
+  Value vBase =
+      wgmma::sharedAddress(b, allocShared({vBytes}, b.getI8Type(), 1024));
+  Value qBase =
+      wgmma::sharedAddress(b, allocShared({2 * qBytes}, b.getI8Type(), 1024));
+  Value doBase =
+      wgmma::sharedAddress(b, allocShared({2 * doBytes}, b.getI8Type(), 1024));
+  // dS^T: per key row, 64 queries of 2 bytes (one 128-byte-swizzled row).
+  Value dsS = allocShared({2, kBc, 32}, b.getI32Type(), 1024);
+  Value dsBase = wgmma::sharedAddress(b, dsS);
+  // dQ's tile in the accumulators' order (see emitBody), for the bulk
+  // reduction: a 64-dim panel per consumer.
+  Value dqS = dqAcc ? allocShared({kConsumers * 64 * 64}, b.getF32Type(), 128)
+                    : Value();
+  Value lseS = allocShared({2, kBr}, b.getF32Type(), 128);
+  Value deltaS = allocShared({2, kBr}, b.getF32Type(), 128);
+  Value barrierSmem =
+      allocShared({TmaPipeline::barrierCount(kPipeline)}, b.getI64Type(), 8);
+  TmaPipeline pipeline(b, wgmma::sharedAddress(b, barrierSmem), kPipeline);
+  Value kvFull = pipeline.onceBarrier(0);
+
+  Value tid = threadId();
+  // Blocks of every (batch, key head) for the first keys come first: causal,
+  // they walk the most query tiles, and the short ones fill in after them.
+  Value kv0 = muli(blockId(gpu::Dimension::y), idx(kBc));
+  Value bh = blockId(gpu::Dimension::x);
+  Value bi = divi(bh, hkv), hk = remi(bh, hkv);
+
+  QueryWalk walk = walkQueries(kv0, hk, kBr);
+  Value steps = walk.steps;
+
+  ifThen(cmpi(arith::CmpIPredicate::eq, tid, idx(0)), [&] { pipeline.init(); });
+  gpu::BarrierOp::create(b);
+
+  OpBuilder::InsertionGuard guard(b);
+  auto producer = [&] {
+    auto copyPanels = [&](Value map, Value dst, int64_t width, int64_t tileRows,
+                          Value row0, Value matrix, Value bar) {
+      for (int64_t p = 0; p < panels(width); ++p)
+        wgmma::copyBox(b, wgmma::offset(b, dst, p * tileRows * 128), map,
+                       ValueRange{i32(64 * p), toI32(row0), toI32(matrix)},
+                       bar);
+    };
+    pipeline.expectBytes(kvFull, kBytes + vBytes);
+    copyPanels(kMap, kBase, d, kBc, kv0, bh, kvFull);
+    copyPanels(vMap, vBase, dv, kBc, kv0, bh, kvFull);
+    loop(idx(0), steps, idx(1), {}, [&](Value it, ValueRange) {
+      // Free once both consumers released its previous round.
+      PipelineState state = pipeline.producerState(it);
+      pipeline.producerAcquire(state);
+      Value stage = state.stage, q0 = rowAt(walk, it);
+      Value matrix = addi(muli(bi, idx(hq)), headAt(walk, it));
+      Value full = pipeline.full(stage, /*load=*/0);
+      pipeline.expectBytes(full, qBytes + 2 * kBr * 4);
+      copyPanels(qMap, wgmma::offset(b, qBase, stage, qBytes), d, kBr, q0,
+                 matrix, full);
+      for (auto [map, buffer] : {std::pair(lseMap, lseS), {deltaMap, deltaS}})
+        wgmma::copyBox(
+            b,
+            wgmma::offset(b, wgmma::sharedAddress(b, buffer), stage, kBr * 4),
+            map, ValueRange{toI32(q0), toI32(matrix)}, full);
+      full = pipeline.full(stage, /*load=*/1);
+      pipeline.expectBytes(full, doBytes);
+      copyPanels(doMap, wgmma::offset(b, doBase, stage, doBytes), dv, kBr, q0,
+                 matrix, full);
+      return SmallVector<Value>();
+    });
+  };
+  ConsumerThread thread = splitWarpgroups(
+      b, tid, WarpgroupRegisters{kProducerRegisters, kConsumerRegisters},
+      producer);
+  Value ctid = thread.tid, consumer = thread.warpgroup;
+  Value lane = remi(ctid, 32), warp = remi(divi(ctid, 32), 4);
+  Value g = divi(lane, 4), t = remi(lane, 4);
+  // The thread's keys: rows g and g + 8 of its warp's 16 of the consumer's
+  // 64, the rows of accumulator fields i % 4 < 2 and >= 2.
+  Value local0 = addi(muli(consumer, idx(64)), addi(muli(warp, idx(16)), g));
+  Value keys[2] = {addi(kv0, local0), addi(kv0, addi(local0, idx(8)))};
+  // The consumer's 64 key rows of K and V, in every panel.
+  Value kRows = wgmma::offset(b, kBase, consumer, 64 * 128);
+  Value vRows = wgmma::offset(b, vBase, consumer, 64 * 128);
+  int64_t dSteps = ceilDiv(d, 16), vSteps = ceilDiv(dv, 16), pSteps = kBr / 16;
+  wgmma::waitBarrier(b, kvFull, i32(0));
+
+  // S^T (or dP^T) = rows x tile^T, k over the head dims: k-step i in panel
+  // i / 4 at byte 32 (i % 4) of the rows.
+  auto product = [&](Value rowsTile, Value tile, int64_t steps) {
+    Value acc = wgmma::zeroAccumulators(b, kBr);
+    for (int64_t i = 0; i < steps; ++i) {
+      int64_t at = (i % 4) * 32;
+      acc = wgmma::mmaSS(
+          b, acc,
+          wgmma::descriptor(
+              b, wgmma::offset(b, rowsTile, (i / 4) * kBc * 128 + at), true, 0),
+          wgmma::descriptor(b, wgmma::offset(b, tile, (i / 4) * kBr * 128 + at),
+                            true, 0),
+          kBr, elementType, true, true);
+    }
+    NVVM::WgmmaGroupSyncAlignedOp::create(b);
+    return acc;
+  };
+  // The A registers of k-step p (queries 16p..) from accumulators, as the
+  // inline wgmma takes them (i32).
+  auto packA = [&](ArrayRef<Value> acc, int64_t p) {
+    SmallVector<Value> a = packAccumulatorsAsA(b, type, elementType, acc, p);
+    if (type.ptx == NVVM::MMATypes::f16)
+      for (Value &reg : a)
+        reg = vector::ExtractOp::create(
+            b,
+            vector::BitCastOp::create(b, VectorType::get({1}, b.getI32Type()),
+                                      reg),
+            0);
+    return a;
+  };
+
+  SmallVector<Value> init{wgmma::zeroAccumulators(b, d),
+                          wgmma::zeroAccumulators(b, dv)};
+  SmallVector<Value> acc = loop(
+      idx(0), steps, idx(1), init,
+      [&](Value it, ValueRange args) -> SmallVector<Value> {
+        PipelineState state = pipeline.consumerState(it);
+        Value stage = state.stage, h = headAt(walk, it), q0 = rowAt(walk, it);
+        Value qTile = wgmma::offset(b, qBase, stage, qBytes);
+        Value doTile = wgmma::offset(b, doBase, stage, doBytes);
+
+        pipeline.consumerWait(state, /*load=*/0);
+        NVVM::WgmmaFenceAlignedOp::create(b);
+        Value sStruct = product(kRows, qTile, dSteps);
+        pipeline.consumerWait(state, /*load=*/1);
+        Value dpStruct = product(vRows, doTile, vSteps);
+
+        // P^T while dP^T is in flight: field i of the accumulators is key
+        // row i % 4 / 2, query column 8 (i / 4) + 2t + i % 2.
+        NVVM::WgmmaWaitGroupSyncOp::create(b, 1);
+        SmallVector<Value> p = wgmma::accumulatorValues(b, sStruct);
+        SmallVector<Value> col(p.size());
+        for (int64_t i = 0, e = p.size(); i < e; ++i) {
+          col[i] = addi(idx(8 * (i / 4) + i % 2), muli(t, idx(2)));
+          Value rowLse =
+              memref::LoadOp::create(b, lseS, ValueRange{stage, col[i]});
+          p[i] = probability(p[i], rowLse, bi, h, addi(q0, col[i]),
+                             keys[i % 4 / 2]);
+        }
+        NVVM::WgmmaWaitGroupSyncOp::create(b, 0);
+        SmallVector<Value> ds = wgmma::accumulatorValues(b, dpStruct);
+        for (int64_t i = 0, e = ds.size(); i < e; ++i) {
+          Value rowDelta =
+              memref::LoadOp::create(b, deltaS, ValueRange{stage, col[i]});
+          ds[i] = mulf(p[i], subf(ds[i], rowDelta));
+        }
+
+        // dV += P^T dO and dK += dS^T Q: queries are the k dim, dO and Q
+        // read MN-major (16 query rows of 128 bytes per k-step).
+        SmallVector<SmallVector<Value>> pRegs, dsRegs;
+        for (int64_t s = 0; s < pSteps; ++s) {
+          pRegs.push_back(packA(p, s));
+          dsRegs.push_back(packA(ds, s));
+        }
+        Value dk = args[0], dvAcc = args[1];
+        NVVM::WgmmaFenceAlignedOp::create(b);
+        for (int64_t s = 0; s < pSteps; ++s)
+          dvAcc = wgmma::mmaRS(
+              b, dvAcc, pRegs[s],
+              wgmma::descriptor(b, wgmma::offset(b, doTile, s * 16 * 128),
+                                false, kBr * 128),
+              dv, elementType, /*bKMajor=*/false);
+        for (int64_t s = 0; s < pSteps; ++s)
+          dk = wgmma::mmaRS(
+              b, dk, dsRegs[s],
+              wgmma::descriptor(b, wgmma::offset(b, qTile, s * 16 * 128), false,
+                                kBr * 128),
+              d, elementType, /*bKMajor=*/false);
+        NVVM::WgmmaGroupSyncAlignedOp::create(b);
+
+        if (dqAcc) {
+          // dS^T to shared memory while those run: key row r holds 64
+          // queries, 16-byte chunk c at c ^ (r % 8); a register is the
+          // query pair 2t.. of chunk s * 2 + e / 2 of k-step s.
+          Value dsStage = remi(it, 2);
+          for (int64_t s = 0; s < pSteps; ++s)
+            for (int64_t e = 0; e < 4; ++e) {
+              Value row = subi(keys[e % 2], kv0);
+              Value chunk =
+                  arith::XOrIOp::create(b, idx(2 * s + e / 2), remi(row, 8));
+              memref::StoreOp::create(
+                  b, dsRegs[s][e], dsS,
+                  ValueRange{dsStage, row, addi(muli(chunk, idx(4)), t)});
+            }
+          // The writes are seen by wgmma (the async proxy) once the
+          // consumers that read them wrote theirs; past this barrier, the
+          // consumer's previous dQ reductions have read their shared memory.
+          fenceProxy();
+          ifThen(thread.leader, [&] { waitReductions(/*read=*/true); });
+          barrier(i32(1), 128 * kConsumers);
+
+          // dQ += dS K: m64 queries, k over keys (dS^T read MN-major, K's
+          // rows MN-major), then through shared memory field by field (a
+          // field of the warpgroup's 128 threads is 128 consecutive f32)
+          // the leader adds the panel (64 x n f32) to the accumulator's
+          // rows of 256 f32.
+          Value dsTile = wgmma::offset(b, dsBase, dsStage, kBc * 128);
+          Value tile = addi(muli(addi(muli(bi, idx(hq)), h), idx(rows / kBr)),
+                            divi(q0, kBr));
+          Value tileRow = muli(tile, idx(kBr * d / 256));
+          auto dqProduct = [&](int64_t panel, int64_t ownBarrier) {
+            int64_t n = panelWidth(d, panel);
+            Value dq = wgmma::zeroAccumulators(b, n);
+            NVVM::WgmmaFenceAlignedOp::create(b);
+            for (int64_t s = 0; s < kBc / 16; ++s)
+              dq = wgmma::mmaSS(
+                  b, dq,
+                  wgmma::descriptor(b, wgmma::offset(b, dsTile, s * 16 * 128),
+                                    false, kBc * 128),
+                  wgmma::descriptor(
+                      b,
+                      wgmma::offset(b, kBase, panel * kBc * 128 + s * 16 * 128),
+                      false, kBc * 128),
+                  n, elementType, /*aKMajor=*/false, /*bKMajor=*/false);
+            NVVM::WgmmaGroupSyncAlignedOp::create(b);
+            NVVM::WgmmaWaitGroupSyncOp::create(b, 0);
+            SmallVector<Value> values = wgmma::accumulatorValues(b, dq);
+            Value first = idx(panel * 64 * 64);
+            Value wgThread = remi(ctid, 128);
+            for (int64_t i = 0, e = values.size(); i < e; ++i)
+              memref::StoreOp::create(
+                  b, values[i], dqS, addi(addi(first, wgThread), idx(i * 128)));
+            fenceProxy();
+            barrier(i32(ownBarrier), 128);
+            ifThen(thread.leader, [&] {
+              NVVM::CpAsyncBulkTensorReduceOp::create(
+                  b, n == 64 ? fullDqMap : lastDqMap,
+                  wgmma::sharedPointer(
+                      b,
+                      wgmma::offset(b, wgmma::sharedAddress(b, dqS), first, 4),
+                      3),
+                  NVVM::TMAReduxKindAttr::get(b.getContext(),
+                                              NVVM::TMAReduxKind::ADD),
+                  NVVM::TMAStoreModeAttr::get(b.getContext(),
+                                              NVVM::TMAStoreMode::TILE),
+                  ValueRange{i32(0), toI32(addi(tileRow, idx(panel * 16)))},
+                  Value());
+              NVVM::CpAsyncBulkCommitGroupOp::create(b);
+            });
+          };
+          // A 64-dim panel of the head dims per consumer in turn, over all
+          // keys. (With one panel, the consumers each adding their own keys'
+          // share took d64 from 0.130 to 0.143 ms: twice the reductions.)
+          for (int64_t panel = 0; panel < panels(d); ++panel) {
+            int64_t owner = panel % kConsumers;
+            ifThen(cmpi(arith::CmpIPredicate::eq, consumer, idx(owner)),
+                   [&] { dqProduct(panel, 2 + owner); });
+          }
+        }
+        NVVM::WgmmaWaitGroupSyncOp::create(b, 0);
+        // This consumer is done with the stage's Q and dO.
+        ifThen(thread.leader, [&] { pipeline.consumerRelease(stage); });
+        return {dk, dvAcc};
+      });
+
+  // The last reduction is done with shared memory and global memory.
+  if (dqAcc)
+    ifThen(thread.leader, [&] { waitReductions(/*read=*/false); });
+
+  // dK = scale * the sum, dV the sum.
+  auto storeRows = [&](int64_t result, Value accStruct, int64_t width,
+                       double factor) {
+    if (resultAt[result] < 0)
+      return;
+    SmallVector<Value> values = wgmma::accumulatorValues(b, accStruct);
+    for (int64_t i = 0, e = values.size(); i < e; ++i) {
+      Value key = keys[i % 4 / 2];
+      Value col = addi(idx(8 * (i / 4) + i % 2), muli(t, idx(2)));
+      ifThen(andi(ltc(key, nk), ltc(col, width)), [&] {
+        store(mulf(values[i], f32(factor)), outputs[resultAt[result]],
+              {bi, hk, key, col});
+      });
+    }
+  };
+  storeRows(1, acc[0], d, scale);
+  storeRows(2, acc[1], dv, 1.0);
+  return LaunchConfig{{batch * hkv, ceilDiv(nk, kBc), 1}, {threads, 1, 1}};
+}
+
+FailureOr<LaunchConfig> AttentionGradWgmmaKernel::emitBody() {
+  if (failed(readAnchor()))
+    return failure();
+  elementType = getElementTypeOrSelf(op.getQuery().getType());
+  type = *mmaTypeOf(elementType, Fp32Math::IEEE);
+
+  // delta and the log-sum-exp padded to whole query tiles (TMA copies a
+  // tile's 64 values, 16-byte aligned rows).
+  int64_t rows = ceilDiv(nq, kBr) * kBr;
+  SmallVector<MemRefType> workspaces = {
+      MemRefType::get({batch, hq, rows}, b.getF32Type()),
+      MemRefType::get({batch, hq, rows}, b.getF32Type())};
+  delta = addWorkspaceArgument(workspaces[0]);
+  lse2 = addWorkspaceArgument(workspaces[1]);
+  if (resultAt[0] >= 0) {
+    workspaces.push_back(MemRefType::get({batch, hq, rows, d}, b.getF32Type()));
+    dqAcc = addWorkspaceArgument(workspaces.back());
+  }
+  SmallVector<ExtraLaunch> launches;
+  launches.push_back(
+      splitOffFirstLaunch("_pre", emitRowsPre(delta, dqAcc, lse2, rows)));
+  // One block per SM holds the registers setmaxnreg moves.
+  func->setAttr("nvvm.minctasm", b.getI32IntegerAttr(1));
+  LaunchConfig main = emitMain();
+  main.sharedBytes = sharedBytes;
+  if (!dqAcc) {
+    recordExtraLaunches(func, workspaces, launches);
+    return main;
+  }
+  launches.push_back(splitOffFirstLaunch("_main", main));
+  func->removeAttr("nvvm.minctasm");
+  recordExtraLaunches(func, workspaces, launches);
+  return emitScaleDq(dqAcc, [&](ArrayRef<Value> c) {
+    // Element (query r, head dim 64 p + col) of a tile is f32 number
+    // 4096 p + 128 i + thread of the tile's, thread 32 w + 4 g + t holding
+    // it in field i of its accumulators (Wgmma.h).
+    Value r = remi(c[2], kBr), panel = divi(c[3], 64), col = remi(c[3], 64);
+    Value field = addi(
+        addi(muli(divi(col, 8), idx(4)), muli(divi(remi(r, 16), 8), idx(2))),
+        remi(col, 2));
+    Value owner =
+        addi(addi(muli(divi(r, 16), idx(32)), muli(remi(r, 8), idx(4))),
+             divi(remi(col, 8), 2));
+    Value at =
+        addi(addi(muli(panel, idx(64 * 64)), muli(field, idx(128))), owner);
+    return SmallVector<Value>{c[0], c[1], addi(subi(c[2], r), divi(at, d)),
+                              remi(at, d)};
+  });
+}
