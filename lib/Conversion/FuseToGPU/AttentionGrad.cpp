@@ -60,20 +60,33 @@ LaunchConfig AttentionGradKernel::emitRowsPre(Value delta, Value dqAcc,
   // Whole warps take or skip a row: the shuffles see every lane.
   ifThen(ltc(row, total), [&] {
     SmallVector<Value> c = delinearize(row, {batch, hq, rows});
+    // 16-byte accesses: a lane reads 8 elements of O and dO (head dims are
+    // multiples of 8 on tensor cores) and zeroes 4 of dQ's.
     auto zeroDq = [&] {
-      if (dqAcc)
-        (void)loop(lane, idx(d), idx(32), {},
-                   [&](Value e, ValueRange) -> SmallVector<Value> {
-                     store(f32(0), dqAcc, {c[0], c[1], c[2], e});
-                     return {};
-                   });
+      if (!dqAcc)
+        return;
+      Value zeros = arith::ConstantOp::create(
+          b, DenseElementsAttr::get(vectorOf(dqAcc, 4), 0.0f));
+      (void)loop(muli(lane, idx(4)), idx(d), idx(32 * 4), {},
+                 [&](Value e, ValueRange) -> SmallVector<Value> {
+                   vector::StoreOp::create(
+                       b, zeros, dqAcc, ValueRange{c[0], c[1], c[2], e},
+                       /*nontemporal=*/false, alignOf(dqAcc, 4));
+                   return {};
+                 });
     };
     auto body = [&] {
-      Value partial = loop(lane, idx(dv), idx(32), {f32(0)},
-                           [&](Value e, ValueRange acc) -> SmallVector<Value> {
-                             SmallVector<Value> at = {c[0], c[1], c[2], e};
-                             return {fma(load(o, at), load(dO, at), acc[0])};
-                           })[0];
+      Value partial =
+          loop(muli(lane, idx(8)), idx(dv), idx(32 * 8), {f32(0)},
+               [&](Value e, ValueRange acc) -> SmallVector<Value> {
+                 SmallVector<Value> at = {c[0], c[1], c[2], e};
+                 Value ov = loadVector(o, at, 8), dov = loadVector(dO, at, 8);
+                 Value sum = acc[0];
+                 for (int64_t i = 0; i < 8; ++i)
+                   sum = fma(toF32(vector::ExtractOp::create(b, ov, i)),
+                             toF32(vector::ExtractOp::create(b, dov, i)), sum);
+                 return {sum};
+               })[0];
       Value sum = shuffleReduce(partial, 32);
       ifThen(ltc(lane, 1), [&] {
         store(sum, delta, c);
@@ -101,13 +114,11 @@ LaunchConfig AttentionGradKernel::emitRowsPre(Value delta, Value dqAcc,
   return LaunchConfig{{ceilDiv(total, kWarps), 1, 1}, {32 * kWarps, 1, 1}};
 }
 
-LaunchConfig AttentionGradKernel::emitScaleDq(
-    Value dqAcc, function_ref<SmallVector<Value>(ArrayRef<Value>)> locate) {
+LaunchConfig AttentionGradKernel::emitScaleDq(Value dqAcc) {
   SmallVector<int64_t> shape = {batch, hq, nq, d};
   return perElement(product(shape), [&](Value linear) {
     SmallVector<Value> c = delinearize(linear, shape);
-    store(mulf(memref::LoadOp::create(b, dqAcc, locate ? locate(c) : c),
-               f32(scale)),
+    store(mulf(memref::LoadOp::create(b, dqAcc, c), f32(scale)),
           outputs[resultAt[0]], c);
   });
 }

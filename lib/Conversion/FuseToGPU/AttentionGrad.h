@@ -24,20 +24,16 @@ protected:
   /// operand is computed in it or a result is not one of the gradients.
   mlir::LogicalResult readAnchor();
 
-  /// The tensor-core families' first launch, a warp per row of [batch, hq,
-  /// rows] (rows >= nq pad the tiles): delta = rowsum(dO * O) (0 past nq)
-  /// into `delta`, the row of the f32 dQ accumulator `dqAcc` (if any)
-  /// zeroed (padding rows too), and with `lse2` the log-sum-exp times log2(e)
-  /// into it, +inf where a row saw no key and past nq, so that P = 0 there.
+  /// The tensor-core families' first launch (head dims multiples of 8), a
+  /// warp per row of [batch, hq, rows] (rows >= nq pad the tiles): delta =
+  /// rowsum(dO * O) (0 past nq) into `delta`, the row of the f32 dQ
+  /// accumulator `dqAcc` (if any) zeroed (padding rows too), and with
+  /// `lse2` the log-sum-exp times log2(e) into it, +inf where a row saw no
+  /// key and past nq, so that P = 0 there.
   LaunchConfig emitRowsPre(mlir::Value delta, mlir::Value dqAcc,
                            mlir::Value lse2, int64_t rows);
-  /// Their last: dQ = scale * the accumulator, a thread per element; the
-  /// accumulator's element of dQ's `coords` at `locate(coords)` (the same
-  /// coordinates without).
-  LaunchConfig emitScaleDq(mlir::Value dqAcc,
-                           llvm::function_ref<llvm::SmallVector<mlir::Value>(
-                               llvm::ArrayRef<mlir::Value>)>
-                               locate = nullptr);
+  /// Their last: dQ = scale * the accumulator, a thread per element.
+  LaunchConfig emitScaleDq(mlir::Value dqAcc);
   /// The query tiles of `br` rows a block of keys from `kv0` of key head
   /// `hk` walks, step by step, head by head of the group; causal, from the
   /// tile of its first key on (query i sees key j when j <= i).

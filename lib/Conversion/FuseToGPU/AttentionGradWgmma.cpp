@@ -22,7 +22,8 @@
 //       its accumulators' order, and one thread adds it to the f32
 //       accumulator by a TMA bulk reduction (a tile's panel in one
 //       instruction: per-element atomics took d128 from 0.18 to 0.37 ms);
-//  3. the kernel itself: dQ = scale * accumulator, read in that order.
+//  3. the kernel itself: dQ = scale * accumulator, read in that order (16
+//     bytes a thread).
 //
 // The stages and their mbarriers are the TmaPipeline's (Pipeline.h), as in
 // AttentionWgmma.cpp and GemmWgmma.cpp. dK and dV are each a warpgroup's sum
@@ -77,6 +78,8 @@ private:
   FailureOr<LaunchConfig> emitBody() override;
   /// Launch 2 (see the file comment).
   LaunchConfig emitMain();
+  /// Launch 3: dQ = scale * the accumulator, in its order (emitMain).
+  LaunchConfig emitConvert();
 
   Value i32(int64_t v) {
     return arith::ConstantIntOp::create(b, b.getI32Type(), v);
@@ -490,20 +493,51 @@ FailureOr<LaunchConfig> AttentionGradWgmmaKernel::emitBody() {
   launches.push_back(splitOffFirstLaunch("_main", main));
   func->removeAttr("nvvm.minctasm");
   recordExtraLaunches(func, workspaces, launches);
-  return emitScaleDq(dqAcc, [&](ArrayRef<Value> c) {
-    // Element (query r, head dim 64 p + col) of a tile is f32 number
-    // 4096 p + 128 i + thread of the tile's, thread 32 w + 4 g + t holding
-    // it in field i of its accumulators (Wgmma.h).
-    Value r = remi(c[2], kBr), panel = divi(c[3], 64), col = remi(c[3], 64);
-    Value field = addi(
-        addi(muli(divi(col, 8), idx(4)), muli(divi(remi(r, 16), 8), idx(2))),
-        remi(col, 2));
-    Value owner =
-        addi(addi(muli(divi(r, 16), idx(32)), muli(remi(r, 8), idx(4))),
-             divi(remi(col, 8), 2));
+  return emitConvert();
+}
+
+LaunchConfig AttentionGradWgmmaKernel::emitConvert() {
+  // A thread per 8 head dims of a row. Row 16 w + g + 8 hb and head dims
+  // 64 p + 8 k.. of a tile are fields 4 k + 2 hb (even dims) and + 1 (odd)
+  // of threads 32 w + 4 g + t, t = 0..3: two 16-byte reads, 128 f32 apart,
+  // in the tile's panel p (4096 f32 from panel to panel). Consecutive
+  // threads read consecutive 16 bytes.
+  int64_t rows = ceilDiv(nq, kBr) * kBr, tiles = batch * hq * rows / kBr;
+  int64_t perTile = kBr * d / 8;
+  return perElement(tiles * perTile, [&](Value unit) {
+    Value tile = divi(unit, perTile), local = remi(unit, perTile);
+    Value panel = divi(local, 512), inPanel = remi(local, 512);
+    Value g = remi(inPanel, 8), w = remi(divi(inPanel, 8), 4);
+    Value hb = remi(divi(inPanel, 32), 2), k = divi(inPanel, 64);
+    Value row = addi(addi(muli(w, idx(16)), g), muli(hb, idx(8)));
     Value at =
-        addi(addi(muli(panel, idx(64 * 64)), muli(field, idx(128))), owner);
-    return SmallVector<Value>{c[0], c[1], addi(subi(c[2], r), divi(at, d)),
-                              remi(at, d)};
+        addi(addi(muli(panel, idx(4096)),
+                  muli(addi(muli(k, idx(4)), muli(hb, idx(2))), idx(128))),
+             addi(muli(w, idx(32)), muli(g, idx(4))));
+    // The tile's f32 `at` as coordinates of the accumulator [B, Hq, rows,
+    // D]; four consecutive stay in one row (D is a multiple of 8).
+    SmallVector<Value> tc = delinearize(tile, {batch, hq, rows / kBr});
+    auto coords = [&](Value offset) {
+      return SmallVector<Value>{tc[0], tc[1],
+                                addi(muli(tc[2], idx(kBr)), divi(offset, d)),
+                                remi(offset, d)};
+    };
+    Value even = loadVector(dqAcc, coords(at), 4);
+    Value odd = loadVector(dqAcc, coords(addi(at, idx(128))), 4);
+    SmallVector<Value> values;
+    for (int64_t i = 0; i < 8; ++i)
+      values.push_back(arith::TruncFOp::create(
+          b, elementType,
+          mulf(vector::ExtractOp::create(b, i % 2 ? odd : even, i / 2),
+               f32(scale))));
+    Value query = addi(muli(tc[2], idx(kBr)), row);
+    ifThen(ltc(query, nq), [&] {
+      Value out = outputs[resultAt[0]];
+      vector::StoreOp::create(
+          b, vector::FromElementsOp::create(b, vectorOf(out, 8), values), out,
+          ValueRange{tc[0], tc[1], query,
+                     addi(muli(panel, idx(64)), muli(k, idx(8)))},
+          /*nontemporal=*/false, alignOf(out, 8));
+    });
   });
 }
