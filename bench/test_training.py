@@ -223,6 +223,19 @@ class StandInKernel:
                 x, dy = nchw(args[0]), nchw(args[1])
                 wt = torch.empty(co, ci // g, k, k, dtype=x.dtype)
                 res = (nhwc(torch.ops.aten.convolution_backward(dy, x, wt, None, *geo, [False, True, False])[1]),)
+        elif n.startswith("attn_"):
+            # O and the row log-sum-exp, or the gradients of O through them.
+            causal = "_causal_" in n
+            q, k, v = args[:3]
+            s = (q @ k.transpose(-1, -2)) * q.shape[-1] ** -0.5
+            if causal:
+                s = s.masked_fill(torch.ones_like(s, dtype=torch.bool).triu(1), float("-inf"))
+            if n.endswith("_fwd"):
+                res = (F.scaled_dot_product_attention(q, k, v, is_causal=causal), s.logsumexp(-1))
+            else:
+                leaves = [a.detach().clone().requires_grad_() for a in (q, k, v)]
+                o = F.scaled_dot_product_attention(*leaves, is_causal=causal)
+                res = torch.autograd.grad(o, leaves, args[4])
         elif n.endswith("_fwd"):
             x, rm, rv, g, b = args
             rm, rv = rm.clone(), rv.clone()
@@ -300,7 +313,7 @@ class TinyRun(unittest.TestCase):
             del sys.modules["fusec"]
         for r in rows:
             self.assertNotEqual(r["kind"], "skipped", r)
-            if r["kind"] in ("conv_grad", "bn_train", "bottleneck_step"):
+            if r["kind"] in ("conv_grad", "bn_train", "bottleneck_step", "attention_grad"):
                 self.assertNotIn("fusec_na", r, r)
                 self.assertIsNotNone(r["fusec_ms"], r)
                 self.assertIsNotNone(r["ratio"], r)
@@ -316,7 +329,8 @@ class TinyRun(unittest.TestCase):
     def test_run_cpu_tiny(self):
         rows, _ = self.run_tiny()
         kinds = {r["kind"] for r in rows}
-        self.assertTrue({"ceilings", "conv_grad", "bn_train", "bottleneck_step", "saved_bytes"} <= kinds, kinds)
+        self.assertTrue({"ceilings", "conv_grad", "bn_train", "bottleneck_step", "saved_bytes",
+                         "attention_grad"} <= kinds, kinds)
         for r in rows:
             if r["kind"] == "conv_grad":
                 self.assertIsNotNone(r["cudnn_ms"], r)

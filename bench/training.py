@@ -21,7 +21,11 @@ process (issue 25's benchmarks; docs/TrainingBenchmarks.md).
             reduce-overhead), a CUDA-graph replay of eager, and fusec;
         (d) the bytes saved between forward and backward: eager (counted
             through torch.autograd.graph.saved_tensors_hooks) against
-            fusec's autodiff report.
+            fusec's autodiff report;
+        (f) the attention backward on WORKLOADS.md section 2's rows, causal
+            and not: SDPA's backward with the cuDNN and flash backends
+            against fuse.attention_grad (on fusec's forward's O and
+            log-sum-exp).
       Each row prints ratio = best alternative time / fusec time (above 1:
       fusec is faster) beside the fraction of the hardware ceiling fusec
       reaches. A row fusec cannot compile or run prints `n/a` and the reason;
@@ -85,6 +89,14 @@ TINY_BLOCK = dict(cin=16, mid=4, hw=6)
 TINY_BATCHES = (2,)
 
 BYTES = {"f32": 4, "f16": 2, "bf16": 2}
+
+# Attention backward (issue 26): WORKLOADS.md section 2's rows (batch, tokens,
+# head dim), 16 heads, causal and not, bf16, against SDPA's backward per
+# backend (cuDNN, flash) in the same process.
+ATTN_SHAPES = [(16, 1024, 64), (4, 4096, 64), (4, 4096, 128), (1, 16384, 128)]
+ATTN_QUICK = [(4, 4096, 128)]
+TINY_ATTN = [(1, 33, 16)]
+ATTN_HEADS, TINY_ATTN_HEADS = 16, 2
 BN_MOMENTUM, BN_EPS = 0.1, 1e-5
 
 
@@ -262,6 +274,38 @@ def train_graphs(quick=False, tiny=False):
     return out
 
 
+def attn_tag(shape, heads, causal, dt):
+    b, n, d = shape
+    return f"attn_{b}x{heads}x{n}x{d}{'_causal' if causal else ''}_{dt}"
+
+
+def attention_graphs(shape, heads, causal, dt):
+    """(forward, backward) kernel graphs of one attention row: the training
+    forward (O and the row log-sum-exp) and fuse.attention_grad."""
+    b, n, d = shape
+    tag = attn_tag(shape, heads, causal, dt)
+    x, lse = t([b, heads, n, d], dt), t([b, heads, n], "f32")
+    attrs = ["causal"] if causal else []
+    fwd_attr = " {" + ", ".join(["return_lse"] + attrs) + "}"
+    bwd_attr = " {causal}" if causal else ""
+    fwd = (f"func.func @{tag}_fwd(%q: {x}, %k: {x}, %v: {x}) -> ({x}, {lse}) {{\n"
+           f"  %o, %lse = fuse.attention %q, %k, %v{fwd_attr} : {x}, {x}, {x}\n"
+           f"  return %o, %lse : {x}, {lse}\n}}\n")
+    bwd = (f"func.func @{tag}_bwd(%q: {x}, %k: {x}, %v: {x}, %o: {x}, %do: {x}, %lse: {lse}) -> "
+           f"({x}, {x}, {x}) {{\n"
+           f"  %dq, %dk, %dv = fuse.attention_grad %q, %k, %v, %o, %do, %lse{bwd_attr} : "
+           f"{x}, {x}, {x}, {x}, {lse}\n"
+           f"  return %dq, %dk, %dv : {x}, {x}, {x}\n}}\n")
+    return fwd, bwd
+
+
+def attention_rows(quick=False, tiny=False):
+    """(shape, heads, dtype) of the attention rows."""
+    if tiny:
+        return [(s, TINY_ATTN_HEADS, "f32") for s in TINY_ATTN]
+    return [(s, ATTN_HEADS, "bf16") for s in (ATTN_QUICK if quick else ATTN_SHAPES)]
+
+
 def kernel_graphs(quick=False, tiny=False):
     """(name, text) of the single-kernel graphs of (a) and (b)."""
     out = []
@@ -278,6 +322,11 @@ def kernel_graphs(quick=False, tiny=False):
         dt = "f32" if tiny else "bf16"
         for kind in NORM_KINDS:
             out.append((f"{kind}_grad_{shape[0]}x{shape[1]}_{dt}", norm_grad_graph(kind, shape, dt)))
+    for shape, heads, dt in attention_rows(quick, tiny):
+        for causal in (False, True):
+            fwd, bwd = attention_graphs(shape, heads, causal, dt)
+            tag = attn_tag(shape, heads, causal, dt)
+            out += [(tag + "_fwd", fwd), (tag + "_bwd", bwd)]
     return out
 
 
@@ -473,6 +522,16 @@ class Report:
                     fmt(r.get("compile_ro_ms")), fmt(r.get("graph_ms")), fmt(r.get("fusec_ms")),
                     fmt(r.get("ratio"), ".2f"), fmt(r.get("frac"), ".2f"), r.get("fusec_na", "")))
             out.append("    bar: ratio at least 1.3 (frac: 3x the forward conv FLOPs at the GEMM rate / fusec time)")
+        att = [r for r in self.rows if r.get("kind") == "attention_grad"]
+        if att:
+            out.append("(f) attention backward, ms            cudnn    flash    fusec    ratio  TFLOP/s  frac   note")
+            for r in att:
+                out.append("    %-34s %-8s %-8s %-8s %-5s  %-7s  %-5s  %s" % (
+                    r["shape"] + (" causal" if r["causal"] else "") + " " + r["dtype"],
+                    fmt(r.get("cudnn_ms")), fmt(r.get("flash_ms")), fmt(r.get("fusec_ms")),
+                    fmt(r.get("ratio"), ".2f"), fmt(r.get("fusec_TFLOPs"), ".0f"), fmt(r.get("frac"), ".2f"),
+                    r.get("fusec_na", "")))
+            out.append("    bar: ratio (best SDPA backend / fusec) at least 1.0 on every row, causal and not")
         saved = [r for r in self.rows if r.get("kind") == "saved_bytes"]
         if saved:
             out.append("(d) bytes saved fwd->bwd, MB          eager(all)  eager(interm.)  fusec(all)  fusec(interm.)  "
@@ -970,6 +1029,76 @@ def run_norm(b, fz, rep, ceil, shapes, dtypes, keys):
                 del x, dy
 
 
+def run_attention(b, fz, rep, ceil, rows, keys):
+    """(f): SDPA's backward per backend (torch.autograd.grad of its output,
+    the backend its forward ran) against fusec's fuse.attention_grad kernel
+    on fusec's own forward's O and log-sum-exp, checked against SDPA's
+    gradients first. FLOPs: 2.5 x the forward's 4 B H N^2 D (halved causal)."""
+    torch = b.torch
+    F = torch.nn.functional
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    backends = ([("cudnn", SDPBackend.CUDNN_ATTENTION), ("flash", SDPBackend.FLASH_ATTENTION)]
+                if b.cuda else [("math", SDPBackend.MATH)])
+    for shape, heads, dt in rows:
+        for causal in (False, True):
+            tag = attn_tag(shape, heads, causal, dt)
+            if not wanted(keys, tag, "attention"):
+                continue
+            if b.over_budget():
+                rep.emit(kind="skipped", what=tag, reason="time budget spent")
+                continue
+            bsz, n, d = shape
+            q, k, v = [b.randn(bsz, heads, n, d, dtype=dt).requires_grad_() for _ in range(3)]
+            do = b.randn(bsz, heads, n, d, dtype=dt)
+            flops = 2.5 * 4 * bsz * heads * n * n * d * (0.5 if causal else 1)
+            contenders, notes, ref = {}, {}, None
+            for name, backend in backends:
+                try:
+                    with sdpa_kernel(backend):
+                        o = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+                    grads = torch.autograd.grad(o, (q, k, v), do, retain_graph=True)
+                    ref = ref or grads
+                    contenders[name] = [lambda o=o: torch.autograd.grad(o, (q, k, v), do, retain_graph=True)]
+                except Exception as e:  # noqa: BLE001
+                    notes[name] = "n/a: " + reason(e)
+            fusec_na = None
+            try:
+                fwd_text, bwd_text = attention_graphs(shape, heads, causal, dt)
+                fwd, bwd = fz.kernel(fwd_text), fz.kernel(bwd_text)
+                qd, kd, vd = q.detach(), k.detach(), v.detach()
+                o_f, lse_f = as_list(fwd(qd, kd, vd))
+                args = (qd, kd, vd, o_f, do, lse_f)
+                out = as_list(bwd(*args))
+                if ref is None:
+                    fusec_na = "no SDPA gradient to check against"
+                else:
+                    errs = [relerr(a, r) for a, r in zip(out, ref)]
+                    if max(errs) > 4 * fz.tolerance(dt):
+                        fusec_na = "wrong: relerr " + " ".join(f"{e:.2e}" for e in errs)
+                    else:
+                        contenders["fusec"] = [lambda: bwd(*args, out=out)]
+            except Exception as e:  # noqa: BLE001
+                fusec_na = "n/a: " + reason(e)
+            times, errors = b.interleaved(contenders)
+            notes.update(errors)
+            row = dict(kind="attention_grad", shape=f"{bsz}x{heads}x{n}x{d}", causal=causal, dtype=dt,
+                       flops=flops)
+            for name in ("cudnn", "flash", "math", "fusec"):
+                if name in times:
+                    row[name + "_ms"] = times[name]
+            fusec_ms = times.get("fusec")
+            row["ratio"] = ratio([times.get(name) for name, _ in backends], fusec_ms)
+            row["fusec_TFLOPs"] = flops / fusec_ms / 1e9 if fusec_ms else None
+            peak = ceil.get("gemm_bf16_TFLOPs") if dt == "bf16" else None
+            row["frac"] = row["fusec_TFLOPs"] / peak if row["fusec_TFLOPs"] and peak else None
+            if fusec_na:
+                row["fusec_na"] = fusec_na
+            if notes:
+                row["notes"] = notes
+            rep.emit(**row)
+            del q, k, v, do
+
+
 def make_bottleneck(torch, block, dt, device):
     """The eager block, an nn.Module in training mode: channels_last, `dt`
     convolutions, f32 batch norm (AMP's types)."""
@@ -1200,7 +1329,9 @@ def run(args):
                     ("block", lambda: run_bottleneck(b, fz, rep, ceil, TINY_BLOCK if args.tiny else BLOCK,
                                                      TINY_BATCHES if args.tiny else BLOCK_BATCHES[:1]
                                                      if args.quick else BLOCK_BATCHES,
-                                                     "f32" if args.tiny else BLOCK_DTYPE, keys, prepared))):
+                                                     "f32" if args.tiny else BLOCK_DTYPE, keys, prepared)),
+                    ("attention", lambda: run_attention(b, fz, rep, ceil, attention_rows(args.quick, args.tiny),
+                                                        keys))):
         if sec not in sections:
             continue
         try:
@@ -1227,7 +1358,7 @@ def main(argv=None):
     r.add_argument("--device", default="cuda")
     r.add_argument("--json")
     r.add_argument("--prepared", help="prepare's directory (its saved.json)")
-    r.add_argument("--sections", default="conv,bn,norm,block")
+    r.add_argument("--sections", default="conv,bn,norm,block,attention")
     r.add_argument("--fusec-on-cpu", action="store_true", help=argparse.SUPPRESS)  # the test's stand-in module
     r.add_argument("-k", help="only rows whose tag holds one of these substrings")
     r.add_argument("--budget", type=float, default=float(os.environ.get("BUDGET_S", "420")),
