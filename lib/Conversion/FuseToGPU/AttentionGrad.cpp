@@ -123,6 +123,20 @@ LaunchConfig AttentionGradKernel::emitScaleDq(Value dqAcc) {
   });
 }
 
+LaunchConfig AttentionGradKernel::finishLaunches(
+    ArrayRef<MemRefType> workspaces, ExtraLaunch pre, LaunchConfig main,
+    bool storesDq, function_ref<LaunchConfig()> scaleDq) {
+  SmallVector<ExtraLaunch> launches = {std::move(pre)};
+  main.sharedBytes = sharedBytes;
+  if (!storesDq) {
+    recordExtraLaunches(func, workspaces, launches);
+    return main;
+  }
+  launches.push_back(splitOffFirstLaunch("_main", main));
+  recordExtraLaunches(func, workspaces, launches);
+  return scaleDq();
+}
+
 Value AttentionGradKernel::probability(Value score, Value lse2, Value bi,
                                        Value h, Value qi, Value key) {
   Value log2e = f32(M_LOG2E);

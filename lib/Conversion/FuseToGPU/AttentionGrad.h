@@ -11,6 +11,7 @@
 #ifndef FUSEC_LIB_CONVERSION_FUSETOGPU_ATTENTIONGRAD_H
 #define FUSEC_LIB_CONVERSION_FUSETOGPU_ATTENTIONGRAD_H
 
+#include "ExtraLaunches.h"
 #include "KernelBuilder.h"
 
 namespace fusec::tiling {
@@ -34,6 +35,12 @@ protected:
                            mlir::Value lse2, int64_t rows);
   /// Their last: dQ = scale * the accumulator, a thread per element.
   LaunchConfig emitScaleDq(mlir::Value dqAcc);
+  /// Their launches after the first (`pre`): `main`, split off as `_main`
+  /// when dQ is stored, then `scaleDq`'s; records `workspaces` and the
+  /// launches before the last, which it returns.
+  LaunchConfig finishLaunches(llvm::ArrayRef<mlir::MemRefType> workspaces,
+                              ExtraLaunch pre, LaunchConfig main, bool storesDq,
+                              llvm::function_ref<LaunchConfig()> scaleDq);
   /// The query tiles of `br` rows a block of keys from `kv0` of key head
   /// `hk` walks, step by step, head by head of the group; causal, from the
   /// tile of its first key on (query i sees key j when j <= i).

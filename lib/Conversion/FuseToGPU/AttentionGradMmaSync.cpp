@@ -339,16 +339,8 @@ FailureOr<LaunchConfig> AttentionGradMmaSyncKernel::emitBody() {
     workspaces.push_back(MemRefType::get({batch, hq, nq, d}, b.getF32Type()));
     dqAcc = addWorkspaceArgument(workspaces.back());
   }
-  SmallVector<ExtraLaunch> launches;
-  launches.push_back(
-      splitOffFirstLaunch("_pre", emitRowsPre(delta, dqAcc, Value(), nq)));
-  LaunchConfig main = emitMain();
-  main.sharedBytes = sharedBytes;
-  if (!dqAcc) {
-    recordExtraLaunches(func, workspaces, launches);
-    return main;
-  }
-  launches.push_back(splitOffFirstLaunch("_main", main));
-  recordExtraLaunches(func, workspaces, launches);
-  return emitScaleDq(dqAcc);
+  ExtraLaunch pre =
+      splitOffFirstLaunch("_pre", emitRowsPre(delta, dqAcc, Value(), nq));
+  return finishLaunches(workspaces, std::move(pre), emitMain(), bool(dqAcc),
+                        [&] { return emitScaleDq(dqAcc); });
 }

@@ -479,21 +479,16 @@ FailureOr<LaunchConfig> AttentionGradWgmmaKernel::emitBody() {
     workspaces.push_back(MemRefType::get({batch, hq, rows, d}, b.getF32Type()));
     dqAcc = addWorkspaceArgument(workspaces.back());
   }
-  SmallVector<ExtraLaunch> launches;
-  launches.push_back(
-      splitOffFirstLaunch("_pre", emitRowsPre(delta, dqAcc, lse2, rows)));
-  // One block per SM holds the registers setmaxnreg moves.
+  ExtraLaunch pre =
+      splitOffFirstLaunch("_pre", emitRowsPre(delta, dqAcc, lse2, rows));
+  // One block per SM holds the registers setmaxnreg moves (the main
+  // launch's attribute, not the scaling's).
   func->setAttr("nvvm.minctasm", b.getI32IntegerAttr(1));
-  LaunchConfig main = emitMain();
-  main.sharedBytes = sharedBytes;
-  if (!dqAcc) {
-    recordExtraLaunches(func, workspaces, launches);
-    return main;
-  }
-  launches.push_back(splitOffFirstLaunch("_main", main));
-  func->removeAttr("nvvm.minctasm");
-  recordExtraLaunches(func, workspaces, launches);
-  return emitConvert();
+  return finishLaunches(workspaces, std::move(pre), emitMain(), bool(dqAcc),
+                        [&] {
+                          func->removeAttr("nvvm.minctasm");
+                          return emitConvert();
+                        });
 }
 
 LaunchConfig AttentionGradWgmmaKernel::emitConvert() {
