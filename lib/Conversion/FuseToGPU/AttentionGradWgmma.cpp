@@ -167,7 +167,8 @@ LaunchConfig AttentionGradWgmmaKernel::emitMain() {
   Value deltaMap = tensorMap(delta, {rows, batch * hq}, {kBr, 1}, 4, 0);
   // The dQ accumulator as rows of 256 f32: a panel of a query tile (64
   // queries x n head dims, 64 n f32 in the accumulators' order, see
-  // dqOffset) is n / 4 rows. A map for full panels, one for a narrower last.
+  // emitConvert) is n / 4 rows. A map for full panels, one for a narrower
+  // last.
   Value fullDqMap, lastDqMap;
   int64_t dqRows = batch * hq * rows * d / 256;
   if (dqAcc && d >= 64)
@@ -188,7 +189,7 @@ LaunchConfig AttentionGradWgmmaKernel::emitMain() {
   // dS^T: per key row, 64 queries of 2 bytes (one 128-byte-swizzled row).
   Value dsS = allocShared({2, kBc, 32}, b.getI32Type(), 1024);
   Value dsBase = wgmma::sharedAddress(b, dsS);
-  // dQ's tile in the accumulators' order (see emitBody), for the bulk
+  // dQ's tile in the accumulators' order (see emitConvert), for the bulk
   // reduction: a 64-dim panel per consumer.
   Value dqS = dqAcc ? allocShared({kConsumers * 64 * 64}, b.getF32Type(), 128)
                     : Value();
