@@ -33,6 +33,9 @@ public:
   virtual bool wanted(Value operand) = 0;
   /// Adds `grad`, of `operand`'s type, to the gradient of `operand`.
   virtual void accumulate(Value operand, Value grad) = 0;
+  /// Whether the gradients must be the same bit for bit run to run: rules
+  /// whose op has an ordered form ask for it.
+  virtual bool deterministic() = 0;
 };
 
 /// Sums `grad` over the axes NumPy broadcasting expanded `type` along, and

@@ -606,10 +606,12 @@ LogicalResult AttentionOp::buildGradient(GradientBuilder &gb) {
       gb.forward(getResult()), gb.gradient(getResult()), gb.forward(getLse())};
   if (getMask())
     operands.push_back(gb.forward(getMask()));
-  Operation *grad = make<AttentionGradOp>(gb, operands,
-                                          Attrs(gb.builder())
-                                              .add("scale", getScaleAttr())
-                                              .flag("causal", getCausal()));
+  Operation *grad =
+      make<AttentionGradOp>(gb, operands,
+                            Attrs(gb.builder())
+                                .add("scale", getScaleAttr())
+                                .flag("causal", getCausal())
+                                .flag("deterministic", gb.deterministic()));
   Value inputs[] = {getQuery(), getKey(), getValue()};
   for (auto [operand, result] : llvm::zip(inputs, grad->getResults()))
     if (gb.wanted(operand))

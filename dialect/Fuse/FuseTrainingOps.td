@@ -178,6 +178,12 @@ def Fuse_AttentionGradOp : Fuse_InferredOp<"attention_grad",
 
     The mask carries no gradient.
 
+    `deterministic`: `query_grad` is the same, bit for bit, run to run. The
+    tensor-core backward otherwise adds the key blocks' shares of a query
+    tile in the order they finish; with it, in the order of the key blocks,
+    each waiting for the one before (FlashAttention-3's deterministic mode).
+    The other gradients are deterministic either way.
+
     ```mlir
     %dq, %dk, %dv = fuse.attention_grad %q, %k, %v, %o, %do, %lse {causal}
         : tensor<2x8x128x64xbf16>, tensor<2x2x128x64xbf16>,
@@ -189,7 +195,7 @@ def Fuse_AttentionGradOp : Fuse_InferredOp<"attention_grad",
                        Fuse_Tensor:$output_grad, Fuse_Tensor:$lse,
                        Optional<Fuse_Tensor>:$mask,
                        OptionalAttr<Fuse_FiniteF64Attr>:$scale,
-                       UnitAttr:$causal);
+                       UnitAttr:$causal, UnitAttr:$deterministic);
   let results = (outs Fuse_Tensor:$query_grad, Fuse_Tensor:$key_grad,
                       Fuse_Tensor:$value_grad);
   let assemblyFormat = [{

@@ -70,6 +70,9 @@ struct Options {
   /// With `train`: the arguments to differentiate, by position (empty:
   /// every argument a gradient reaches).
   std::vector<unsigned> wrt;
+  /// With `train`: gradients the same bit for bit run to run (`fusec
+  /// --deterministic`).
+  bool deterministic = false;
 };
 
 /// Where a compilation's artifact came from.

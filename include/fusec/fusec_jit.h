@@ -49,6 +49,9 @@ typedef struct fusec_jit_options {
   int train;
   const unsigned *wrt;
   size_t num_wrt;
+  /* Non-zero, with train: gradients the same bit for bit run to run
+   * (fusec --deterministic). */
+  int deterministic;
 } fusec_jit_options;
 
 typedef enum fusec_jit_source {

@@ -46,6 +46,7 @@ static jit::Options toOptions(const fusec_jit_options *c) {
   options.train = c->train != 0;
   if (c->wrt)
     options.wrt.assign(c->wrt, c->wrt + c->num_wrt);
+  options.deterministic = c->deterministic != 0;
   return options;
 }
 

@@ -93,6 +93,8 @@ std::string cacheKey(const std::string &mlir, const Options &options) {
     os << "\ntrain=";
     for (unsigned i : options.wrt)
       os << i << ",";
+    if (options.deterministic)
+      os << "\ndeterministic=1";
   }
   os << "\ntuning=";
   std::string db = tuningPath(options);
@@ -192,6 +194,7 @@ std::string compileUncached(const std::string &mlir, const Options &options,
   pipeline.mmaPrefetch = options.mmaPrefetch;
   pipeline.train = options.train;
   pipeline.wrt = llvm::ArrayRef<unsigned>(options.wrt);
+  pipeline.deterministic = options.deterministic;
   ArtifactOptions how;
   how.backend = options.backend == "cuda" ? Backend::CUDA : Backend::PTX;
   how.tiles = options.tiles;

@@ -54,6 +54,7 @@ void fusec::buildPipeline(OpPassManager &pm, Stage stage,
   if (differentiate) {
     FusecAutodiffOptions autodiff;
     autodiff.wrt.assign(options.wrt.begin(), options.wrt.end());
+    autodiff.deterministic = options.deterministic;
     pm.addPass(createFusecAutodiff(autodiff));
   }
   OpPassManager &funcPm = pm.nest<func::FuncOp>();

@@ -95,12 +95,14 @@ namespace {
 /// Builds the backward function; the GradientBuilder rules see.
 class Differentiator : public GradientBuilder {
 public:
-  Differentiator(func::FuncOp f, OpBuilder &b) : f(f), b(b), loc_(f.getLoc()) {}
+  Differentiator(func::FuncOp f, OpBuilder &b, bool ordered)
+      : f(f), b(b), loc_(f.getLoc()), ordered(ordered) {}
 
   OpBuilder &builder() override { return b; }
   Location loc() override { return loc_; }
   Value gradient(Value result) override { return grads.lookup(result); }
   bool wanted(Value operand) override { return useful.contains(operand); }
+  bool deterministic() override { return ordered; }
 
   void accumulate(Value operand, Value grad) override {
     if (!grad)
@@ -185,6 +187,7 @@ private:
   func::FuncOp f;
   OpBuilder &b;
   Location loc_;
+  bool ordered;
   Block *body = nullptr;
   llvm::DenseSet<Value> useful;
   llvm::DenseMap<Value, Value> grads;
@@ -368,10 +371,11 @@ LogicalResult Differentiator::run(ArrayRef<unsigned> wrtIn,
   return success();
 }
 
-FailureOr<fusec::GradientFunctions>
-fusec::differentiate(func::FuncOp f, ArrayRef<unsigned> wrt) {
+FailureOr<fusec::GradientFunctions> fusec::differentiate(func::FuncOp f,
+                                                         ArrayRef<unsigned> wrt,
+                                                         bool deterministic) {
   OpBuilder b(f.getContext());
-  Differentiator d(f, b);
+  Differentiator d(f, b, deterministic);
   GradientFunctions out;
   if (failed(d.run(wrt, out))) {
     // Leave the module as it was.
@@ -416,7 +420,7 @@ struct AutodiffPass : fusec::impl::FusecAutodiffBase<AutodiffPass> {
       }
     }
     SmallVector<unsigned> args(wrt.begin(), wrt.end());
-    if (failed(fusec::differentiate(f, args)))
+    if (failed(fusec::differentiate(f, args, deterministic)))
       signalPassFailure();
   }
 };

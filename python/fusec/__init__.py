@@ -639,7 +639,8 @@ class Kernel:
 
 
 def _options(arch, backend, fp32_math, tiles, tuning_db, entry, cache,
-             cache_dir, sm_count, gpu, train=False, wrt=None):
+             cache_dir, sm_count, gpu, train=False, wrt=None,
+             deterministic=False):
     o = _capi.JitOptions()
     _capi.jit.fusec_jit_options_init(ctypes.byref(o))
     if arch is None:
@@ -668,6 +669,9 @@ def _options(arch, backend, fp32_math, tiles, tuning_db, entry, cache,
     if wrt is not None and not train:
         raise TypeError("wrt names the arguments to differentiate; it "
                         "needs train=True")
+    if deterministic and not train:
+        raise TypeError("deterministic asks for deterministic gradients; it "
+                        "needs train=True")
     if train:
         o.train = 1
         wrt = list(wrt or [])
@@ -679,6 +683,7 @@ def _options(arch, backend, fp32_math, tiles, tuning_db, entry, cache,
             o.wrt = (ctypes.c_uint * len(wrt))(*wrt)
             keep.append(o.wrt)
             o.num_wrt = len(wrt)
+        o.deterministic = int(bool(deterministic))
     return o, keep, dict(arch=arch, backend=backend, fp32_math=fp32_math,
                          sm_count=sm_count, gpu=gpu)
 
@@ -709,10 +714,11 @@ def _finish(result, options, training=None):
 
 def _compile(call, arch=None, backend="ptx", fp32_math="ieee", tiles=None,
              tuning_db=None, entry=None, cache=True, cache_dir=None,
-             sm_count=None, gpu=None, train=False, wrt=None, text=None):
+             sm_count=None, gpu=None, train=False, wrt=None,
+             deterministic=False, text=None):
     o, keep, summary = _options(arch, backend, fp32_math, tiles, tuning_db,
                                 entry, cache, cache_dir, sm_count, gpu,
-                                train, wrt)
+                                train, wrt, deterministic)
     training = (text, list(wrt or []), entry) if train else None
     return _finish(call(ctypes.byref(o)), summary, training)
 
@@ -742,7 +748,9 @@ def compile(graph, *, name=None, **options):
       train=True compiles a training step instead (docs/Training.md): a
       fusec.TrainingKernel with forward(*args) and backward(*grads); wrt
       lists the arguments to differentiate (None: every argument a
-      gradient reaches).
+      gradient reaches); deterministic=True makes the gradients the same
+      bit for bit run to run (the attention backward adds dQ in a fixed
+      order, at some cost in speed).
     """
     text = _graph_text(graph, "compile", " (compile_file takes a path)")
     return _compile(lambda o: _capi.jit.fusec_jit_compile(

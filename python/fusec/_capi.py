@@ -33,6 +33,7 @@ class JitOptions(Structure):
         ("train", c_int),
         ("wrt", POINTER(ctypes.c_uint)),
         ("num_wrt", c_size_t),
+        ("deterministic", c_int),
     ]
 
 

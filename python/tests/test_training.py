@@ -86,9 +86,30 @@ class TrainingCompileTest(unittest.TestCase):
         self.assertIsInstance(trained, fusec.TrainingKernel)
         self.assertNotEqual(plain.artifact, trained.artifact)
 
+    def test_deterministic(self):
+        attn = """func.func @a(%q: tensor<1x2x70x64xbf16>, %k: tensor<1x2x300x64xbf16>, %v: tensor<1x2x300x64xbf16>) -> tensor<1x2x70x64xbf16> {
+  %o = fuse.attention %q, %k, %v : tensor<1x2x70x64xbf16>, tensor<1x2x300x64xbf16>, tensor<1x2x300x64xbf16>
+  return %o : tensor<1x2x70x64xbf16>
+}
+"""
+        # The ordered dQ: counters beside the accumulator, spun on by an
+        # atomic (sm_90a); the direct family's backward on sm_90.
+        fast = fusec.compile(attn, train=True, arch="sm_90a", cache=False)
+        det = fusec.compile(attn, train=True, deterministic=True,
+                            arch="sm_90a", cache=False)
+        self.assertNotIn("atom.global.or.b32", fast.artifact)
+        self.assertIn("atom.global.or.b32", det.artifact)
+        self.assertIn("attention_grad_wgmma", det.artifact)
+        sm90 = fusec.compile(attn, train=True, deterministic=True,
+                             arch="sm_90", cache=False)
+        self.assertNotIn("attention_grad_mma_sync", sm90.artifact)
+        self.assertIn("attention_direct", sm90.artifact)
+
     def test_errors(self):
         with self.assertRaisesRegex(TypeError, "needs train=True"):
             fusec.compile(PAIR, wrt=[0])
+        with self.assertRaisesRegex(TypeError, "needs train=True"):
+            fusec.compile(PAIR, deterministic=True)
         with self.assertRaisesRegex(TypeError, "wrt must list"):
             fusec.compile(PAIR, train=True, wrt=["x"])
         with self.assertRaisesRegex(fusec.Error,

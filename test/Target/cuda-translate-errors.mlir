@@ -85,7 +85,7 @@ gpu.module @m {
 gpu.module @m {
   gpu.func @k() kernel {
     // expected-error @+1 {{'nvvm.fence.proxy' op has no CUDA C form}}
-    nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.global>}
+    nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cluster>}
     gpu.return
   }
 }

@@ -281,12 +281,30 @@ gpu.module @wide {
 // CHECK-NEXT: asm volatile("cp.async.bulk.commit_group;" : : : "memory");
 // CHECK-NEXT: asm volatile("cp.async.bulk.wait_group.read 0;" : : : "memory");
 // CHECK-NEXT: asm volatile("cp.async.bulk.wait_group 1;" : : : "memory");
+// Its deterministic dQ's counters: bulk reductions, then GPU-scope fences
+// around relaxed atomics (an add, and an add of 0 that a spin reads).
+// CHECK-NEXT: asm volatile("fence.proxy.async.global;" : : : "memory");
+// CHECK-NEXT: asm volatile("membar.gl;" : : : "memory");
+// CHECK-NEXT: atomicAdd(&arg0[1], 1);
+// CHECK-NEXT: int [[SEEN:v[0-9]+]] = atomicAdd(&arg0[1], 0);
+// CHECK-NEXT: float v{{[0-9]+}} = (float)[[SEEN]];
+// CHECK-NEXT: atomicAdd(&arg1[1], 2.5f);
 gpu.module @bulk {
-  gpu.func @k_bulk() kernel {
+  gpu.func @k_bulk(%c: memref<4xi32>, %f: memref<2xf32>) kernel {
     nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
     nvvm.cp.async.bulk.commit.group
     nvvm.cp.async.bulk.wait_group 0 {read}
     nvvm.cp.async.bulk.wait_group 1
+    nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.global>}
+    nvvm.memory.barrier #nvvm.mem_scope<gpu>
+    %i = arith.constant 1 : index
+    %one = arith.constant 1 : i32
+    %zero = arith.constant 0 : i32
+    %unused = memref.atomic_rmw addi %one, %c[%i] : (i32, memref<4xi32>) -> i32
+    %seen = memref.atomic_rmw addi %zero, %c[%i] : (i32, memref<4xi32>) -> i32
+    %sf = arith.sitofp %seen : i32 to f32
+    %x = arith.constant 2.5 : f32
+    %unused_f = memref.atomic_rmw addf %x, %f[%i] : (f32, memref<2xf32>) -> f32
     gpu.return
   }
 }

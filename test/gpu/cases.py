@@ -572,8 +572,11 @@ def build_cases():
     cases = []
 
     def add(name, text, dtype, flags=(), archs=None):
+        # Graphs that ask for deterministic gradients run twice and must
+        # give the same bits.
         cases.append({"name": name, "mlir": text, "dtype": dtype, "flags": list(flags),
-                      "archs": archs or [arch for arch, _ in ARCHS]})
+                      "archs": archs or [arch for arch, _ in ARCHS],
+                      "identical": bool(re.search(r"\bdeterministic\b", text))})
 
     for dt in ("f32", "f16", "bf16"):
         for layout in ("nhwc", "nchw"):
@@ -809,7 +812,8 @@ def prepare(args):
         inputs = sorted(f for f in os.listdir(os.path.join(d, "ref")) if f.startswith("input"))
         results = sorted(f for f in os.listdir(os.path.join(d, "ref")) if f.startswith("result"))
         manifest["cases"].append({"name": case["name"], "dtype": case["dtype"], "seed": case_seed,
-                                  "inputs": len(inputs), "results": len(results), "artifacts": artifacts})
+                                  "inputs": len(inputs), "results": len(results), "artifacts": artifacts,
+                                  "identical": case["identical"]})
         print(f"[{i + 1}/{len(cases)}] prepared {case['name']}", flush=True)
     with open(os.path.join(args.out, "manifest.json"), "w") as f:
         json.dump(manifest, f, indent=1)
@@ -888,6 +892,30 @@ def worst_relerr(results, d):
     return worst, why
 
 
+def differs_on_rerun(cmd, out, results, timeout):
+    """Runs `cmd` (writing --output-dir=`out`) a second time: "" when every
+    result has the first run's bytes, else what differs."""
+    import numpy as np
+    first = [np.load(os.path.join(out, f"result{i}.npy")) for i in range(results)]
+    again = out + "-again"
+    shutil.rmtree(again, ignore_errors=True)
+    cmd = [again.join(c.rsplit(out, 1)) if c.startswith("--output-dir=") else c for c in cmd]
+    try:
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                           timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return f"the second run timed out after {timeout} s"
+    if p.returncode != 0:
+        return "the second run failed: " + (p.stdout.strip().splitlines() or ["?"])[-1]
+    for i, a in enumerate(first):
+        b = np.load(os.path.join(again, f"result{i}.npy"))
+        if a.tobytes() != b.tobytes():
+            n = int((a.view(np.uint8).reshape(a.size, -1) != b.view(np.uint8).reshape(b.size, -1))
+                    .any(axis=1).sum())
+            return f"result{i} differs on a second run in {n} of {a.size} elements"
+    return ""
+
+
 def run_suite(args):
     import numpy as np
     with open(os.path.join(args.cases, "manifest.json")) as f:
@@ -921,6 +949,9 @@ def run_suite(args):
         else:
             worst, why = worst_relerr([np.load(os.path.join(out, f"result{i}.npy"))
                                        for i in range(case["results"])], d)
+            if case.get("identical") and not why:
+                why = differs_on_rerun(cmd, out, case["results"], args.timeout)
+                worst = float("nan") if why else worst
         return name, case["dtype"], worst, why
 
     import concurrent.futures

@@ -7,12 +7,13 @@ tensor-core ones for f16 and bf16, on sm_90 mma.sync and on sm_90a wgmma;
 the direct one for f32) and the backward are checked against the float64
 reference on the same random Q, K, V and dO. Query and key counts of 1, 77,
 197, 1000 and 4097, head dims 64, 80, 128 and 256 (one Dv != D), causal and
-not, an additive mask, grouped-query heads, batch 1 and 3.
+not, an additive mask, grouped-query heads, batch 1 and 3; and the
+deterministic dQ (f16, bf16), which must also give the same bits twice.
 """
 
 
 def _attention_grad(Graph, t, name, dt, b, hq, hkv, nq, nk, d, dv=None, causal=False,
-                    mask=None, scale=None):
+                    mask=None, scale=None, deterministic=False):
     dv = dv or d
     g = Graph("g")
     qs, ks, vs, os_ = [b, hq, nq, d], [b, hkv, nk, d], [b, hkv, nk, dv], [b, hq, nq, dv]
@@ -26,8 +27,10 @@ def _attention_grad(Graph, t, name, dt, b, hq, hkv, nq, nk, d, dv=None, causal=F
     attrs = ["causal"] if causal else []
     if scale:
         attrs.append(f"scale = {scale} : f64")
-    grad_attr = f" {{{', '.join(attrs)}}}" if attrs else ""
     fwd_attr = " {" + ", ".join(["return_lse"] + attrs) + "}"
+    if deterministic:
+        attrs.append("deterministic")
+    grad_attr = f" {{{', '.join(attrs)}}}" if attrs else ""
     ls = [b, hq, nq]
     g.body.append(f"  %o, %lse = fuse.attention {operands}{mask_operand}{fwd_attr} : {types}{mask_type}")
     g.body.append(f"  %dq, %dk, %dv = fuse.attention_grad {operands}, %o, {do}, %lse{mask_operand}{grad_attr} "
@@ -51,4 +54,13 @@ def cases(Graph, t):
         add("mask_q77_k197_d256", 3, 2, 1, 77, 197, 256, mask=[77, 197], scale="0.05")
         add("mask_bh_q33_k40_d64", 2, 3, 3, 33, 40, 64, mask=[2, 3, 1, 40])
         add("causal_q4097_d64", 1, 1, 1, 4097, 4097, 64, causal=True)
+        if dt == "f32":
+            continue
+        # The deterministic dQ (sm_90a: ordered by counters; sm_90: the
+        # direct family): several key blocks per tile, causal with Nq above
+        # and below Nk, a narrow last panel. The suite runs these twice and
+        # wants the same bits.
+        add("det_gqa_q197_k1000_d128", 2, 4, 2, 197, 1000, 128, deterministic=True)
+        add("det_causal_q1000_d80", 1, 2, 1, 1000, 1000, 80, causal=True, deterministic=True)
+        add("det_causal_q77_k1000_d64", 3, 2, 2, 77, 1000, 64, causal=True, deterministic=True)
     return out

@@ -9,6 +9,7 @@
 // RUN: fusec-gradcheck %s --func=gqa | FileCheck %s --check-prefix=GQA
 // RUN: fusec-gradcheck %s --func=masked --wrt=0,1,2 | FileCheck %s --check-prefix=MASK
 // RUN: fusec-opt %s -fusec-autodiff="func=plain" | FileCheck %s --check-prefix=IR
+// RUN: fusec-opt %s -fusec-autodiff="func=causal_tall deterministic=true" | FileCheck %s --check-prefix=DET
 
 // PLAIN: @plain: PASS
 func.func @plain(%q: tensor<2x1x3x4xf32>, %k: tensor<2x1x5x4xf32>, %v: tensor<2x1x5x3xf32>) -> tensor<2x1x3x3xf32> {
@@ -51,3 +52,7 @@ func.func @masked(%q: tensor<2x2x3x4xf32>, %k: tensor<2x2x5x4xf32>, %v: tensor<2
 // IR: return %{{.*}}, %[[O]], %[[LSE]] : tensor<2x1x3x3xf32>, tensor<2x1x3x3xf32>, tensor<2x1x3xf32>
 // IR-LABEL: func.func @plain_backward
 // IR: fuse.attention_grad %arg0, %arg1, %arg2, %arg3, %{{.*}}, %arg4 {scale = 5.000000e-01 : f64} : tensor<2x1x3x4xf32>, tensor<2x1x5x4xf32>, tensor<2x1x5x3xf32>, tensor<2x1x3x3xf32>, tensor<2x1x3xf32>
+
+// deterministic=true asks the rule for the ordered dQ.
+// DET-LABEL: func.func @causal_tall_backward
+// DET: fuse.attention_grad {{.+}} {causal, deterministic} :

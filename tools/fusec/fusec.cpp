@@ -153,6 +153,11 @@ static cl::list<unsigned>
                      "by position (default: every argument a gradient "
                      "reaches)"),
             cl::value_desc("i,j,..."), cl::CommaSeparated, cl::cat(fusecCat));
+static cl::opt<bool> deterministic(
+    "deterministic",
+    cl::desc("With --train: gradients the same bit for bit run to run (the "
+             "attention backward adds dQ in a fixed order, docs/Training.md)"),
+    cl::init(false), cl::cat(fusecCat));
 static cl::opt<std::string> outputFilename("o", cl::desc("Output file"),
                                            cl::value_desc("file"),
                                            cl::init("-"), cl::cat(fusecCat));
@@ -257,6 +262,7 @@ static FailureOr<std::string> lower(ModuleOp module, EmitKind kind,
   options.tuningDb = tuningDbPath();
   options.train = train;
   options.wrt = llvm::to_vector(wrtArgs);
+  options.deterministic = deterministic;
   if (kind == EmitKind::PTX || kind == EmitKind::CUDA) {
     ArtifactOptions how;
     how.backend = kind == EmitKind::CUDA ? Backend::CUDA : Backend::PTX;
@@ -300,6 +306,9 @@ static LogicalResult emitGraph(ModuleOp module) {
     return fail(llvm::toString(target.takeError()));
   if (!wrtArgs.empty() && !train)
     return fail("--wrt names the arguments to differentiate; it needs "
+                "--train");
+  if (deterministic && !train)
+    return fail("--deterministic asks for deterministic gradients; it needs "
                 "--train");
   // fusec-autodiff differentiates one graph.
   if (kind >= EmitKind::Tiled || train) {

@@ -72,6 +72,11 @@ struct PipelineOptions : mlir::PassPipelineOptions<PipelineOptions> {
       *this, "wrt",
       llvm::cl::desc("With train: the arguments to differentiate (default: "
                      "every argument a gradient reaches)")};
+  Option<bool> deterministic{
+      *this, "deterministic",
+      llvm::cl::desc("With train: gradients the same bit for bit run to run "
+                     "(the attention backward adds dQ in a fixed order)"),
+      llvm::cl::init(false)};
 };
 
 /// What an artifact carries: PTX, or CUDA C that NVRTC compiles at load.

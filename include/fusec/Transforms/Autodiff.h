@@ -47,11 +47,13 @@ struct GradientFunctions {
 
 /// Builds @f_forward and @f_backward next to `f` and erases `f`. `wrt`
 /// lists the arguments to differentiate; empty means every argument a
-/// gradient reaches. Emits located errors (an op without a gradient rule,
-/// an argument no gradient reaches) and fails, leaving the module as it
-/// was.
-mlir::FailureOr<GradientFunctions>
-differentiate(mlir::func::FuncOp f, llvm::ArrayRef<unsigned> wrt);
+/// gradient reaches. `deterministic` asks for gradients that are the same
+/// bit for bit run to run (GradientBuilder::deterministic). Emits located
+/// errors (an op without a gradient rule, an argument no gradient reaches)
+/// and fails, leaving the module as it was.
+mlir::FailureOr<GradientFunctions> differentiate(mlir::func::FuncOp f,
+                                                 llvm::ArrayRef<unsigned> wrt,
+                                                 bool deterministic = false);
 
 } // namespace fusec
 

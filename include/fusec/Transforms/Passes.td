@@ -92,6 +92,9 @@ def FusecAutodiff : Pass<"fusec-autodiff", "mlir::ModuleOp"> {
            "The function to differentiate">,
     ListOption<"wrt", "wrt", "unsigned",
                "Indices of the arguments to differentiate">,
+    Option<"deterministic", "deterministic", "bool", /*default=*/"false",
+           "Gradients the same bit for bit run to run (the attention "
+           "backward's ordered dQ)">,
   ];
   let dependentDialects = ["mlir::fuse::FuseDialect"];
 }

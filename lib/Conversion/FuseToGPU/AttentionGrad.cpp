@@ -51,7 +51,8 @@ LogicalResult AttentionGradKernel::readAnchor() {
 }
 
 LaunchConfig AttentionGradKernel::emitRowsPre(Value delta, Value dqAcc,
-                                              Value lse2, int64_t rows) {
+                                              Value lse2, int64_t rows,
+                                              Value semaphores) {
   constexpr int64_t kWarps = 8;
   Value tid = threadId(), lane = remi(tid, 32);
   int64_t total = batch * hq * rows;
@@ -60,6 +61,18 @@ LaunchConfig AttentionGradKernel::emitRowsPre(Value delta, Value dqAcc,
   // Whole warps take or skip a row: the shuffles see every lane.
   ifThen(ltc(row, total), [&] {
     SmallVector<Value> c = delinearize(row, {batch, hq, rows});
+    if (semaphores) {
+      ArrayRef<int64_t> shape = shapeOf(semaphores);
+      int64_t tileRows = rows / shape[2];
+      ifThen(andi(cmpi(arith::CmpIPredicate::eq, remi(c[2], tileRows), idx(0)),
+                  ltc(lane, shape[3])),
+             [&] {
+               memref::StoreOp::create(
+                   b, arith::ConstantIntOp::create(b, b.getI32Type(), 0),
+                   semaphores,
+                   ValueRange{c[0], c[1], divi(c[2], tileRows), lane});
+             });
+    }
     // 16-byte accesses: a lane reads 8 elements of O and dO (head dims are
     // multiples of 8 on tensor cores) and zeroes 4 of dQ's.
     auto zeroDq = [&] {
@@ -155,23 +168,35 @@ Value AttentionGradKernel::probability(Value score, Value lse2, Value bi,
   return select(ok, math::Exp2Op::create(b, x), f32(0));
 }
 
-AttentionGradKernel::QueryWalk
-AttentionGradKernel::walkQueries(Value kv0, Value hk, int64_t br) {
+AttentionGradKernel::QueryWalk AttentionGradKernel::walkQueries(Value kv0,
+                                                                Value hk,
+                                                                int64_t br,
+                                                                bool ordered) {
   int64_t tiles = ceilDiv(nq, br);
-  QueryWalk walk{hk, causal ? mini(divi(kv0, br), idx(tiles)) : idx(0), Value(),
-                 Value(), br};
+  QueryWalk walk{hk,      causal ? mini(divi(kv0, br), idx(tiles)) : idx(0),
+                 Value(), Value(),
+                 br,      ordered};
   walk.span = subi(idx(tiles), walk.first);
   walk.steps = muli(walk.span, idx(group));
   return walk;
 }
 
 Value AttentionGradKernel::headAt(const QueryWalk &walk, Value it) {
-  return addi(muli(walk.hk, idx(group)),
-              arith::DivUIOp::create(b, it, walk.span).getResult());
+  Value local = walk.ordered
+                    ? arith::RemUIOp::create(b, it, idx(group)).getResult()
+                    : arith::DivUIOp::create(b, it, walk.span).getResult();
+  return addi(muli(walk.hk, idx(group)), local);
 }
 
 Value AttentionGradKernel::rowAt(const QueryWalk &walk, Value it) {
-  return muli(
-      addi(walk.first, arith::RemUIOp::create(b, it, walk.span).getResult()),
-      idx(walk.br));
+  if (!walk.ordered)
+    return muli(
+        addi(walk.first, arith::RemUIOp::create(b, it, walk.span).getResult()),
+        idx(walk.br));
+  // Every block of keys reaches a tile at the same step: the last tile first
+  // (causal: the one every block walks), the heads of the group in turn.
+  Value step = arith::DivUIOp::create(b, it, idx(group)).getResult();
+  Value tile = causal ? subi(idx(ceilDiv(nq, walk.br) - 1), step)
+                      : addi(walk.first, step);
+  return muli(tile, idx(walk.br));
 }

@@ -30,9 +30,11 @@ protected:
   /// rowsum(dO * O) (0 past nq) into `delta`, the row of the f32 dQ
   /// accumulator `dqAcc` (if any) zeroed (padding rows too), and with
   /// `lse2` the log-sum-exp times log2(e) into it, +inf where a row saw no
-  /// key and past nq, so that P = 0 there.
+  /// key and past nq, so that P = 0 there. `semaphores` (if any), i32
+  /// [batch, hq, tiles, n] of whole tiles of rows, zeroed.
   LaunchConfig emitRowsPre(mlir::Value delta, mlir::Value dqAcc,
-                           mlir::Value lse2, int64_t rows);
+                           mlir::Value lse2, int64_t rows,
+                           mlir::Value semaphores = {});
   /// Their last: dQ = scale * the accumulator, a thread per element.
   LaunchConfig emitScaleDq(mlir::Value dqAcc);
   /// Their launches after the first (`pre`): `main`, split off as `_main`
@@ -42,13 +44,19 @@ protected:
                               ExtraLaunch pre, LaunchConfig main, bool storesDq,
                               llvm::function_ref<LaunchConfig()> scaleDq);
   /// The query tiles of `br` rows a block of keys from `kv0` of key head
-  /// `hk` walks, step by step, head by head of the group; causal, from the
-  /// tile of its first key on (query i sees key j when j <= i).
+  /// `hk` walks, step by step; causal, only the tiles from that of its first
+  /// key on (query i sees key j when j <= i). Head by head of the group,
+  /// or, `ordered`, tile by tile with the heads of the group inner and
+  /// (causal) the tiles from the last down, so that every block of keys
+  /// reaches a given (head, tile) at the same step: the deterministic dQ
+  /// adds the blocks' shares in their order without one running ahead.
   struct QueryWalk {
     mlir::Value hk, first, span, steps;
     int64_t br;
+    bool ordered;
   };
-  QueryWalk walkQueries(mlir::Value kv0, mlir::Value hk, int64_t br);
+  QueryWalk walkQueries(mlir::Value kv0, mlir::Value hk, int64_t br,
+                        bool ordered = false);
   /// The query head and the first query row of step `it`.
   mlir::Value headAt(const QueryWalk &walk, mlir::Value it);
   mlir::Value rowAt(const QueryWalk &walk, mlir::Value it);

@@ -28,7 +28,14 @@
 // The stages and their mbarriers are the TmaPipeline's (Pipeline.h), as in
 // AttentionWgmma.cpp and GemmWgmma.cpp. dK and dV are each a warpgroup's sum
 // in a fixed order; the order in which the key blocks' reductions reach dQ
-// depends on timing, and so do its last bits.
+// depends on timing, and so do its last bits, unless the op is
+// `deterministic`: then every block of keys walks the query tiles in the
+// same order (QueryWalk::ordered) and adds its share of a tile's panel once
+// the blocks of keys before it have (an i32 counter per tile and panel,
+// zeroed by the first launch, FlashAttention-3's dq_semaphore). A block
+// waits only for blocks launched before it, so it cannot wait for one that
+// has no SM; it signals a reduction one step later, once it completed, so
+// that the wait for its completion hides behind the next tile's products.
 //
 //===----------------------------------------------------------------------===//
 
@@ -100,6 +107,14 @@ private:
         NVVM::SharedSpaceAttr::get(b.getContext(),
                                    NVVM::SharedSpace::shared_cta));
   }
+  /// Orders this thread's completed bulk reductions (the async proxy) and
+  /// global accesses before its later ones, at GPU scope: with an atomic,
+  /// the release or acquire of a dQ counter.
+  void fenceGlobal() {
+    NVVM::FenceProxyOp::create(b, NVVM::ProxyKind::async_global,
+                               NVVM::SharedSpaceAttr());
+    NVVM::MembarOp::create(b, NVVM::MemScopeKind::GPU);
+  }
   /// bar.sync `id` (i32) over `threads`.
   void barrier(Value id, int64_t threads) {
     NVVM::BarrierOp::create(b, Type(), id, i32(threads), nullptr, Value());
@@ -116,6 +131,9 @@ private:
   Type elementType;
   MmaType type;
   Value delta, lse2, dqAcc;
+  /// The deterministic dQ's counters, [batch, hq, tiles, panels]: how many
+  /// blocks of keys have added their share of the tile's panel.
+  Value counters;
 };
 
 } // namespace
@@ -207,8 +225,13 @@ LaunchConfig AttentionGradWgmmaKernel::emitMain() {
   Value bh = blockId(gpu::Dimension::x);
   Value bi = divi(bh, hkv), hk = remi(bh, hkv);
 
-  QueryWalk walk = walkQueries(kv0, hk, kBr);
+  QueryWalk walk = walkQueries(kv0, hk, kBr, /*ordered=*/bool(counters));
   Value steps = walk.steps;
+  // The counter of step `it`'s tile, `panel`.
+  auto counterAt = [&](Value it, Value panel) {
+    return SmallVector<Value>{bi, headAt(walk, it), divi(rowAt(walk, it), kBr),
+                              panel};
+  };
 
   ifThen(cmpi(arith::CmpIPredicate::eq, tid, idx(0)), [&] { pipeline.init(); });
   gpu::BarrierOp::create(b);
@@ -251,6 +274,17 @@ LaunchConfig AttentionGradWgmmaKernel::emitMain() {
       b, tid, WarpgroupRegisters{kProducerRegisters, kConsumerRegisters},
       producer);
   Value ctid = thread.tid, consumer = thread.warpgroup;
+  // The leader's deterministic signal: once its reductions of step `it`
+  // completed, its panel (consumer c adds panel c) of the tile counts one
+  // more block of keys.
+  auto signalReduced = [&](Value it) {
+    waitReductions(/*read=*/false);
+    ifThen(ltc(consumer, panels(d)), [&] {
+      fenceGlobal();
+      memref::AtomicRMWOp::create(b, arith::AtomicRMWKind::addi, i32(1),
+                                  counters, counterAt(it, consumer));
+    });
+  };
   Value lane = remi(ctid, 32), warp = remi(divi(ctid, 32), 4);
   Value g = divi(lane, 4), t = remi(lane, 4);
   // The thread's keys: rows g and g + 8 of its warp's 16 of the consumer's
@@ -371,7 +405,12 @@ LaunchConfig AttentionGradWgmmaKernel::emitMain() {
           // consumers that read them wrote theirs; past this barrier, the
           // consumer's previous dQ reductions have read their shared memory.
           fenceProxy();
-          ifThen(thread.leader, [&] { waitReductions(/*read=*/true); });
+          ifThen(thread.leader, [&] {
+            if (!counters)
+              return waitReductions(/*read=*/true);
+            ifThen(cmpi(arith::CmpIPredicate::ugt, it, idx(0)),
+                   [&] { signalReduced(subi(it, idx(1))); });
+          });
           barrier(i32(1), 128 * kConsumers);
 
           // dQ += dS K: m64 queries, k over keys (dS^T read MN-major, K's
@@ -408,6 +447,27 @@ LaunchConfig AttentionGradWgmmaKernel::emitMain() {
             fenceProxy();
             barrier(i32(ownBarrier), 128);
             ifThen(thread.leader, [&] {
+              if (counters) {
+                // The blocks of keys before this one have added theirs.
+                SmallVector<Value> at = counterAt(it, idx(panel));
+                Value zero = i32(0), self = toI32(blockId(gpu::Dimension::y));
+                scf::WhileOp::create(
+                    b, TypeRange{}, ValueRange{},
+                    [&](OpBuilder &nb, Location loc, ValueRange) {
+                      ImplicitLocOpBuilder ib(loc, nb);
+                      Value seen = memref::AtomicRMWOp::create(
+                          ib, arith::AtomicRMWKind::addi, zero, counters, at);
+                      scf::ConditionOp::create(
+                          ib,
+                          arith::CmpIOp::create(ib, arith::CmpIPredicate::ne,
+                                                seen, self),
+                          ValueRange{});
+                    },
+                    [&](OpBuilder &nb, Location loc, ValueRange) {
+                      scf::YieldOp::create(nb, loc);
+                    });
+                fenceGlobal();
+              }
               NVVM::CpAsyncBulkTensorReduceOp::create(
                   b, n == 64 ? fullDqMap : lastDqMap,
                   wgmma::sharedPointer(
@@ -440,7 +500,12 @@ LaunchConfig AttentionGradWgmmaKernel::emitMain() {
 
   // The last reduction is done with shared memory and global memory.
   if (dqAcc)
-    ifThen(thread.leader, [&] { waitReductions(/*read=*/false); });
+    ifThen(thread.leader, [&] {
+      if (!counters)
+        return waitReductions(/*read=*/false);
+      ifThen(cmpi(arith::CmpIPredicate::ugt, steps, idx(0)),
+             [&] { signalReduced(subi(steps, idx(1))); });
+    });
 
   // dK = scale * the sum, dV the sum.
   auto storeRows = [&](int64_t result, Value accStruct, int64_t width,
@@ -479,9 +544,14 @@ FailureOr<LaunchConfig> AttentionGradWgmmaKernel::emitBody() {
   if (resultAt[0] >= 0) {
     workspaces.push_back(MemRefType::get({batch, hq, rows, d}, b.getF32Type()));
     dqAcc = addWorkspaceArgument(workspaces.back());
+    if (op.getDeterministic()) {
+      workspaces.push_back(
+          MemRefType::get({batch, hq, rows / kBr, panels(d)}, b.getI32Type()));
+      counters = addWorkspaceArgument(workspaces.back());
+    }
   }
-  ExtraLaunch pre =
-      splitOffFirstLaunch("_pre", emitRowsPre(delta, dqAcc, lse2, rows));
+  ExtraLaunch pre = splitOffFirstLaunch(
+      "_pre", emitRowsPre(delta, dqAcc, lse2, rows, counters));
   // One block per SM holds the registers setmaxnreg moves (the main
   // launch's attribute, not the scaling's).
   func->setAttr("nvvm.minctasm", b.getI32IntegerAttr(1));

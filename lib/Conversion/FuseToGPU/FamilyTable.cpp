@@ -270,8 +270,11 @@ llvm::ArrayRef<FamilyInfo> fusec::tiling::familyTable() {
        nullptr, nullptr, nullptr, buildUntiled<makeAttentionGradWgmmaKernel>},
       {KernelFamily::AttentionGradMmaSync,
        [](const KernelQuery &q) {
+         // Its dQ atomics are unordered; the direct family's dQ is one
+         // warp's ordered sum.
          auto grad = dyn_cast_or_null<AttentionGradOp>(q.anchor);
-         return grad && isMmaSyncAttentionGrad(grad);
+         return grad && !grad.getDeterministic() &&
+                isMmaSyncAttentionGrad(grad);
        },
        nullptr, nullptr, nullptr, buildUntiled<makeAttentionGradMmaSyncKernel>},
       {KernelFamily::AttentionDirect,

@@ -94,19 +94,27 @@ static LogicalResult printOperation(Emitter &emitter, memref::StoreOp op) {
   return success();
 }
 
-/// f32 additions only (the attention backward's dQ accumulator); the old
-/// value, the op's result, is not read.
+/// Additions only: f32 whose old value is unused (the attention backward's
+/// dQ accumulator), and i32 (its deterministic mode's counters, whose old
+/// value a spin reads).
 static LogicalResult printOperation(Emitter &emitter, memref::AtomicRMWOp op) {
-  if (op.getKind() != arith::AtomicRMWKind::addf ||
-      !op.getValue().getType().isF32() || !op.getResult().use_empty())
+  Type type = op.getValue().getType();
+  bool f32Add = op.getKind() == arith::AtomicRMWKind::addf && type.isF32() &&
+                op.getResult().use_empty();
+  bool i32Add =
+      op.getKind() == arith::AtomicRMWKind::addi && type.isInteger(32);
+  if (!f32Add && !i32Add)
     return op.emitOpError("has no CUDA C form but an f32 add whose old value "
-                          "is unused");
+                          "is unused or an i32 add");
   FailureOr<std::string> e =
       printElement(emitter, op.getMemref(), op.getIndices(), op, true);
   if (failed(e))
     return failure();
-  emitter.ostream() << "atomicAdd(&" << *e << ", "
-                    << emitter.expr(op.getValue()) << ");\n";
+  std::string call =
+      "atomicAdd(&" + *e + ", " + emitter.expr(op.getValue()) + ")";
+  if (!op.getResult().use_empty())
+    return emitter.assign(op.getResult(), call, op);
+  emitter.ostream() << call << ";\n";
   return success();
 }
 

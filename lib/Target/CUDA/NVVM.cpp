@@ -119,11 +119,26 @@ static std::string plainPTX(Operation *op) {
         return "fence.mbarrier_init.release.cluster;";
       })
       .Case([](NVVM::FenceProxyOp fence) -> std::string {
-        // Only the fence the kernels emit: st.shared before wgmma reads.
+        // Only the fences the kernels emit: st.shared before wgmma reads,
+        // and bulk reductions before a release.
+        if (fence.getKind() == NVVM::ProxyKind::async_global)
+          return "fence.proxy.async.global;";
         if (fence.getKind() != NVVM::ProxyKind::async_shared ||
             fence.getSpace() != NVVM::SharedSpace::shared_cta)
           return "";
         return "fence.proxy.async.shared::cta;";
+      })
+      .Case([](NVVM::MembarOp membar) -> std::string {
+        switch (membar.getScope()) {
+        case NVVM::MemScopeKind::CTA:
+          return "membar.cta;";
+        case NVVM::MemScopeKind::GPU:
+          return "membar.gl;";
+        case NVVM::MemScopeKind::SYS:
+          return "membar.sys;";
+        default:
+          return "";
+        }
       })
       .Case(
           [](NVVM::WgmmaFenceAlignedOp) { return "wgmma.fence.sync.aligned;"; })
@@ -702,7 +717,7 @@ std::optional<LogicalResult> fusec::cuda::printNVVMOp(Emitter &emitter,
             NVVM::MBarrierTryWaitParityOp, NVVM::BarrierOp,
             NVVM::BarrierArriveOp>(print)
       .Case<NVVM::CpAsyncCommitGroupOp, NVVM::CpAsyncWaitGroupOp,
-            NVVM::FenceMbarrierInitOp, NVVM::FenceProxyOp,
+            NVVM::FenceMbarrierInitOp, NVVM::FenceProxyOp, NVVM::MembarOp,
             NVVM::CpAsyncBulkCommitGroupOp, NVVM::CpAsyncBulkWaitGroupOp,
             NVVM::WgmmaFenceAlignedOp, NVVM::WgmmaGroupSyncAlignedOp,
             NVVM::WgmmaWaitGroupSyncOp, NVVM::SetMaxRegisterOp,
