@@ -51,6 +51,30 @@ class Geometry(unittest.TestCase):
         blk = training.block_flops(32, training.BLOCK)
         self.assertEqual(blk, 2 * 32 * 56 * 56 * (256 * 64 + 64 * 64 * 9 + 64 * 256))
 
+    def test_transformer_rows(self):
+        # Issue 26's rows, bench.py's graphs.
+        self.assertEqual([r[1:] for r in training.TRANSFORMERS],
+                         [("block_vit_b", 8, 197, 768, 12, 12, 64, 3072),
+                          ("block_llama_7b", 1, 2048, 4096, 32, 32, 128, 11008)])
+        vit, llama = training.TRANSFORMERS
+        self.assertEqual(training.transformer_flops(vit),
+                         2 * 8 * 197 * 768 * (4 * 768 + 2 * 3072) + 4 * 8 * 12 * 197 * 197 * 64)
+        self.assertEqual(training.transformer_flops(llama),
+                         2 * 2048 * 4096 * (4 * 4096 + 3 * 11008) + 2 * 32 * 2048 * 2048 * 128)
+        for rows in (training.transformer_rows(), training.transformer_rows(quick=True)):
+            self.assertEqual([dt for _, dt in rows], ["bf16", "bf16"])
+        self.assertIn(("block_vit_b_train_bf16", training.transformer_graph(vit, "bf16")), training.train_graphs())
+
+    def test_kernel_counts(self):
+        class Step:
+            artifact = ("// fusec-kernels: [...]\n.visible .entry fwd_k0_linear(\n.visible .entry fwd_k1_attention(\n"
+                        ".visible .entry bwd_k0_attention_grad(\n")
+        self.assertEqual(training.kernel_counts(Step()), dict(fwd_kernels=2, bwd_kernels=1))
+        Step.artifact = ('extern "C" __global__ void __launch_bounds__(128) fwd_k0_linear(float* a) {\n'
+                         'extern "C" __global__ void bwd_k0_linear(float* a) {\n').encode()
+        self.assertEqual(training.kernel_counts(Step()), dict(fwd_kernels=1, bwd_kernels=1))
+        self.assertEqual(training.kernel_counts(object()), {})
+
     def test_tensor_bytes(self):
         self.assertEqual(training.tensor_bytes("tensor<2x3xbf16>"), 12)
         self.assertEqual(training.tensor_bytes("tensor<5xf32>"), 20)
@@ -130,8 +154,17 @@ class Report(unittest.TestCase):
                      fusec_intermediate_bytes=None, ratio=None, fusec_na="n/a: no report")
             rep.emit(kind="norm_grad", norm="rms_norm", shape="16384x4096", dtype="bf16", eager_TBps=2.0,
                      eager_frac=0.47, compile_TBps=None, fusec_TBps=None, ratio=None, fusec_na="n/a: y")
+            rep.emit(kind="transformer_step", block="block_vit_b", dtype="bf16", eager_ms=1.5, compile_ms=1.2,
+                     compile_ro_ms=None, graph_ms=1.1, fusec_ms=None, ratio=None, frac=None,
+                     fusec_na="n/a: RuntimeError: no lowering")
+            rep.emit(kind="transformer_step", block="block_llama_7b", dtype="bf16", eager_ms=6.0, compile_ms=5.0,
+                     compile_ro_ms=4.9, graph_ms=5.2, fusec_ms=4.0, ratio=1.225, frac=0.7, fwd_kernels=9,
+                     bwd_kernels=14)
             rep.emit(kind="skipped", what="section bn", reason="RuntimeError: boom")
         table = rep.table()
+        self.assertIn("bar: ratio at least 1.1", table)
+        self.assertRegex(table, r"block_vit_b bf16 +1\.500 +1\.200 +n/a +1\.100 +n/a +n/a .* - +n/a: RuntimeError")
+        self.assertRegex(table, r"block_llama_7b bf16 .* 4\.000 +1\.23 +0\.70 +9\+14 ")
         self.assertIn("n/a: Error: no lowering", table)
         self.assertIn("dgrad 3x3: min ratio 1.25 (bar 0.9), geomean 1.25 (bar 1.0), 1/2 rows ran", table)
         self.assertIn("1.70 (0.56)", table)
@@ -194,10 +227,15 @@ class StandIn:
     def tolerance(self, dt):
         return 1e-4
 
-    def compile(self, text, train=False):
+    def compile(self, text, train=False, wrt=None):
         import re
-        name = re.search(r"func\.func @(\w+)\(", text).group(1)
-        return StandInStep(self.torch, name) if train else StandInKernel(self.torch, name)
+        m = re.search(r"func\.func @(\w+)\((.*?)\) ->", text)
+        name = m.group(1)
+        if not train:
+            return StandInKernel(self.torch, name)
+        # The arguments' names in the graph's order: the transformer blocks'
+        # stand-in takes them by name, as the graph does by position.
+        return StandInStep(self.torch, name, re.findall(r"%(\w+):", m.group(2)), wrt)
 
 
 def _layer(name):
@@ -259,16 +297,66 @@ class StandInKernel:
         return out
 
 
+def _transformer(name):
+    return next(r for r in training.TINY_TRANSFORMERS if name.startswith(r[1] + "_"))
+
+
+def transformer_reference(torch, row, p):
+    """The transformer block written out (not with the script's
+    functions): explicit norms, softmax attention, rope, GeLU / SiLU."""
+    kind, _, bsz, n, dm, hq, hkv, hd, ffn = row
+    llama = kind == "llama"
+
+    def norm(v, g, shift):
+        if llama:
+            return v * torch.rsqrt(v.pow(2).mean(-1, keepdim=True) + 1e-6) * g
+        mu = v.mean(-1, keepdim=True)
+        return (v - mu) * torch.rsqrt((v - mu).pow(2).mean(-1, keepdim=True) + 1e-5) * g + shift
+
+    def heads(v, h):
+        return v.reshape(bsz, n, h, hd).permute(0, 2, 1, 3)
+
+    def rope(v):
+        a, c = v[..., :hd // 2], v[..., hd // 2:]
+        return torch.cat([a * p["cos"] - c * p["sin"], c * p["cos"] + a * p["sin"]], -1)
+    x = p["x"]
+    h = norm(x, p["g1"], p.get("b1"))
+    q, k, v = heads(h @ p["wq"].T, hq), heads(h @ p["wk"].T, hkv), heads(h @ p["wv"].T, hkv)
+    if llama:
+        q, k = rope(q), rope(k)
+    k, v = k.repeat_interleave(hq // hkv, 1), v.repeat_interleave(hq // hkv, 1)
+    s = q @ k.transpose(-1, -2) / hd ** 0.5
+    if llama:
+        s = s.masked_fill(torch.ones(n, n, dtype=torch.bool).triu(1), float("-inf"))
+    a = (s.softmax(-1) @ v).permute(0, 2, 1, 3).reshape(bsz, n, hq * hd)
+    r1 = x + a @ p["wo"].T
+    h2 = norm(r1, p["g2"], p.get("b2"))
+    if llama:
+        g = h2 @ p["wg"].T
+        return r1 + (g * torch.sigmoid(g) * (h2 @ p["wu"].T)) @ p["wd"].T
+    f = h2 @ p["w1"].T + p["c1"]
+    f = 0.5 * f * (1 + torch.tanh((2 / torch.pi) ** 0.5 * (f + 0.044715 * f ** 3)))
+    return r1 + f @ p["w2"].T + p["c2"]
+
+
 class StandInStep:
     saved_bytes = 1234
+    # One forward kernel, two backward ones, as PTX names them.
+    artifact = ".visible .entry fwd_k0_a(\n.visible .entry bwd_k0_a(\n.visible .entry bwd_k1_b(\n"
 
-    def __init__(self, torch, name):
-        self.torch, self.name = torch, name
+    def __init__(self, torch, name, arg_names=None, wrt=None):
+        self.torch, self.name, self.arg_names, self.wrt_positions = torch, name, arg_names, wrt
 
     def forward(self, *args):
         torch, nchw, nhwc = self.torch, training.nchw, training.nhwc
         F = torch.nn.functional
         leaves = [a.detach().clone().requires_grad_() for a in args]
+        if self.name.startswith("tiny_"):
+            # Gradients of the positions in wrt (every argument without).
+            self.positions = list(range(len(args))) if self.wrt_positions is None else self.wrt_positions
+            self.wrt = [leaves[i] for i in self.positions]
+            self.y = transformer_reference(torch, _transformer(self.name), dict(zip(self.arg_names, leaves)))
+            return self.y.detach()
         if self.name.startswith("bn"):
             x, rm, rv, g, b = leaves
             y = training.bn_eager_fn(torch, "bn_relu" if self.name.startswith("bn_relu") else "bn")(
@@ -289,6 +377,13 @@ class StandInStep:
         return (nhwc(y).detach(),)
 
     def backward(self, dy):
+        if self.name.startswith("tiny_"):
+            # One per argument, None for those not differentiated (as fusec).
+            grads = self.torch.autograd.grad(self.y, self.wrt, dy, retain_graph=True)
+            out = [None] * len(self.arg_names)
+            for i, g in zip(self.positions, grads):
+                out[i] = g
+            return tuple(out)
         # The leaves are the arguments as given (NHWC, OHWI): so are their gradients.
         return self.torch.autograd.grad(self.y, self.wrt, training.nchw(dy), retain_graph=True)
 
@@ -313,7 +408,7 @@ class TinyRun(unittest.TestCase):
             del sys.modules["fusec"]
         for r in rows:
             self.assertNotEqual(r["kind"], "skipped", r)
-            if r["kind"] in ("conv_grad", "bn_train", "bottleneck_step", "attention_grad"):
+            if r["kind"] in ("conv_grad", "bn_train", "bottleneck_step", "attention_grad", "transformer_step"):
                 self.assertNotIn("fusec_na", r, r)
                 self.assertIsNotNone(r["fusec_ms"], r)
                 self.assertIsNotNone(r["ratio"], r)
@@ -324,17 +419,32 @@ class TinyRun(unittest.TestCase):
                 self.assertIsNotNone(r["fusec_kernels_ms"], r)
             if r["kind"] == "saved_bytes":
                 self.assertEqual(r["fusec_intermediate_bytes"], 1234)
+            if r["kind"] == "transformer_step":
+                # The stand-in is written out apart from the script's eager
+                # block: the same math (f32), every gradient but the rope
+                # tables' (which fusec is not asked for).
+                self.assertLess(r["relerr_max"], 1e-4, r)
+                self.assertEqual((r["fwd_kernels"], r["bwd_kernels"]), (1, 2), r)
+                self.assertEqual(r["fusec_saved_bytes"], 1234)
+        self.assertEqual(sorted(r["block"] for r in rows if r["kind"] == "transformer_step"),
+                         ["tiny_llama", "tiny_vit"])
         self.assertIn("dgrad 3x3: min ratio", text)
+        self.assertIn("(g) transformer block step", text)
+        self.assertIn("tiny_llama f32", text)
 
     def test_run_cpu_tiny(self):
         rows, _ = self.run_tiny()
         kinds = {r["kind"] for r in rows}
         self.assertTrue({"ceilings", "conv_grad", "bn_train", "bottleneck_step", "saved_bytes",
-                         "attention_grad"} <= kinds, kinds)
+                         "attention_grad", "transformer_step"} <= kinds, kinds)
         for r in rows:
             if r["kind"] == "conv_grad":
                 self.assertIsNotNone(r["cudnn_ms"], r)
                 self.assertTrue(r["fusec_na"].startswith("n/a"), r)
+            if r["kind"] == "transformer_step":
+                self.assertIsNotNone(r["eager_ms"], r)
+                self.assertTrue(r["fusec_na"].startswith("n/a"), r)
+                self.assertGreater(r["eager_intermediate_bytes"], 0, r)
             if r["kind"] == "saved_bytes":
                 self.assertGreater(r["eager_intermediate_bytes"], 0, r)
         self.assertNotIn("section", " ".join(r.get("what", "") for r in rows if r["kind"] == "skipped"))
@@ -365,6 +475,21 @@ class TinyRun(unittest.TestCase):
         for r in bn:
             self.assertIsNotNone(r["eager_ms"], r)
             self.assertFalse(any(k.startswith("eager") for k in r.get("notes", {})), r)
+
+    def test_transformer_params_match_graphs(self):
+        # The eager block's tensors are the graph's arguments, in its order,
+        # of its shapes and types (the full rows on the meta device).
+        import re
+        import torch
+        b = training.Bench(torch, "meta", False, 1e9)
+        for row, dt in training.transformer_rows() + training.transformer_rows(tiny=True):
+            p = training.transformer_params(b, row, dt)
+            sig = re.search(r"\((.*?)\) ->", training.transformer_graph(row, dt)).group(1)
+            args = re.findall(r"%(\w+): tensor<([\dx]+)x(\w+)>", sig)
+            self.assertEqual([a[0] for a in args], list(p), row)
+            for name, dims, adt in args:
+                self.assertEqual(list(p[name].shape), [int(d) for d in dims.split("x")], (row, name))
+                self.assertEqual(p[name].dtype, b.dtype(adt), (row, name))
 
     def test_eager_reference_leaves_no_graph(self):
         # The block's reference (bytes saved, result, gradients) keeps no

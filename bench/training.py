@@ -2,10 +2,10 @@
 process (issue 25's benchmarks; docs/TrainingBenchmarks.md).
 
   training.py prepare --fusec-opt FUSEC_OPT --out DIR
-      On any machine with fusec-opt: writes the training graphs (the BN rows'
-      and the bottleneck's) to DIR and runs `fusec-opt -fusec-autodiff` on
-      each, recording the bytes the forward saves for the backward (its
-      remark) in DIR/saved.json. The GPU machine has no fusec-opt; `run` reads
+      On any machine with fusec-opt: writes the training graphs (the BN rows',
+      the bottleneck's, the transformer blocks') to DIR and runs `fusec-opt
+      -fusec-autodiff` on each, recording the bytes the forward saves for
+      the backward (its remark) in DIR/saved.json. The GPU machine has no fusec-opt; `run` reads
       this file when the Python module does not report the bytes itself.
   training.py run [--quick] [--json OUT] [--prepared DIR] [-k SUBSTR[,...]]
       On a CUDA machine with PyTorch and the fusec module:
@@ -26,6 +26,11 @@ process (issue 25's benchmarks; docs/TrainingBenchmarks.md).
             and not: SDPA's backward with the cuDNN and flash backends
             against fuse.attention_grad (on fusec's forward's O and
             log-sum-exp).
+        (g) forward + backward of transformer blocks, bf16: a ViT-B block
+            (batch 8, 197 tokens) and a LLaMA-7B-shaped block (batch 1,
+            2048 tokens), bench.py's graphs: eager, torch.compile (default
+            and reduce-overhead), a CUDA-graph replay of eager, and fusec's
+            training pair.
       Each row prints ratio = best alternative time / fusec time (above 1:
       fusec is faster) beside the fraction of the hardware ceiling fusec
       reaches. A row fusec cannot compile or run prints `n/a` and the reason;
@@ -55,7 +60,7 @@ import sys
 import time
 
 import timing
-from bench import CONVS
+from bench import BLOCKS, CONVS, LLAMA_BLOCKS, block_graph, llama_graph
 
 # ResNet-50 layers of WORKLOADS.md section 1 (name, N, Cin, H, W, Cout, k,
 # stride, pad, groups: bench.py's), and the batch-256 layers the issue
@@ -98,6 +103,18 @@ ATTN_QUICK = [(4, 4096, 128)]
 TINY_ATTN = [(1, 33, 16)]
 ATTN_HEADS, TINY_ATTN_HEADS = 16, 2
 BN_MOMENTUM, BN_EPS = 0.1, 1e-5
+
+# Transformer blocks, forward + backward (issue 26), bf16: bench.py's ViT-B
+# row (pre-norm LayerNorm, no mask, no rope, tanh GeLU FFN with biases) and
+# its LLaMA-7B-shaped row (RMSNorm, rope, causal, SiLU-gated FFN, no biases).
+# (kind, name, batch, tokens, model dim, q heads, kv heads, head dim, FFN.)
+_VIT_B = next(r for r in BLOCKS if r[0] == "block_vit_b")
+assert _VIT_B[8:] == (False, False), "the ViT-B row: no causal mask, no rope"
+TRANSFORMERS = [("vit",) + _VIT_B[:8], ("llama",) + next(r for r in LLAMA_BLOCKS if r[0] == "block_llama_7b")]
+TINY_TRANSFORMERS = [("vit", "tiny_vit", 2, 9, 32, 2, 2, 16, 64), ("llama", "tiny_llama", 1, 16, 32, 2, 2, 16, 48)]
+TRANSFORMER_DTYPE = "bf16"
+# The rope tables: constants of the positions, not differentiated.
+TRANSFORMER_CONSTANTS = ("cos", "sin")
 
 
 # ----------------------------------------------------------------------------
@@ -271,7 +288,40 @@ def train_graphs(quick=False, tiny=False):
     block = TINY_BLOCK if tiny else BLOCK
     for n in (TINY_BATCHES if tiny else BLOCK_BATCHES[:1] if quick else BLOCK_BATCHES):
         out.append((block_tag(n, block, BLOCK_DTYPE), bottleneck_train_graph(n, block, BLOCK_DTYPE)))
+    for row, dt in transformer_rows(quick, tiny):
+        out.append((transformer_tag(row, dt), transformer_graph(row, dt)))
     return out
+
+
+def transformer_rows(quick=False, tiny=False):
+    """(row, dtype) of the transformer blocks of (g); --quick keeps both."""
+    if tiny:
+        return [(r, "f32") for r in TINY_TRANSFORMERS]
+    return [(r, TRANSFORMER_DTYPE) for r in TRANSFORMERS]
+
+
+def transformer_tag(row, dt):
+    return f"{row[1]}_train_{dt}"
+
+
+def transformer_graph(row, dt):
+    """The block's graph: bench.py's block_graph (ViT, no mask, no rope) or
+    llama_graph, named after the row. Arguments: x, then the parameters in
+    transformer_params' order; result: y."""
+    kind, _, bsz, n, dm, hq, hkv, hd, ffn = row
+    if kind == "vit":
+        return block_graph(transformer_tag(row, dt), bsz, n, dm, hq, hkv, hd, ffn, False, False, dt)
+    return llama_graph(transformer_tag(row, dt), bsz, n, dm, hq, hkv, hd, ffn, dt)
+
+
+def transformer_flops(row):
+    """The forward's FLOPs as bench.py counts them (the linears, and
+    attention's two products, halved when causal); a training step does
+    three times as many."""
+    kind, _, bsz, n, dm, hq, hkv, hd, ffn = row
+    if kind == "vit":
+        return 2 * bsz * n * dm * (hq * hd + 2 * hkv * hd + hq * hd + 2 * ffn) + 4 * bsz * hq * n * n * hd
+    return 2 * bsz * n * dm * (2 * hq * hd + 2 * hkv * hd + 3 * ffn) + 4 * bsz * hq * n * n * hd // 2
 
 
 def attn_tag(shape, heads, causal, dt):
@@ -279,19 +329,23 @@ def attn_tag(shape, heads, causal, dt):
     return f"attn_{b}x{heads}x{n}x{d}{'_causal' if causal else ''}_{dt}"
 
 
-def attention_graphs(shape, heads, causal, dt):
+def attention_graphs(shape, heads, causal, dt, deterministic=False):
     """(forward, backward) kernel graphs of one attention row: the training
-    forward (O and the row log-sum-exp) and fuse.attention_grad."""
+    forward (O and the row log-sum-exp) and fuse.attention_grad (with
+    `deterministic`, its bit-for-bit reproducible dQ)."""
     b, n, d = shape
     tag = attn_tag(shape, heads, causal, dt)
     x, lse = t([b, heads, n, d], dt), t([b, heads, n], "f32")
     attrs = ["causal"] if causal else []
     fwd_attr = " {" + ", ".join(["return_lse"] + attrs) + "}"
-    bwd_attr = " {causal}" if causal else ""
+    bwd_attrs = attrs + (["deterministic"] if deterministic else [])
+    bwd_attr = " {" + ", ".join(bwd_attrs) + "}" if bwd_attrs else ""
     fwd = (f"func.func @{tag}_fwd(%q: {x}, %k: {x}, %v: {x}) -> ({x}, {lse}) {{\n"
            f"  %o, %lse = fuse.attention %q, %k, %v{fwd_attr} : {x}, {x}, {x}\n"
            f"  return %o, %lse : {x}, {lse}\n}}\n")
-    bwd = (f"func.func @{tag}_bwd(%q: {x}, %k: {x}, %v: {x}, %o: {x}, %do: {x}, %lse: {lse}) -> "
+    # The deterministic one named apart: both go into one module in the check.
+    bwd_name = f"{tag}_bwd_det" if deterministic else f"{tag}_bwd"
+    bwd = (f"func.func @{bwd_name}(%q: {x}, %k: {x}, %v: {x}, %o: {x}, %do: {x}, %lse: {lse}) -> "
            f"({x}, {x}, {x}) {{\n"
            f"  %dq, %dk, %dv = fuse.attention_grad %q, %k, %v, %o, %do, %lse{bwd_attr} : "
            f"{x}, {x}, {x}, {x}, {lse}\n"
@@ -325,8 +379,9 @@ def kernel_graphs(quick=False, tiny=False):
     for shape, heads, dt in attention_rows(quick, tiny):
         for causal in (False, True):
             fwd, bwd = attention_graphs(shape, heads, causal, dt)
+            det = attention_graphs(shape, heads, causal, dt, deterministic=True)[1]
             tag = attn_tag(shape, heads, causal, dt)
-            out += [(tag + "_fwd", fwd), (tag + "_bwd", bwd)]
+            out += [(tag + "_fwd", fwd), (tag + "_bwd", bwd), (tag + "_bwd_det", det)]
     return out
 
 
@@ -524,14 +579,31 @@ class Report:
             out.append("    bar: ratio at least 1.3 (frac: 3x the forward conv FLOPs at the GEMM rate / fusec time)")
         att = [r for r in self.rows if r.get("kind") == "attention_grad"]
         if att:
-            out.append("(f) attention backward, ms            cudnn    flash    fusec    ratio  TFLOP/s  frac   note")
+            out.append("(f) attention backward, ms            cudnn    flash    fusec    ratio  TFLOP/s  frac   "
+                       "det      ratio  same  note")
             for r in att:
-                out.append("    %-34s %-8s %-8s %-8s %-5s  %-7s  %-5s  %s" % (
+                same = {True: "yes", False: "NO"}.get(r.get("det_identical"), "-")
+                out.append("    %-34s %-8s %-8s %-8s %-5s  %-7s  %-5s  %-8s %-5s  %-4s  %s" % (
                     r["shape"] + (" causal" if r["causal"] else "") + " " + r["dtype"],
                     fmt(r.get("cudnn_ms")), fmt(r.get("flash_ms")), fmt(r.get("fusec_ms")),
                     fmt(r.get("ratio"), ".2f"), fmt(r.get("fusec_TFLOPs"), ".0f"), fmt(r.get("frac"), ".2f"),
-                    r.get("fusec_na", "")))
-            out.append("    bar: ratio (best SDPA backend / fusec) at least 1.0 on every row, causal and not")
+                    fmt(r.get("fusec_det_ms")), fmt(r.get("det_ratio"), ".2f"), same,
+                    " ".join(r.get(k, "") for k in ("fusec_na", "fusec_det_na") if r.get(k))))
+            out.append("    bar: ratio (best SDPA backend / fusec) at least 1.0 on every row, causal and not;")
+            out.append("         det (deterministic dQ, the same bits twice: same) at least 0.85")
+        tfm = [r for r in self.rows if r.get("kind") == "transformer_step"]
+        if tfm:
+            out.append("(g) transformer block step, ms    eager    compile  comp-ro  graph    fusec    ratio  frac   "
+                       "kernels  note")
+            for r in tfm:
+                kernels = ("%s+%s" % (r["fwd_kernels"], r["bwd_kernels"])
+                           if r.get("fwd_kernels") is not None and r.get("bwd_kernels") is not None else "-")
+                out.append("    %-30s %-8s %-8s %-8s %-8s %-8s %-5s  %-5s  %-7s  %s" % (
+                    f"{r['block']} {r['dtype']}", fmt(r.get("eager_ms")), fmt(r.get("compile_ms")),
+                    fmt(r.get("compile_ro_ms")), fmt(r.get("graph_ms")), fmt(r.get("fusec_ms")),
+                    fmt(r.get("ratio"), ".2f"), fmt(r.get("frac"), ".2f"), kernels, r.get("fusec_na", "")))
+            out.append("    bar: ratio at least 1.1 (kernels: fusec's forward + backward; frac: 3x the forward's "
+                       "FLOPs at the GEMM rate / fusec time)")
         saved = [r for r in self.rows if r.get("kind") == "saved_bytes"]
         if saved:
             out.append("(d) bytes saved fwd->bwd, MB          eager(all)  eager(interm.)  fusec(all)  fusec(interm.)  "
@@ -642,15 +714,18 @@ class Fusec:
             raise RuntimeError(self.why)
         return self.module.compile(text)
 
-    def train(self, text):
-        """A forward/backward pair: fusec.compile(text, train=True)."""
+    def train(self, text, wrt=None):
+        """A forward/backward pair: fusec.compile(text, train=True), with
+        `wrt` (argument positions) when given."""
         if self.module is None:
             raise RuntimeError(self.why)
+        kw = {} if wrt is None else {"wrt": list(wrt)}
         try:
-            step = self.module.compile(text, train=True)
+            step = self.module.compile(text, train=True, **kw)
         except TypeError as e:
-            if "train" in str(e):
-                raise RuntimeError("fusec.compile(text, train=True) is not in this fusec module") from None
+            if "train" in str(e) or "wrt" in str(e):
+                raise RuntimeError(f"fusec.compile(text, train=True{', wrt=...' if kw else ''}) is not in this "
+                                   "fusec module") from None
             raise
         for attr in ("forward", "backward"):
             if not callable(getattr(step, attr, None)):
@@ -680,6 +755,22 @@ def saved_bytes_attr(step):
             if name in report:
                 return int(report[name])
     return None
+
+
+# A kernel of a training artifact: `.entry fwd_k0_...` in PTX, `__global__
+# void [__launch_bounds__(..)] bwd_k1_...` in CUDA C (docs/Training.md).
+KERNEL_ENTRY = re.compile(r"(?:\.entry|__global__\s+void(?:\s+__launch_bounds__\([^)]*\))?)\s+(fwd|bwd)_")
+
+
+def kernel_counts(step):
+    """{fwd_kernels, bwd_kernels}: the kernels of the forward's and the
+    backward's plans, counted in the training object's artifact (its code);
+    {} where it shows none."""
+    text = getattr(step, "artifact", None)
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "replace")
+    found = KERNEL_ENTRY.findall(text) if isinstance(text, str) else []
+    return dict(fwd_kernels=found.count("fwd"), bwd_kernels=found.count("bwd")) if found else {}
 
 
 def measure_ceilings(b, rep):
@@ -1033,7 +1124,9 @@ def run_attention(b, fz, rep, ceil, rows, keys):
     """(f): SDPA's backward per backend (torch.autograd.grad of its output,
     the backend its forward ran) against fusec's fuse.attention_grad kernel
     on fusec's own forward's O and log-sum-exp, checked against SDPA's
-    gradients first. FLOPs: 2.5 x the forward's 4 B H N^2 D (halved causal)."""
+    gradients first; and the same with its deterministic dQ (`fusec_det`),
+    which must also give the same bits twice. FLOPs: 2.5 x the forward's
+    4 B H N^2 D (halved causal)."""
     torch = b.torch
     F = torch.nn.functional
     from torch.nn.attention import SDPBackend, sdpa_kernel
@@ -1061,38 +1154,48 @@ def run_attention(b, fz, rep, ceil, rows, keys):
                     contenders[name] = [lambda o=o: torch.autograd.grad(o, (q, k, v), do, retain_graph=True)]
                 except Exception as e:  # noqa: BLE001
                     notes[name] = "n/a: " + reason(e)
-            fusec_na = None
+            fusec_na, identical = {}, None
             try:
                 fwd_text, bwd_text = attention_graphs(shape, heads, causal, dt)
-                fwd, bwd = fz.kernel(fwd_text), fz.kernel(bwd_text)
+                det_text = attention_graphs(shape, heads, causal, dt, deterministic=True)[1]
+                fwd = fz.kernel(fwd_text)
                 qd, kd, vd = q.detach(), k.detach(), v.detach()
                 o_f, lse_f = as_list(fwd(qd, kd, vd))
                 args = (qd, kd, vd, o_f, do, lse_f)
-                out = as_list(bwd(*args))
-                if ref is None:
-                    fusec_na = "no SDPA gradient to check against"
-                else:
+                for name, text in (("fusec", bwd_text), ("fusec_det", det_text)):
+                    bwd = fz.kernel(text)
+                    out = as_list(bwd(*args))
+                    if ref is None:
+                        fusec_na[name] = "no SDPA gradient to check against"
+                        continue
                     errs = [relerr(a, r) for a, r in zip(out, ref)]
                     if max(errs) > 4 * fz.tolerance(dt):
-                        fusec_na = "wrong: relerr " + " ".join(f"{e:.2e}" for e in errs)
-                    else:
-                        contenders["fusec"] = [lambda: bwd(*args, out=out)]
+                        fusec_na[name] = "wrong: relerr " + " ".join(f"{e:.2e}" for e in errs)
+                        continue
+                    if name == "fusec_det":
+                        again = as_list(bwd(*args))
+                        identical = all(torch.equal(a.contiguous().view(torch.uint8), c.contiguous().view(torch.uint8))
+                                        for a, c in zip(out, again))
+                    contenders[name] = [lambda bwd=bwd, out=out: bwd(*args, out=out)]
             except Exception as e:  # noqa: BLE001
-                fusec_na = "n/a: " + reason(e)
+                fusec_na.setdefault("fusec", "n/a: " + reason(e))
             times, errors = b.interleaved(contenders)
             notes.update(errors)
             row = dict(kind="attention_grad", shape=f"{bsz}x{heads}x{n}x{d}", causal=causal, dtype=dt,
                        flops=flops)
-            for name in ("cudnn", "flash", "math", "fusec"):
+            for name in ("cudnn", "flash", "math", "fusec", "fusec_det"):
                 if name in times:
                     row[name + "_ms"] = times[name]
             fusec_ms = times.get("fusec")
-            row["ratio"] = ratio([times.get(name) for name, _ in backends], fusec_ms)
+            alternatives = [times.get(name) for name, _ in backends]
+            row["ratio"] = ratio(alternatives, fusec_ms)
+            row["det_ratio"] = ratio(alternatives, times.get("fusec_det"))
+            row["det_identical"] = identical
             row["fusec_TFLOPs"] = flops / fusec_ms / 1e9 if fusec_ms else None
             peak = ceil.get("gemm_bf16_TFLOPs") if dt == "bf16" else None
             row["frac"] = row["fusec_TFLOPs"] / peak if row["fusec_TFLOPs"] and peak else None
-            if fusec_na:
-                row["fusec_na"] = fusec_na
+            for name, why in fusec_na.items():
+                row[name + "_na"] = why
             if notes:
                 row["notes"] = notes
             rep.emit(**row)
@@ -1277,6 +1380,208 @@ def run_bottleneck(b, fz, rep, ceil, block, batches, dt, keys, prepared):
             torch.cuda.empty_cache()
 
 
+def transformer_params(b, row, dt):
+    """The block's arguments, x first, in its graph's order (bench.py's
+    values: weights scaled by fan-in^-1/2, norm scales about 1, the rope
+    tables of the positions)."""
+    torch = b.torch
+    kind, _, bsz, n, dm, hq, hkv, hd, ffn = row
+
+    def rnd(*shape, s=1.0):
+        return b.randn(*shape, dtype=dt, scale=s)
+    p = dict(x=rnd(bsz, n, dm), g1=1 + rnd(dm, s=0.1))
+    if kind == "vit":
+        p["b1"] = rnd(dm, s=0.1)
+    p.update(wq=rnd(hq * hd, dm, s=dm ** -0.5), wk=rnd(hkv * hd, dm, s=dm ** -0.5),
+             wv=rnd(hkv * hd, dm, s=dm ** -0.5), wo=rnd(dm, hq * hd, s=(hq * hd) ** -0.5))
+    if kind == "vit":
+        p.update(g2=1 + rnd(dm, s=0.1), b2=rnd(dm, s=0.1), w1=rnd(ffn, dm, s=dm ** -0.5), c1=rnd(ffn, s=0.1),
+                 w2=rnd(dm, ffn, s=ffn ** -0.5), c2=rnd(dm, s=0.1))
+    else:
+        pos = torch.arange(n, device=b.device)[:, None]
+        ang = pos * 10000 ** (-torch.arange(hd // 2, device=b.device) / (hd // 2))
+        p.update(cos=ang.cos().to(b.dtype(dt)), sin=ang.sin().to(b.dtype(dt)), g2=1 + rnd(dm, s=0.1),
+                 wg=rnd(ffn, dm, s=dm ** -0.5), wu=rnd(ffn, dm, s=dm ** -0.5), wd=rnd(dm, ffn, s=ffn ** -0.5))
+    return p
+
+
+def transformer_eager_fn(torch, row):
+    """The block in PyTorch as a function of its parameter dict (x
+    included), what transformer_graph computes: LayerNorm's epsilon 1e-5
+    and RMSNorm's 1e-6 (fuse.layer_norm's and fuse.rms_norm's defaults),
+    rope on the two halves of each head (bench.py's), SDPA's default
+    scale."""
+    F = torch.nn.functional
+    kind, _, bsz, n, dm, hq, hkv, hd, ffn = row
+    causal = rope = kind == "llama"
+    gqa = {"enable_gqa": True} if hq != hkv else {}
+
+    def split(p, h, w, heads):
+        v = F.linear(h, p[w]).view(bsz, n, heads, hd).transpose(1, 2)
+        if rope and w != "wv":
+            v0, v1 = v[..., :hd // 2], v[..., hd // 2:]
+            v = torch.cat([v0 * p["cos"] - v1 * p["sin"], v1 * p["cos"] + v0 * p["sin"]], -1)
+        return v
+
+    def attend(p, h):
+        a = F.scaled_dot_product_attention(split(p, h, "wq", hq), split(p, h, "wk", hkv), split(p, h, "wv", hkv),
+                                           is_causal=causal, **gqa)
+        return p["x"] + F.linear(a.transpose(1, 2).reshape(bsz, n, hq * hd), p["wo"])
+
+    if kind == "vit":
+        def fwd(p):
+            r1 = attend(p, F.layer_norm(p["x"], (dm,), p["g1"], p["b1"], 1e-5))
+            h2 = F.layer_norm(r1, (dm,), p["g2"], p["b2"], 1e-5)
+            return r1 + F.linear(F.gelu(F.linear(h2, p["w1"], p["c1"]), approximate="tanh"), p["w2"], p["c2"])
+    else:
+        def fwd(p):
+            r1 = attend(p, F.rms_norm(p["x"], (dm,), p["g1"], eps=1e-6))
+            h2 = F.rms_norm(r1, (dm,), p["g2"], eps=1e-6)
+            return r1 + F.linear(F.silu(F.linear(h2, p["wg"])) * F.linear(h2, p["wu"]), p["wd"])
+    return fwd
+
+
+def make_transformer(torch, row, p):
+    """The eager block as an nn.Module over the tensors of `p` (shared):
+    the weights its parameters (what torch.compile's reduce-overhead mode
+    keeps in place instead of copying each call), the rope tables buffers,
+    x the forward's argument."""
+    nn = torch.nn
+    fwd = transformer_eager_fn(torch, row)
+    names = list(p)
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.names = names
+            for k in names[1:]:
+                if k in TRANSFORMER_CONSTANTS:
+                    self.register_buffer(k, p[k])
+                else:
+                    self.register_parameter(k, nn.Parameter(p[k]))
+
+        def forward(self, x):
+            return fwd({k: x if k == "x" else getattr(self, k) for k in self.names})
+
+        def weights(self):
+            """The parameters in the graph's order."""
+            return [getattr(self, k) for k in self.names[1:] if k not in TRANSFORMER_CONSTANTS]
+
+        def fusec_args(self, x):
+            return [x.detach()] + [getattr(self, k).detach() for k in self.names[1:]]
+
+    return Block().train()
+
+
+def run_transformer(b, fz, rep, ceil, rows, keys):
+    """(g): forward + backward of a transformer block: eager, torch.compile
+    (default and reduce-overhead), a CUDA-graph replay of the eager step,
+    against fusec's training pair (forward, then backward), checked against
+    eager first (y, dx, dwq). The gradients: of x and of every weight (not
+    the rope tables). FLOPs: 3x the forward's."""
+    for row, dt in rows:
+        tag = transformer_tag(row, dt)
+        if not wanted(keys, tag, "transformer"):
+            continue
+        if b.over_budget():
+            rep.emit(kind="skipped", what=tag, reason="time budget spent")
+            continue
+        transformer_row(b, fz, rep, ceil, row, dt)
+        if b.cuda:
+            try:  # torch.compile's graphs and reduce-overhead's memory pools
+                b.torch._dynamo.reset()
+            except Exception:  # noqa: BLE001
+                pass
+            b.torch.cuda.empty_cache()
+
+
+def transformer_row(b, fz, rep, ceil, row, dt):
+    torch = b.torch
+    kind, name, bsz, n, dm, hq, hkv, hd, ffn = row
+    p = transformer_params(b, row, dt)
+    names = list(p)
+    wrt_names = [k for k in names if k not in TRANSFORMER_CONSTANTS]
+    model = make_transformer(torch, row, p)
+    params = model.weights()
+    x = p["x"].requires_grad_()
+    dy = b.randn(bsz, n, dm, dtype=dt)
+    wrt = [x] + params
+
+    # The reference: no autograd graph of it outlives the call (one would
+    # break the CUDA-graph capture below).
+    total, inter, count, y_eager, grads_eager = eager_saved_bytes(torch, model, [x], params, dy)
+    ref = dict(zip(wrt_names, grads_eager))
+
+    def eager_step():
+        return torch.autograd.grad(model(x), wrt, dy)
+    contenders = {"eager": [eager_step]}
+    notes = {}
+    if b.cuda:
+        try:
+            replay, static_grads = timing.cuda_graph(torch, eager_step)  # noqa: F841 - the graph writes them
+            contenders["graph"] = [replay]
+        except Exception as e:  # noqa: BLE001
+            notes["graph"] = reason(e)
+        for mode, cname in ((None, "compile"), ("reduce-overhead", "compile_ro")):
+            try:
+                cm = torch.compile(model, mode=mode) if mode else torch.compile(model)
+
+                def cstep(cm=cm, ro=mode is not None):
+                    if ro:
+                        torch.compiler.cudagraph_mark_step_begin()
+                    return torch.autograd.grad(cm(x), wrt, dy)
+                for _ in range(3):
+                    cstep()
+                contenders[cname] = [cstep]
+            except Exception as e:  # noqa: BLE001
+                notes[cname] = reason(e)
+    out = dict(kind="transformer_step", block=name, batch=bsz, tokens=n, dim=dm, heads=f"{hq}/{hkv}x{hd}",
+               ffn=ffn, dtype=dt, eager_saved_bytes=total, eager_intermediate_bytes=inter)
+    # fusec: forward then backward of the pair, every argument but the rope
+    # tables differentiated.
+    fusec_na = None
+    try:
+        step = fz.train(transformer_graph(row, dt), wrt=[names.index(k) for k in wrt_names])
+        out.update(kernel_counts(step))
+        args = model.fusec_args(x)
+        y = as_list(step.forward(*args))[0]
+        grads = as_list(step.backward(dy))
+        b.sync()
+        # One gradient per argument (None for the tables), or per wrt.
+        got = dict(zip(names, grads)) if len(grads) == len(names) else dict(zip(wrt_names, grads))
+        errs = {"y": relerr(y, y_eager)}
+        for k in wrt_names:
+            errs["d" + k] = relerr(got[k], ref[k]) if got.get(k) is not None else float("nan")
+        out.update(relerr_y=errs["y"], relerr_dx=errs["dx"], relerr_dwq=errs["dwq"])
+        worst = max(errs, key=lambda k: errs[k] if errs[k] == errs[k] else math.inf)
+        out.update(relerr_max=errs[worst], relerr_max_of=worst)
+        if not all(errs[k] <= 0.05 for k in ("y", "dx", "dwq")):
+            fusec_na = f"wrong: relerr y {errs['y']:.2e} dx {errs['dx']:.2e} dwq {errs['dwq']:.2e}"
+        else:
+            contenders["fusec"] = [lambda: (step.forward(*args), step.backward(dy))]
+        sb = saved_bytes_attr(step)
+        if sb is not None:
+            out["fusec_saved_bytes"] = sb
+    except Exception as e:  # noqa: BLE001
+        fusec_na = "n/a: " + reason(e)
+    times, errors = b.interleaved(contenders)
+    notes.update(errors)
+    out.update(eager_ms=times.get("eager"), compile_ms=times.get("compile"), compile_ro_ms=times.get("compile_ro"),
+               graph_ms=times.get("graph"), fusec_ms=times.get("fusec"))
+    out["ratio"] = ratio([times.get(k) for k in ("eager", "compile", "compile_ro", "graph")], out["fusec_ms"])
+    flops = 3 * transformer_flops(row)
+    out["GFLOP"] = flops / 1e9
+    out["fusec_TFLOPs"] = flops / out["fusec_ms"] / 1e9 if out["fusec_ms"] else None
+    gemm = ceil.get(f"gemm_{dt}_TFLOPs")
+    out["floor_ms"] = flops / gemm / 1e9 if gemm else None
+    out["frac"] = out["floor_ms"] / out["fusec_ms"] if out["floor_ms"] and out["fusec_ms"] else None
+    if out["fusec_ms"] is None:
+        out["fusec_na"] = fusec_na or ("n/a: " + errors["fusec"] if "fusec" in errors else "n/a")
+    if notes:
+        out["notes"] = notes
+    rep.emit(**out)
+
+
 def wanted(keys, *tags):
     return not keys or any(k in tag for k in keys for tag in tags)
 
@@ -1331,7 +1636,9 @@ def run(args):
                                                      if args.quick else BLOCK_BATCHES,
                                                      "f32" if args.tiny else BLOCK_DTYPE, keys, prepared)),
                     ("attention", lambda: run_attention(b, fz, rep, ceil, attention_rows(args.quick, args.tiny),
-                                                        keys))):
+                                                        keys)),
+                    ("transformer", lambda: run_transformer(b, fz, rep, ceil,
+                                                            transformer_rows(args.quick, args.tiny), keys))):
         if sec not in sections:
             continue
         try:
@@ -1358,7 +1665,7 @@ def main(argv=None):
     r.add_argument("--device", default="cuda")
     r.add_argument("--json")
     r.add_argument("--prepared", help="prepare's directory (its saved.json)")
-    r.add_argument("--sections", default="conv,bn,norm,block,attention")
+    r.add_argument("--sections", default="conv,bn,norm,block,attention,transformer")
     r.add_argument("--fusec-on-cpu", action="store_true", help=argparse.SUPPRESS)  # the test's stand-in module
     r.add_argument("-k", help="only rows whose tag holds one of these substrings")
     r.add_argument("--budget", type=float, default=float(os.environ.get("BUDGET_S", "420")),
