@@ -1518,10 +1518,11 @@ def transformer_row(b, fz, rep, ceil, row, dt):
     notes, graph_ms = {}, None
     if b.cuda:
         # The CUDA-graph replay first, timed beside eager, and dropped before
-        # torch.compile runs: reduce-overhead's capture frees cuBLAS's
-        # workspaces, which a graph captured before still reads (the LLaMA
-        # row's replay faulted when all took turns), and a capture after
-        # torch.compile's fails (an autograd node of another stream alive).
+        # torch.compile runs: a graph captured before torch.compile's
+        # contenders faulted at its first replay after them on the LLaMA
+        # row (reduce-overhead clears cuBLAS's workspaces, which the graph
+        # may still read: not traced), and a capture after them fails (an
+        # autograd node of another stream alive).
         try:
             replay, static_grads = timing.cuda_graph(torch, eager_step)  # noqa: F841 - the graph writes them
             gtimes, gerrors = b.interleaved({"eager": [eager_step], "graph": [replay]})
