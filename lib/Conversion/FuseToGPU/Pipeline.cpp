@@ -94,7 +94,8 @@ void TmaPipeline::consumerRelease(Value stage) {
 ConsumerThread
 fusec::tiling::splitWarpgroups(ImplicitLocOpBuilder &b, Value tid,
                                std::optional<WarpgroupRegisters> registers,
-                               function_ref<void()> producer) {
+                               function_ref<void()> producer,
+                               function_ref<void()> helper) {
   auto idx = [&](int64_t v) { return arith::ConstantIndexOp::create(b, v); };
   auto isZero = [&](Value x) {
     return arith::CmpIOp::create(b, arith::CmpIPredicate::eq, x, idx(0));
@@ -111,6 +112,17 @@ fusec::tiling::splitWarpgroups(ImplicitLocOpBuilder &b, Value tid,
     auto first = scf::IfOp::create(b, TypeRange(), isZero(tid), false);
     b.setInsertionPoint(first.thenBlock()->getTerminator());
     producer();
+    if (helper) {
+      b.setInsertionPointAfter(first);
+      auto warp1 = scf::IfOp::create(
+          b, TypeRange(),
+          arith::CmpIOp::create(b, arith::CmpIPredicate::eq,
+                                arith::DivUIOp::create(b, tid, idx(32)),
+                                idx(1)),
+          false);
+      b.setInsertionPoint(warp1.thenBlock()->getTerminator());
+      helper();
+    }
   }
   b.setInsertionPoint(ifOp.elseBlock()->getTerminator());
   if (registers)

@@ -119,12 +119,14 @@ struct ConsumerThread {
 };
 
 /// Warp specialisation of a block of threads `tid`: thread 0 of warpgroup 0
-/// runs `producer`, and the other warpgroups go on at the insertion point
-/// this leaves (the caller restores it); with `registers`, each side first
-/// moves to its share of the registers.
+/// runs `producer`, every lane of its warp 1 runs `helper` (if any), and the
+/// other warpgroups go on at the insertion point this leaves (the caller
+/// restores it); with `registers`, each side first moves to its share of
+/// the registers.
 ConsumerThread splitWarpgroups(mlir::ImplicitLocOpBuilder &b, mlir::Value tid,
                                std::optional<WarpgroupRegisters> registers,
-                               llvm::function_ref<void()> producer);
+                               llvm::function_ref<void()> producer,
+                               llvm::function_ref<void()> helper = nullptr);
 
 } // namespace fusec::tiling
 

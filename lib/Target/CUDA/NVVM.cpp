@@ -665,6 +665,11 @@ static LogicalResult printOperation(Emitter &emitter,
   return success();
 }
 
+static LogicalResult printOperation(Emitter &emitter, NVVM::SyncWarpOp op) {
+  emitter.ostream() << "__syncwarp(" << emitter.expr(op.getMask()) << ");\n";
+  return success();
+}
+
 static LogicalResult printOperation(Emitter &emitter, NVVM::BarrierOp op) {
   if (op.getReductionOp() || op.getRes())
     return op.emitOpError("with a reduction has no CUDA C form");
@@ -715,7 +720,7 @@ std::optional<LogicalResult> fusec::cuda::printNVVMOp(Emitter &emitter,
             NVVM::CpAsyncBulkTensorReduceOp, NVVM::MBarrierInitOp,
             NVVM::MBarrierArriveOp, NVVM::MBarrierArriveExpectTxOp,
             NVVM::MBarrierTryWaitParityOp, NVVM::BarrierOp,
-            NVVM::BarrierArriveOp>(print)
+            NVVM::BarrierArriveOp, NVVM::SyncWarpOp>(print)
       .Case<NVVM::CpAsyncCommitGroupOp, NVVM::CpAsyncWaitGroupOp,
             NVVM::FenceMbarrierInitOp, NVVM::FenceProxyOp, NVVM::MembarOp,
             NVVM::CpAsyncBulkCommitGroupOp, NVVM::CpAsyncBulkWaitGroupOp,

@@ -2,11 +2,11 @@
 // On sm_90a (AttentionGradWgmma.cpp) the first launch also zeroes an i32
 // counter per query tile and 64-dim panel of dQ; every block of keys walks
 // the tiles in the same order (causal: from the last tile down, the group's
-// heads inner), and a consumer's leader waits until the counter equals its
+// heads inner), and the dQ writer warp waits until the counter equals its
 // block's index (an atomic add of 0 in a loop, then GPU-scope and proxy
 // fences) before its bulk reduction, and counts it once the reduction
-// completed (a step later, and after the loop). On sm_90 the mma.sync
-// family's dQ atomics are unordered: the direct family takes the op.
+// completed. On sm_90 the mma.sync family's dQ atomics are unordered: the
+// direct family takes the op.
 // RUN: fusec-opt %s --pass-pipeline='builtin.module(func.func(fusec-form-kernels),fusec-select-kernel-config{arch=sm_90a},fusec-tile-kernels{arch=sm_90a})' 2>/dev/null | FileCheck %s
 // RUN: fusec-opt %s --pass-pipeline='builtin.module(func.func(fusec-form-kernels),fusec-select-kernel-config{arch=sm_90},fusec-tile-kernels{arch=sm_90})' 2>/dev/null | FileCheck %s --check-prefix=SM90
 
@@ -20,31 +20,42 @@
 // CHECK-LABEL: gpu.func @k0_attention_grad_pre(
 // CHECK: %[[ZERO:.+]] = arith.constant 0 : i32
 // CHECK-NEXT: memref.store %[[ZERO]], %arg12[{{.+}}] : memref<2x4x2x2xi32>
-// The step's tile, causal and ordered: 1 - it / 2 (2 heads a key head).
+// The writer (warp 1 of the producer warpgroup), per step and panel: once
+// the consumer staged the panel (barrier 2 + panel), it spins until the
+// counter is its block's index, fences, reduces; once the reductions have
+// read shared memory it frees the panels (barriers 4 and 5), and once they
+// completed, fences and counts them.
 // CHECK-LABEL: gpu.func @k0_attention_grad_main(
-// The previous step's reductions counted (it > 0) before the dS barrier.
-// CHECK: scf.if
-// CHECK: nvvm.cp.async.bulk.wait_group 0
-// CHECK-NOT: {read}
-// CHECK: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.global>}
-// CHECK-NEXT: nvvm.memory.barrier <gpu>
-// CHECK: memref.atomic_rmw addi %c1_i32{{.*}}, %arg12[
-// CHECK: nvvm.barrier id = %c1_i32
-// Each panel's reduction waits for the blocks of keys before this one.
+// CHECK: nvvm.setmaxregister decrease 24
+// CHECK: nvvm.barrier id = %c2_i32 number_of_threads = %c160_i32
 // CHECK: %[[BY:.+]] = gpu.block_id y
 // CHECK-NEXT: %[[SELF:.+]] = arith.index_cast %[[BY]] : index to i32
 // CHECK-NEXT: scf.while : () -> () {
-// CHECK-NEXT: %[[SEEN:.+]] = memref.atomic_rmw addi %c0_i32{{.*}}, %arg12[
+// CHECK-NEXT: %[[SEEN:.+]] = memref.atomic_rmw addi %c0_i32{{.*}}, %arg12[{{.+}}] : (i32, memref<2x4x2x2xi32>) -> i32
 // CHECK-NEXT: %[[MORE:.+]] = arith.cmpi ne, %[[SEEN]], %[[SELF]] : i32
 // CHECK-NEXT: scf.condition(%[[MORE]])
 // CHECK: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.global>}
 // CHECK-NEXT: nvvm.memory.barrier <gpu>
 // CHECK: nvvm.cp.async.bulk.tensor.reduce
+// CHECK: nvvm.barrier id = %c3_i32 number_of_threads = %c160_i32
 // CHECK: scf.while
 // CHECK: nvvm.cp.async.bulk.tensor.reduce
-// After the loop, the last step's reductions.
+// CHECK: nvvm.cp.async.bulk.wait_group 0 {read}
+// CHECK: nvvm.barrier.arrive id = %c4_i32
+// CHECK: nvvm.barrier.arrive id = %c5_i32
 // CHECK: nvvm.cp.async.bulk.wait_group 0
+// CHECK-NEXT: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.global>}
+// CHECK-NEXT: nvvm.memory.barrier <gpu>
 // CHECK: memref.atomic_rmw addi %c1_i32{{.*}}, %arg12[
+// CHECK: memref.atomic_rmw addi %c1_i32{{.*}}, %arg12[
+// CHECK: nvvm.setmaxregister increase 240
+// The consumers neither spin nor count: they stage their panel once the
+// writer has read the last one, and tell it.
+// CHECK-NOT: memref.atomic_rmw
+// CHECK: nvvm.barrier id = %c4_i32 number_of_threads = %c160_i32
+// CHECK: nvvm.barrier.arrive id = %c2_i32 number_of_threads = %c160_i32
+// CHECK: nvvm.barrier id = %c5_i32 number_of_threads = %c160_i32
+// CHECK: nvvm.barrier.arrive id = %c3_i32 number_of_threads = %c160_i32
 
 // SM90-LABEL: func.func @det
 // SM90-NOT: xi32>

@@ -59,15 +59,31 @@
 // WG: gpu.launch_func @grads_kernels::@k0_attention_grad_pre blocks in (%c128, {{.+}} threads in (%c256,
 // WG: gpu.launch_func @grads_kernels::@k0_attention_grad_main blocks in (%c4, %c1{{.*}} threads in (%c384,
 // WG: gpu.launch_func @grads_kernels::@k0_attention_grad blocks in (%c32, {{.+}}family = attention_grad_wgmma
+// The producer warpgroup's warp 1 (the dQ writer): per step, once the
+// panel's consumer staged it (barrier 2 of 128 + 32 threads), the bulk
+// reduction; once it has read shared memory, the panel is free again
+// (barrier 4, an arrive after a warp sync); the last reductions waited for.
 // WG-LABEL: gpu.func @k0_attention_grad_main(
-// WG: nvvm.setmaxregister
-// WG: nvvm.wgmma.mma_async {{.+}} A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
-// WG: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
-// WG: nvvm.cp.async.bulk.wait_group 0 {read}
-// WG: nvvm.wgmma.mma_async {{.+}} A[<bf16>, <one>, <col>], B[<bf16>, <one>, <row>]
+// WG: nvvm.setmaxregister decrease 24
+// WG: nvvm.barrier id = %c2_i32 number_of_threads = %c160_i32
 // WG: nvvm.cp.async.bulk.tensor.reduce %arg18
+// WG: nvvm.cp.async.bulk.commit.group
+// WG: nvvm.cp.async.bulk.wait_group 0 {read}
+// WG: nvvm.bar.warp.sync
+// WG: nvvm.barrier.arrive id = %c4_i32 number_of_threads = %c160_i32
 // WG: nvvm.cp.async.bulk.wait_group 0
 // WG-NOT: {read}
+// WG: nvvm.setmaxregister increase 240
+// The consumers: dS^T to shared memory, dQ's panel by wgmma (A MN-major),
+// staged once the writer has read the last one.
+// WG: nvvm.wgmma.mma_async {{.+}} A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
+// WG: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
+// WG: nvvm.barrier id = %c1_i32 number_of_threads = %c256_i32
+// WG: nvvm.wgmma.mma_async {{.+}} A[<bf16>, <one>, <col>], B[<bf16>, <one>, <row>]
+// WG: nvvm.barrier id = %c4_i32 number_of_threads = %c160_i32
+// WG: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
+// WG: nvvm.bar.warp.sync
+// WG: nvvm.barrier.arrive id = %c2_i32 number_of_threads = %c160_i32
 func.func @grads(%q: tensor<2x4x77x64xbf16>, %k: tensor<2x2x90x64xbf16>, %v: tensor<2x2x90x64xbf16>, %o: tensor<2x4x77x64xbf16>, %do: tensor<2x4x77x64xbf16>, %lse: tensor<2x4x77xf32>) -> (tensor<2x4x77x64xbf16>, tensor<2x2x90x64xbf16>, tensor<2x2x90x64xbf16>) {
   %dq, %dk, %dv = fuse.attention_grad %q, %k, %v, %o, %do, %lse {causal} : tensor<2x4x77x64xbf16>, tensor<2x2x90x64xbf16>, tensor<2x2x90x64xbf16>, tensor<2x4x77x64xbf16>, tensor<2x4x77xf32>
   return %dq, %dk, %dv : tensor<2x4x77x64xbf16>, tensor<2x2x90x64xbf16>, tensor<2x2x90x64xbf16>
