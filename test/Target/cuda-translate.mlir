@@ -289,6 +289,7 @@ gpu.module @wide {
 // CHECK-NEXT: int [[SEEN:v[0-9]+]] = atomicAdd(&arg0[1], 0);
 // CHECK-NEXT: float v{{[0-9]+}} = (float)[[SEEN]];
 // CHECK-NEXT: atomicAdd(&arg1[1], 2.5f);
+// CHECK-NEXT: __syncwarp(-1);
 gpu.module @bulk {
   gpu.func @k_bulk(%c: memref<4xi32>, %f: memref<2xf32>) kernel {
     nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
@@ -305,6 +306,8 @@ gpu.module @bulk {
     %sf = arith.sitofp %seen : i32 to f32
     %x = arith.constant 2.5 : f32
     %unused_f = memref.atomic_rmw addf %x, %f[%i] : (f32, memref<2xf32>) -> f32
+    %all = arith.constant -1 : i32
+    nvvm.bar.warp.sync %all : i32
     gpu.return
   }
 }
