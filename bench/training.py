@@ -1274,6 +1274,26 @@ def eager_saved_bytes(torch, fn, inputs, params, dy):
     return total, inter, len(seen), y.detach(), grads
 
 
+def add_compiled(torch, model, x, wrt, dy, contenders, notes):
+    """The step of `model` under torch.compile, default ("compile") and
+    reduce-overhead ("compile_ro"), warmed up, into `contenders`: the
+    gradients of model(x) for dy with respect to `wrt`; a mode that fails
+    goes into `notes`."""
+    for mode, name in ((None, "compile"), ("reduce-overhead", "compile_ro")):
+        try:
+            cm = torch.compile(model, mode=mode) if mode else torch.compile(model)
+
+            def cstep(cm=cm, ro=mode is not None):
+                if ro:
+                    torch.compiler.cudagraph_mark_step_begin()
+                return torch.autograd.grad(cm(x), wrt, dy)
+            for _ in range(3):
+                cstep()
+            contenders[name] = [cstep]
+        except Exception as e:  # noqa: BLE001
+            notes[name] = reason(e)
+
+
 def run_bottleneck(b, fz, rep, ceil, block, batches, dt, keys, prepared):
     torch = b.torch
     for n in batches:
@@ -1306,19 +1326,7 @@ def run_bottleneck(b, fz, rep, ceil, block, batches, dt, keys, prepared):
                 contenders["graph"] = [replay]
             except Exception as e:  # noqa: BLE001
                 notes["graph"] = reason(e)
-            for mode, name in ((None, "compile"), ("reduce-overhead", "compile_ro")):
-                try:
-                    cm = torch.compile(model, mode=mode) if mode else torch.compile(model)
-
-                    def cstep(cm=cm, ro=mode is not None):
-                        if ro:
-                            torch.compiler.cudagraph_mark_step_begin()
-                        return torch.autograd.grad(cm(x), wrt, dy)
-                    for _ in range(3):
-                        cstep()
-                    contenders[name] = [cstep]
-                except Exception as e:  # noqa: BLE001
-                    notes[name] = reason(e)
+            add_compiled(torch, model, x, wrt, dy, contenders, notes)
         # fusec: forward then backward of the pair.
         fusec_na = None
         try:
@@ -1532,19 +1540,7 @@ def transformer_row(b, fz, rep, ceil, row, dt):
             del replay, static_grads
         except Exception as e:  # noqa: BLE001
             notes["graph"] = reason(e)
-        for mode, cname in ((None, "compile"), ("reduce-overhead", "compile_ro")):
-            try:
-                cm = torch.compile(model, mode=mode) if mode else torch.compile(model)
-
-                def cstep(cm=cm, ro=mode is not None):
-                    if ro:
-                        torch.compiler.cudagraph_mark_step_begin()
-                    return torch.autograd.grad(cm(x), wrt, dy)
-                for _ in range(3):
-                    cstep()
-                contenders[cname] = [cstep]
-            except Exception as e:  # noqa: BLE001
-                notes[cname] = reason(e)
+        add_compiled(torch, model, x, wrt, dy, contenders, notes)
     out = dict(kind="transformer_step", block=name, batch=bsz, tokens=n, dim=dm, heads=f"{hq}/{hkv}x{hd}",
                ffn=ffn, dtype=dt, eager_saved_bytes=total, eager_intermediate_bytes=inter)
     # fusec: forward then backward of the pair, every argument but the rope
