@@ -1274,6 +1274,23 @@ def eager_saved_bytes(torch, fn, inputs, params, dy):
     return total, inter, len(seen), y.detach(), grads
 
 
+def finish_step_row(rep, row, flops, gemm_TFLOPs, fusec_na, errors, notes):
+    """Completes and emits a step row holding eager_ms, compile_ms,
+    compile_ro_ms, graph_ms and fusec_ms: the ratio (best alternative /
+    fusec), the FLOPs' floor at the GEMM rate and fusec's fraction of it,
+    why fusec has no time, the notes."""
+    row["ratio"] = ratio([row.get(k + "_ms") for k in ("eager", "compile", "compile_ro", "graph")],
+                         row["fusec_ms"])
+    row["GFLOP"] = flops / 1e9
+    row["floor_ms"] = flops / gemm_TFLOPs / 1e9 if gemm_TFLOPs else None
+    row["frac"] = row["floor_ms"] / row["fusec_ms"] if row["floor_ms"] and row["fusec_ms"] else None
+    if row["fusec_ms"] is None:
+        row["fusec_na"] = fusec_na or ("n/a: " + errors["fusec"] if "fusec" in errors else "n/a")
+    if notes:
+        row["notes"] = notes
+    rep.emit(**row)
+
+
 def add_compiled(torch, model, x, wrt, dy, contenders, notes):
     """The step of `model` under torch.compile, default ("compile") and
     reduce-overhead ("compile_ro"), warmed up, into `contenders`: the
@@ -1354,17 +1371,8 @@ def run_bottleneck(b, fz, rep, ceil, block, batches, dt, keys, prepared):
         row = dict(kind="bottleneck_step", batch=n, dtype=dt, block=f"{cin}-{block['mid']}-{cin} {hw}x{hw}",
                    eager_ms=times.get("eager"), compile_ms=times.get("compile"),
                    compile_ro_ms=times.get("compile_ro"), graph_ms=times.get("graph"), fusec_ms=times.get("fusec"))
-        row["ratio"] = ratio([times.get(k) for k in ("eager", "compile", "compile_ro", "graph")], row["fusec_ms"])
-        flops = 3 * block_flops(n, block)
-        row["GFLOP"] = flops / 1e9
-        gemm = ceil.get(f"gemm_{dt}_TFLOPs")
-        row["floor_ms"] = flops / gemm / 1e9 if gemm else None
-        row["frac"] = row["floor_ms"] / row["fusec_ms"] if row["floor_ms"] and row["fusec_ms"] else None
-        if row["fusec_ms"] is None:
-            row["fusec_na"] = fusec_na or ("n/a: " + errors["fusec"] if "fusec" in errors else "n/a")
-        if notes:
-            row["notes"] = notes
-        rep.emit(**row)
+        finish_step_row(rep, row, 3 * block_flops(n, block), ceil.get(f"gemm_{dt}_TFLOPs"),
+                        fusec_na, errors, notes)
 
         # (d) fusec's side: the module's report, else fusec-opt's (prepare).
         if "fusec_intermediate_bytes" not in saved:
@@ -1574,18 +1582,9 @@ def transformer_row(b, fz, rep, ceil, row, dt):
     notes.update(errors)
     out.update(eager_ms=times.get("eager"), compile_ms=times.get("compile"), compile_ro_ms=times.get("compile_ro"),
                graph_ms=graph_ms, fusec_ms=times.get("fusec"))
-    out["ratio"] = ratio([times.get("eager"), times.get("compile"), times.get("compile_ro"), graph_ms], out["fusec_ms"])
     flops = 3 * transformer_flops(row)
-    out["GFLOP"] = flops / 1e9
     out["fusec_TFLOPs"] = flops / out["fusec_ms"] / 1e9 if out["fusec_ms"] else None
-    gemm = ceil.get(f"gemm_{dt}_TFLOPs")
-    out["floor_ms"] = flops / gemm / 1e9 if gemm else None
-    out["frac"] = out["floor_ms"] / out["fusec_ms"] if out["floor_ms"] and out["fusec_ms"] else None
-    if out["fusec_ms"] is None:
-        out["fusec_na"] = fusec_na or ("n/a: " + errors["fusec"] if "fusec" in errors else "n/a")
-    if notes:
-        out["notes"] = notes
-    rep.emit(**out)
+    finish_step_row(rep, out, flops, ceil.get(f"gemm_{dt}_TFLOPs"), fusec_na, errors, notes)
 
 
 def wanted(keys, *tags):
