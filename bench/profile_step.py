@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
-"""Per-kernel GPU times of the ResNet-50 bottleneck training step
-(bench/training.py's section (c)): fusec's forward and backward and eager
-PyTorch's, recorded with torch.profiler (CUPTI sees the kernels fusec
-launches through the driver API as it sees PyTorch's).
+"""Per-kernel GPU times of a training step: the ResNet-50 bottleneck of
+bench/training.py's section (c), or (--block) a transformer block of its
+section (g): fusec's forward and backward and eager PyTorch's, recorded
+with torch.profiler (CUPTI sees the kernels fusec launches through the
+driver API as it sees PyTorch's).
 
-    python3 bench/profile_step.py [--batch 32] [--steps 5] [--out DIR]
+    python3 bench/profile_step.py [--block bottleneck|block_vit_b|block_llama_7b]
+                                  [--batch 32] [--steps 5] [--out DIR]
 
 Prints one table per contender: each kernel's mean time per step, its
 share, and the bytes it would move at the copy bandwidth where fusec's plan
@@ -119,7 +121,9 @@ def table(title, rows, wall, moved=None, copy_tbps=None):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--batch", type=int, default=32)
+    ap.add_argument("--block", default="bottleneck",
+                    choices=["bottleneck"] + [r[1] for r in training.TRANSFORMERS])
+    ap.add_argument("--batch", type=int, default=32, help="the bottleneck's batch")
     ap.add_argument("--steps", type=int, default=5)
     ap.add_argument("--out", default=os.environ.get("OUT", "."))
     args = ap.parse_args()
@@ -129,13 +133,7 @@ def main():
         print("profile_step: skipped (no CUDA device)")
         return 0
     torch.backends.cudnn.benchmark = True
-    block, dt = training.BLOCK, training.BLOCK_DTYPE
     b = training.Bench(torch, "cuda", quick=True, budget_s=600)
-    n, hw, cin = args.batch, block["hw"], block["cin"]
-    model = training.make_bottleneck(torch, block, b.dtype(dt), b.device)
-    x = b.randn(n, cin, hw, hw, dtype=dt, channels_last=True).requires_grad_()
-    dy = b.randn(n, cin, hw, hw, dtype=dt, channels_last=True)
-    wrt = [x] + list(model.parameters())
 
     # The copy bandwidth (bytes read + written), as training.py measures it.
     src = torch.empty(1 << 30, dtype=torch.uint8, device="cuda")
@@ -144,9 +142,34 @@ def main():
     copy_tbps = 2 * src.numel() / (copy_ms * 1e-3) / 1e12
     del src, dst
 
-    step = fusec.compile(training.bottleneck_train_graph(n, block, dt), train=True)
+    if args.block == "bottleneck":
+        block, dt = training.BLOCK, training.BLOCK_DTYPE
+        n, hw, cin = args.batch, block["hw"], block["cin"]
+        title = f"bottleneck n{n} {dt}"
+        model = training.make_bottleneck(torch, block, b.dtype(dt), b.device)
+        x = b.randn(n, cin, hw, hw, dtype=dt, channels_last=True).requires_grad_()
+        dy = b.randn(n, cin, hw, hw, dtype=dt, channels_last=True)
+        wrt = [x] + list(model.parameters())
+        step = fusec.compile(training.bottleneck_train_graph(n, block, dt), train=True)
+        dys = training.nhwc(dy)
+        report_name = f"profile-n{n}.json"
+    else:
+        # As training.py's transformer_row: every argument but the rope
+        # tables differentiated.
+        row = next(r for r in training.TRANSFORMERS if r[1] == args.block)
+        dt = training.TRANSFORMER_DTYPE
+        title = f"{args.block} {dt}"
+        p = training.transformer_params(b, row, dt)
+        names = list(p)
+        wrt_names = [k for k in names if k not in training.TRANSFORMER_CONSTANTS]
+        model = training.make_transformer(torch, row, p)
+        x = p["x"].requires_grad_()
+        dy = dys = b.randn(row[2], row[3], row[4], dtype=dt)
+        wrt = [x] + model.weights()
+        step = fusec.compile(training.transformer_graph(row, dt), train=True,
+                             wrt=[names.index(k) for k in wrt_names])
+        report_name = f"profile-{args.block}.json"
     fargs = model.fusec_args(x)
-    dys = training.nhwc(dy)
     moved = plan_bytes(step.artifact)
 
     def fusec_step():
@@ -156,8 +179,8 @@ def main():
     def eager_step():
         return torch.autograd.grad(model(x), wrt, dy)
 
-    report = {"batch": n, "copy_TBps": copy_tbps, "gpu": torch.cuda.get_device_name()}
-    text = [f"bottleneck n{n} {dt}, {report['gpu']}, copy {copy_tbps:.2f} TB/s"]
+    report = {"block": title, "copy_TBps": copy_tbps, "gpu": torch.cuda.get_device_name()}
+    text = [f"{title}, {report['gpu']}, copy {copy_tbps:.2f} TB/s"]
     for name, fn, mv in (("fusec", fusec_step, moved), ("eager", eager_step, None)):
         rows, wall = profile(torch, fn, args.steps)
         report[name] = {"wall_us": wall, "kernels": rows}
@@ -168,7 +191,7 @@ def main():
     text.append(host_and_graph(torch, b, fusec_step, report))
     print("\n\n".join(text))
     os.makedirs(args.out, exist_ok=True)
-    with open(os.path.join(args.out, f"profile-n{n}.json"), "w") as f:
+    with open(os.path.join(args.out, report_name), "w") as f:
         json.dump(report, f, indent=1)
     return 0
 

@@ -159,12 +159,12 @@ class Report(unittest.TestCase):
                      fusec_na="n/a: RuntimeError: no lowering")
             rep.emit(kind="transformer_step", block="block_llama_7b", dtype="bf16", eager_ms=6.0, compile_ms=5.0,
                      compile_ro_ms=4.9, graph_ms=5.2, fusec_ms=4.0, ratio=1.225, frac=0.7, fwd_kernels=9,
-                     bwd_kernels=14)
+                     bwd_kernels=14, fusec_graph_ms=3.5, ratio_graph=1.4)
             rep.emit(kind="skipped", what="section bn", reason="RuntimeError: boom")
         table = rep.table()
         self.assertIn("bar: ratio at least 1.1", table)
         self.assertRegex(table, r"block_vit_b bf16 +1\.500 +1\.200 +n/a +1\.100 +n/a +n/a .* - +n/a: RuntimeError")
-        self.assertRegex(table, r"block_llama_7b bf16 .* 4\.000 +1\.23 +0\.70 +9\+14 ")
+        self.assertRegex(table, r"block_llama_7b bf16 .* 4\.000 +1\.23 +0\.70 +3\.500 +1\.40 +9\+14 ")
         self.assertIn("n/a: Error: no lowering", table)
         self.assertIn("dgrad 3x3: min ratio 1.25 (bar 0.9), geomean 1.25 (bar 1.0), 1/2 rows ran", table)
         self.assertIn("1.70 (0.56)", table)
@@ -177,6 +177,20 @@ class Report(unittest.TestCase):
         self.assertEqual(training.ratio([2.0, None, 1.0], 0.5), 2.0)
         self.assertIsNone(training.ratio([None], 0.5))
         self.assertIsNone(training.ratio([1.0], None))
+
+    def test_step_row_graph_ratio(self):
+        class Rep:
+            def emit(self, **row):
+                self.row = row
+        rep = Rep()
+        row = dict(eager_ms=2.0, compile_ms=None, compile_ro_ms=1.5, graph_ms=1.0, fusec_ms=2.0,
+                   fusec_graph_ms=0.5)
+        training.finish_step_row(rep, row, 1e9, None, None, {}, {})
+        self.assertEqual(rep.row["ratio"], 0.5)
+        self.assertEqual(rep.row["ratio_graph"], 2.0)
+        row = dict(eager_ms=2.0, compile_ms=None, compile_ro_ms=None, graph_ms=None, fusec_ms=1.0)
+        training.finish_step_row(rep, row, 1e9, None, None, {}, {})
+        self.assertNotIn("ratio_graph", rep.row)
 
 
 @unittest.skipUnless(FUSEC_OPT, "fusec-opt not found")

@@ -594,16 +594,19 @@ class Report:
         tfm = [r for r in self.rows if r.get("kind") == "transformer_step"]
         if tfm:
             out.append("(g) transformer block step, ms    eager    compile  comp-ro  graph    fusec    ratio  frac   "
-                       "kernels  note")
+                       "fusec-g  ratio  kernels  note")
             for r in tfm:
                 kernels = ("%s+%s" % (r["fwd_kernels"], r["bwd_kernels"])
                            if r.get("fwd_kernels") is not None and r.get("bwd_kernels") is not None else "-")
-                out.append("    %-30s %-8s %-8s %-8s %-8s %-8s %-5s  %-5s  %-7s  %s" % (
+                note = " ".join(x for x in (r.get("fusec_na", ""), (r.get("notes") or {}).get("fusec_graph", "")) if x)
+                out.append("    %-30s %-8s %-8s %-8s %-8s %-8s %-5s  %-5s  %-8s %-5s  %-7s  %s" % (
                     f"{r['block']} {r['dtype']}", fmt(r.get("eager_ms")), fmt(r.get("compile_ms")),
                     fmt(r.get("compile_ro_ms")), fmt(r.get("graph_ms")), fmt(r.get("fusec_ms")),
-                    fmt(r.get("ratio"), ".2f"), fmt(r.get("frac"), ".2f"), kernels, r.get("fusec_na", "")))
+                    fmt(r.get("ratio"), ".2f"), fmt(r.get("frac"), ".2f"), fmt(r.get("fusec_graph_ms")),
+                    fmt(r.get("ratio_graph"), ".2f"), kernels, note))
             out.append("    bar: ratio at least 1.1 (kernels: fusec's forward + backward; frac: 3x the forward's "
-                       "FLOPs at the GEMM rate / fusec time)")
+                       "FLOPs at the GEMM rate / fusec time;")
+            out.append("         fusec-g: fusec's step captured in a CUDA graph (torch.cuda.graph), its ratio beside)")
         saved = [r for r in self.rows if r.get("kind") == "saved_bytes"]
         if saved:
             out.append("(d) bytes saved fwd->bwd, MB          eager(all)  eager(interm.)  fusec(all)  fusec(interm.)  "
@@ -1279,8 +1282,10 @@ def finish_step_row(rep, row, flops, gemm_TFLOPs, fusec_na, errors, notes):
     compile_ro_ms, graph_ms and fusec_ms: the ratio (best alternative /
     fusec), the FLOPs' floor at the GEMM rate and fusec's fraction of it,
     why fusec has no time, the notes."""
-    row["ratio"] = ratio([row.get(k + "_ms") for k in ("eager", "compile", "compile_ro", "graph")],
-                         row["fusec_ms"])
+    alternatives = [row.get(k + "_ms") for k in ("eager", "compile", "compile_ro", "graph")]
+    row["ratio"] = ratio(alternatives, row["fusec_ms"])
+    if row.get("fusec_graph_ms"):
+        row["ratio_graph"] = ratio(alternatives, row["fusec_graph_ms"])
     row["GFLOP"] = flops / 1e9
     row["floor_ms"] = flops / gemm_TFLOPs / 1e9 if gemm_TFLOPs else None
     row["frac"] = row["floor_ms"] / row["fusec_ms"] if row["floor_ms"] and row["fusec_ms"] else None
@@ -1289,6 +1294,27 @@ def finish_step_row(rep, row, flops, gemm_TFLOPs, fusec_na, errors, notes):
     if notes:
         row["notes"] = notes
     rep.emit(**row)
+
+
+def add_fusec_graph(b, step, args, dy, ref, names, wrt_names, contenders, notes):
+    """fusec's step (forward, then backward) captured in a CUDA graph the
+    way a user would with torch.cuda.graph, into `contenders` as
+    "fusec_graph" once a replay's gradients match `ref` (eager's): what is
+    left of fusec's time without the host's launches."""
+    torch = b.torch
+    try:
+        replay, (_, grads) = timing.cuda_graph(torch, lambda: (step.forward(*args), step.backward(dy)))
+        replay()
+        b.sync()
+        grads = as_list(grads)
+        got = dict(zip(names, grads)) if len(grads) == len(names) else dict(zip(wrt_names, grads))
+        worst = max(relerr(got[k], ref[k]) for k in ("x", "wq"))
+        if worst > 0.05:
+            notes["fusec_graph"] = f"wrong after replay: relerr {worst:.2e}"
+        else:
+            contenders["fusec_graph"] = [replay]
+    except Exception as e:  # noqa: BLE001
+        notes["fusec_graph"] = reason(e)
 
 
 def add_compiled(torch, model, x, wrt, dy, contenders, notes):
@@ -1573,6 +1599,8 @@ def transformer_row(b, fz, rep, ceil, row, dt):
             fusec_na = f"wrong: relerr y {errs['y']:.2e} dx {errs['dx']:.2e} dwq {errs['dwq']:.2e}"
         else:
             contenders["fusec"] = [lambda: (step.forward(*args), step.backward(dy))]
+            if b.cuda:
+                add_fusec_graph(b, step, args, dy, ref, names, wrt_names, contenders, notes)
         sb = saved_bytes_attr(step)
         if sb is not None:
             out["fusec_saved_bytes"] = sb
@@ -1581,7 +1609,7 @@ def transformer_row(b, fz, rep, ceil, row, dt):
     times, errors = b.interleaved(contenders)
     notes.update(errors)
     out.update(eager_ms=times.get("eager"), compile_ms=times.get("compile"), compile_ro_ms=times.get("compile_ro"),
-               graph_ms=graph_ms, fusec_ms=times.get("fusec"))
+               graph_ms=graph_ms, fusec_ms=times.get("fusec"), fusec_graph_ms=times.get("fusec_graph"))
     flops = 3 * transformer_flops(row)
     out["fusec_TFLOPs"] = flops / out["fusec_ms"] / 1e9 if out["fusec_ms"] else None
     finish_step_row(rep, out, flops, ceil.get(f"gemm_{dt}_TFLOPs"), fusec_na, errors, notes)
