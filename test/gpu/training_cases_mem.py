@@ -51,6 +51,11 @@ def cases(Graph, t):
         reduce("nhwc_bias_c64", [3, 13, 11, 64], [0, 1, 2], epilogue=True)
         reduce("nhwc_bias_c7", [2, 17, 9, 7], [0, 1, 2])
         reduce("nhwc_bias_c40_big", [8, 35, 33, 40], [0, 1, 2])
+        # A linear layer's bias over 8 x 197 tokens (the sum split over
+        # blocks, then their partials added), and a kept axis between two
+        # long summed ones.
+        reduce("tokens_bias_c768", [8, 197, 768], [0, 1], epilogue=True)
+        reduce("split_middle_kept", [64, 3, 50, 24], [0, 2])
         reduce("nchw_bias", [3, 7, 13, 11], [0, 2, 3])
         reduce("nchw_bias_big", [4, 5, 63, 67], [0, 2, 3])
         # Rows, all axes, negative axes, keep_dims, a middle axis.

@@ -113,3 +113,30 @@ func.func @slice_grad(%dy: tensor<3x5x16xbf16>) -> tensor<3x9x48xbf16> {
   %0 = fuse.slice_grad %dy {offsets = array<i64: 0, 2, 16>} : tensor<3x5x16xbf16> -> tensor<3x9x48xbf16>
   return %0 : tensor<3x9x48xbf16>
 }
+
+// -----
+
+// A linear layer's bias gradient over 8 x 197 tokens (2.4 MB): 768 channels
+// fill only 3 blocks, so the sum is split over 48 groups of 33 rows too (a
+// grid of 3 x 48, each block writing its partials), then the kernel adds the
+// 48 partials of each channel in a fixed order (sumPartialColumns: 32
+// channels a block of 1024 threads) and stores through the epilogue.
+// CHECK-LABEL: func.func @tokens_bias
+// CHECK: %[[P:.+]] = memref.alloc() : memref<1x48x768xf32>
+// CHECK: gpu.launch_func @tokens_bias_kernels::@k0_reduce_sum_partials blocks in (%c3, %c48, %c1) threads in (%c256, {{.+}}, %[[P]] : memref<1x48x768xf32>)
+// CHECK: gpu.launch_func @tokens_bias_kernels::@k0_reduce_sum blocks in (%c24, %c1, %c1) threads in (%c1024, {{.+}}, %[[P]] : memref<1x48x768xf32>)
+// CHECK: gpu.func @k0_reduce_sum({{.+}}) kernel attributes {fusec.family = "row_reduction", known_block_size = array<i32: 1024, 1, 1>}
+// CHECK: memref.load %arg2[%c0, {{.+}}] : memref<1x48x768xf32>
+// CHECK: gpu.barrier
+// CHECK: arith.negf
+// CHECK: memref.store {{.+}} : memref<768xbf16>
+// CHECK: gpu.func @k0_reduce_sum_partials(
+// CHECK: %[[G:.+]] = gpu.block_id y
+// CHECK: vector.load {{.+}} vector<8xbf16>
+// CHECK: gpu.barrier
+// CHECK: memref.store {{.+}}, %arg2[%c0, %[[G]], {{.+}}] : memref<1x48x768xf32>
+func.func @tokens_bias(%dy: tensor<8x197x768xbf16>) -> tensor<768xbf16> {
+  %0 = fuse.reduce_sum %dy {axes = array<i64: 0, 1>} : tensor<8x197x768xbf16>
+  %1 = fuse.neg %0 : tensor<768xbf16>
+  return %1 : tensor<768xbf16>
+}
