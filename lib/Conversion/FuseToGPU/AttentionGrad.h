@@ -26,7 +26,8 @@ protected:
   mlir::LogicalResult readAnchor();
 
   /// The tensor-core families' first launch (head dims multiples of 8), a
-  /// warp per row of [batch, hq, rows] (rows >= nq pad the tiles): delta =
+  /// group of lanes per row of [batch, hq, rows] (rows >= nq pad the
+  /// tiles): delta =
   /// rowsum(dO * O) (0 past nq) into `delta`, the row of the f32 dQ
   /// accumulator `dqAcc` (if any) zeroed (padding rows too), and with
   /// `lse2` the log-sum-exp times log2(e) into it, +inf where a row saw no

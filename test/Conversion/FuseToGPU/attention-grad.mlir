@@ -11,13 +11,14 @@
 // RUN: fusec-opt %s --pass-pipeline='builtin.module(func.func(fusec-form-kernels),fusec-select-kernel-config{arch=sm_90},fusec-tile-kernels{arch=sm_90})' 2>/dev/null | FileCheck %s
 // RUN: fusec-opt %s --pass-pipeline='builtin.module(func.func(fusec-form-kernels),fusec-select-kernel-config{arch=sm_90a},fusec-tile-kernels{arch=sm_90a})' 2>/dev/null | FileCheck %s --check-prefix=WG
 
-// bf16: 2 x 4 x 77 query rows in 77 blocks of 8 warps; 1 key tile of 128
+// bf16: 2 x 4 x 77 query rows in 20 blocks of 256 threads, 8 lanes a row
+// (64 head dims, 8 elements a lane); 1 key tile of 128
 // x 2 x 2 (batch, key head); 2 x 4 x 77 x 64 elements of dQ in 154 blocks
 // of 256.
 // CHECK-LABEL: func.func @grads
 // CHECK: %[[DELTA:.+]] = memref.alloc() : memref<2x4x77xf32>
 // CHECK: %[[DQ:.+]] = memref.alloc() : memref<2x4x77x64xf32>
-// CHECK: gpu.launch_func @grads_kernels::@k0_attention_grad_pre blocks in (%c77, {{.+}} threads in (%c256, {{.+}}, %[[DELTA]] : memref<2x4x77xf32>, %[[DQ]] : memref<2x4x77x64xf32>)
+// CHECK: gpu.launch_func @grads_kernels::@k0_attention_grad_pre blocks in (%c20, {{.+}} threads in (%c256, {{.+}}, %[[DELTA]] : memref<2x4x77xf32>, %[[DQ]] : memref<2x4x77x64xf32>)
 // CHECK: gpu.launch_func @grads_kernels::@k0_attention_grad_main blocks in (%c1_{{[0-9]+}}, %c4, {{.+}} threads in (%c256_{{[0-9]+}}, {{.+}} dynamic_shared_memory_size
 // CHECK: gpu.launch_func @grads_kernels::@k0_attention_grad blocks in (%c154, {{.+}} threads in (%c256_{{[0-9]+}}, {{.+}} {fusec.kernel_config = #fuse.kernel_config<family = attention_grad_mma_sync
 // CHECK-NOT: gpu.launch_func
@@ -34,6 +35,12 @@
 // CHECK-NOT: gpu.launch_func
 // CHECK-LABEL: func.func @forward
 // CHECK: gpu.launch_func @forward_kernels::@k0_attention {{.+}} args(%arg0 : memref<1x2x33x64xbf16>, %arg1 : memref<1x2x40x64xbf16>, %arg3 : memref<1x2x33xf32>, %arg2 : memref<1x33x2x64xbf16>) {fusec.kernel_config = #fuse.kernel_config<family = attention_mma_sync
+// The first launch of @grads: a row's 8 lanes (64 head dims, 8 elements
+// each) add their shares of delta by 3 shuffles.
+// CHECK-LABEL: gpu.func @k0_attention_grad_pre(
+// CHECK-COUNT-3: gpu.shuffle xor
+// CHECK-NOT: gpu.shuffle
+// CHECK: gpu.return
 // CHECK-LABEL: gpu.func @k0_attention(
 // CHECK: math.log2
 // CHECK: memref.store %{{.+}}, %arg2[%{{.+}}, %{{.+}}, %{{.+}}] : memref<1x2x33xf32>
@@ -56,9 +63,9 @@
 // WG: fuse.tensor_map %[[LSE2]] {box = array<i64: 64, 1>, dims = array<i64: 128, 8>, strides = array<i64: 512>, swizzle = 0 : i64}
 // WG: fuse.tensor_map %[[DELTA]] {box = array<i64: 64, 1>
 // WG: fuse.tensor_map %[[DQ]] {box = array<i64: 256, 16>, dims = array<i64: 256, 256>, strides = array<i64: 1024>, swizzle = 0 : i64}
-// WG: gpu.launch_func @grads_kernels::@k0_attention_grad_pre blocks in (%c128, {{.+}} threads in (%c256,
+// WG: gpu.launch_func @grads_kernels::@k0_attention_grad_pre blocks in (%c32, {{.+}} threads in (%c256,
 // WG: gpu.launch_func @grads_kernels::@k0_attention_grad_main blocks in (%c4, %c1{{.*}} threads in (%c384,
-// WG: gpu.launch_func @grads_kernels::@k0_attention_grad blocks in (%c32, {{.+}}family = attention_grad_wgmma
+// WG: gpu.launch_func @grads_kernels::@k0_attention_grad blocks in (%c32_{{[0-9]+}}, {{.+}}family = attention_grad_wgmma
 // The producer warpgroup's warp 1 (the dQ writer): per step, once the
 // panel's consumer staged it (barrier 2 of 128 + 32 threads), the bulk
 // reduction; once it has read shared memory, the panel is free again
