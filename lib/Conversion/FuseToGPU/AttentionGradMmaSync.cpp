@@ -3,7 +3,7 @@
 // fuse.attention_grad as FlashAttention-2 computes it, on mma.sync (f16 and
 // bf16, head dims up to 128), in three launches:
 //
-//  1. `<kernel>_pre`, a warp per query row: delta = rowsum(dO * O) into a
+//  1. `<kernel>_pre`, lanes per query row: delta = rowsum(dO * O) into a
 //     workspace, and the row of the f32 dQ accumulator zeroed;
 //  2. `<kernel>_main`, a block per tile of kBc = 128 keys of a (batch, key
 //     head), each of its 8 warps owning 16 keys. K and V stay in shared

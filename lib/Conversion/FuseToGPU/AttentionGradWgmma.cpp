@@ -3,7 +3,7 @@
 // fuse.attention_grad on sm_90a, in FlashAttention-3's structure (f16 and
 // bf16, head dims multiples of 8 up to 128), in three launches:
 //
-//  1. `<kernel>_pre`, a warp per query row padded to whole tiles: delta =
+//  1. `<kernel>_pre`, lanes per query row padded to whole tiles: delta =
 //     rowsum(dO * O) and the log-sum-exp times log2(e) into workspaces the
 //     main loop copies by TMA, and the f32 dQ accumulator zeroed;
 //  2. `<kernel>_main`, a block per kBc = 128 keys of a (batch, key head):
