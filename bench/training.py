@@ -1296,6 +1296,12 @@ def finish_step_row(rep, row, flops, gemm_TFLOPs, fusec_na, errors, notes):
     rep.emit(**row)
 
 
+def grads_by_name(grads, names, wrt_names):
+    """{name: gradient} of a training step's backward, which returns one
+    gradient per argument (None for the rope tables) or one per `wrt`."""
+    return dict(zip(names, grads)) if len(grads) == len(names) else dict(zip(wrt_names, grads))
+
+
 def add_fusec_graph(b, step, args, dy, ref, names, wrt_names, contenders, notes):
     """fusec's step (forward, then backward) captured in a CUDA graph the
     way a user would with torch.cuda.graph, into `contenders` as
@@ -1307,7 +1313,7 @@ def add_fusec_graph(b, step, args, dy, ref, names, wrt_names, contenders, notes)
         replay()
         b.sync()
         grads = as_list(grads)
-        got = dict(zip(names, grads)) if len(grads) == len(names) else dict(zip(wrt_names, grads))
+        got = grads_by_name(grads, names, wrt_names)
         worst = max(relerr(got[k], ref[k]) for k in ("x", "wq"))
         if worst > 0.05:
             notes["fusec_graph"] = f"wrong after replay: relerr {worst:.2e}"
@@ -1587,8 +1593,7 @@ def transformer_row(b, fz, rep, ceil, row, dt):
         y = as_list(step.forward(*args))[0]
         grads = as_list(step.backward(dy))
         b.sync()
-        # One gradient per argument (None for the tables), or per wrt.
-        got = dict(zip(names, grads)) if len(grads) == len(names) else dict(zip(wrt_names, grads))
+        got = grads_by_name(grads, names, wrt_names)
         errs = {"y": relerr(y, y_eager)}
         for k in wrt_names:
             errs["d" + k] = relerr(got[k], ref[k]) if got.get(k) is not None else float("nan")
