@@ -577,10 +577,10 @@ LogicalResult SoftmaxOp::buildGradient(GradientBuilder &gb) {
   return success();
 }
 
-/// The log-sum-exp result is a statistic; the mask carries no gradient
-/// (attention_grad computes none).
+/// The log-sum-exp result is a statistic. The mask's gradient is that of
+/// the scores (attention_grad's score_grad) summed to its shape.
 bool AttentionOp::isDifferentiableResult(unsigned index) { return index == 0; }
-bool AttentionOp::isDifferentiableOperand(unsigned index) { return index < 3; }
+bool AttentionOp::isDifferentiableOperand(unsigned) { return true; }
 
 /// The backward reads the row log-sum-exp instead of recomputing the
 /// scores' statistics: the forward returns it.
@@ -604,18 +604,23 @@ LogicalResult AttentionOp::buildGradient(GradientBuilder &gb) {
   SmallVector<Value> operands = {
       gb.forward(getQuery()),  gb.forward(getKey()),     gb.forward(getValue()),
       gb.forward(getResult()), gb.gradient(getResult()), gb.forward(getLse())};
-  if (getMask())
-    operands.push_back(gb.forward(getMask()));
+  Value mask = getMask();
+  bool maskGrad = mask && gb.wanted(mask);
+  if (mask)
+    operands.push_back(gb.forward(mask));
   Operation *grad =
       make<AttentionGradOp>(gb, operands,
                             Attrs(gb.builder())
                                 .add("scale", getScaleAttr())
                                 .flag("causal", getCausal())
-                                .flag("deterministic", gb.deterministic()));
+                                .flag("deterministic", gb.deterministic())
+                                .flag("return_score_grad", maskGrad));
   Value inputs[] = {getQuery(), getKey(), getValue()};
   for (auto [operand, result] : llvm::zip(inputs, grad->getResults()))
     if (gb.wanted(operand))
       gb.accumulate(operand, result);
+  if (maskGrad)
+    accumulateBroadcast(gb, mask, grad->getResult(3));
   return success();
 }
 

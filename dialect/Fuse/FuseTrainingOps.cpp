@@ -573,6 +573,16 @@ AttentionGradOp::inferReturnTypes(MLIRContext *ctx, std::optional<Location> loc,
   results.push_back(adaptor.getQuery().getType());
   results.push_back(adaptor.getKey().getType());
   results.push_back(adaptor.getValue().getType());
+  if (adaptor.getReturnScoreGrad()) {
+    SmallVector<int64_t> shape(out->getShape().drop_back());
+    shape.push_back(
+        cast<RankedTensorType>(adaptor.getKey().getType()).getDimSize(2));
+    Type element = adaptor.getMask()
+                       ? cast<RankedTensorType>(adaptor.getMask().getType())
+                             .getElementType()
+                       : out->getElementType();
+    results.push_back(RankedTensorType::get(shape, element));
+  }
   return success();
 }
 

@@ -176,7 +176,11 @@ def Fuse_AttentionGradOp : Fuse_InferredOp<"attention_grad",
     - `key_grad = scale * dS^T Q` and `value_grad = P^T dO`, summed over the
       query heads that share the key/value head (grouped-query attention).
 
-    The mask carries no gradient.
+    `return_score_grad`: a fourth result, `dS` itself (`[B, Hq, Nq, Nk]`,
+    the mask's element type, or the query's without a mask; 0 where `P` is
+    0): the gradient of the scores, and so of the additive mask before it
+    is summed over the axes it was broadcast along. `fusec-autodiff` asks
+    for it when the mask needs a gradient.
 
     `deterministic`: `query_grad` is the same, bit for bit, run to run. The
     tensor-core backward otherwise adds the key blocks' shares of a query
@@ -195,9 +199,11 @@ def Fuse_AttentionGradOp : Fuse_InferredOp<"attention_grad",
                        Fuse_Tensor:$output_grad, Fuse_Tensor:$lse,
                        Optional<Fuse_Tensor>:$mask,
                        OptionalAttr<Fuse_FiniteF64Attr>:$scale,
-                       UnitAttr:$causal, UnitAttr:$deterministic);
+                       UnitAttr:$causal, UnitAttr:$deterministic,
+                       UnitAttr:$return_score_grad);
   let results = (outs Fuse_Tensor:$query_grad, Fuse_Tensor:$key_grad,
-                      Fuse_Tensor:$value_grad);
+                      Fuse_Tensor:$value_grad,
+                      Optional<Fuse_Tensor>:$score_grad);
   let assemblyFormat = [{
     $query `,` $key `,` $value `,` $output `,` $output_grad `,` $lse
     (`,` $mask^)? attr-dict `:` type($query) `,` type($key) `,`

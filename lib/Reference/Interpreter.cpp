@@ -432,6 +432,8 @@ static FailureOr<std::vector<Tensor>> evaluateBlock(Evaluator &ev,
       ev.set(grad.getQueryGrad(), std::move(r.query));
       ev.set(grad.getKeyGrad(), std::move(r.key));
       ev.set(grad.getValueGrad(), std::move(r.value));
+      if (grad.getScoreGrad())
+        ev.set(grad.getScoreGrad(), std::move(r.score));
       continue;
     }
     if (auto norm = dyn_cast<NormGradOp>(op)) {

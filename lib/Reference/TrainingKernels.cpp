@@ -497,7 +497,8 @@ AttentionGradResults ref::attentionGrad(const Tensor &q, const Tensor &k,
   assert(o.shape == std::vector<int64_t>({batch, hq, nq, dv}) &&
          dO.shape == o.shape && "bad output shape");
   assert(lse.shape == std::vector<int64_t>({batch, hq, nq}) && "bad lse");
-  AttentionGradResults r{Tensor(q.shape), Tensor(k.shape), Tensor(v.shape)};
+  AttentionGradResults r{Tensor(q.shape), Tensor(k.shape), Tensor(v.shape),
+                         Tensor({batch, hq, nq, nk})};
   for (int64_t b = 0; b < batch; ++b)
     for (int64_t h = 0; h < hq; ++h) {
       const int64_t kv = (b * hkv + h / (hq / hkv)) * nk;
@@ -522,6 +523,7 @@ AttentionGradResults ref::attentionGrad(const Tensor &q, const Tensor &k,
           for (int64_t e = 0; e < dv; ++e)
             dp += dORow[e] * vRow[e];
           const double ds = p * (dp - delta);
+          r.score.data[row * nk + j] = ds;
           const double *kRow = &k.data[(kv + j) * d];
           for (int64_t e = 0; e < d; ++e) {
             r.query.data[row * d + e] += scale * ds * kRow[e];

@@ -191,6 +191,14 @@ def forward_graphs(Graph, t, dt):
         attr = " {interleaved}" if interleaved else ""
         v = g.op(f"fuse.rope {x}, {c}, {sn}{attr} : {t(xs, dt)}, {t([17, 32], dt)}")
         graphs.append((f"grad_rope{'_interleaved' if interleaved else ''}_{dt}", g.text([(v, t(xs, dt))])))
+    # Attention whose additive mask needs a gradient: dS summed over the
+    # heads the mask was broadcast along (causal, grouped-query heads).
+    g = Graph("g")
+    qs, ks, ms = [2, 4, 37, 64], [2, 2, 53, 64], [2, 1, 37, 53]
+    q, k, v, m = g.arg(qs, dt), g.arg(ks, dt), g.arg(ks, dt), g.arg(ms, "f32")
+    o = g.op(f"fuse.attention {q}, {k}, {v}, {m} {{causal}} : {t(qs, dt)}, {t(ks, dt)}, "
+             f"{t(ks, dt)}, {t(ms, 'f32')}")
+    graphs.append((f"grad_attention_mask_{dt}", g.text([(o, t(qs, dt))])))
     if dt != "f32":
         g = Graph("g")
         x = g.arg([5, 7], dt)

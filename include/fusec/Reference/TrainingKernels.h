@@ -75,6 +75,8 @@ BatchNormGradResults normGrad(const Tensor &dy, const Tensor &x,
 
 struct AttentionGradResults {
   Tensor query, key, value;
+  /// dS, [B, Hq, Nq, Nk] (0 where P is 0).
+  Tensor score;
 };
 
 /// The backward of attention(q, k, v, mask, scale, causal) given its output
@@ -82,7 +84,7 @@ struct AttentionGradResults {
 /// P = exp(S - lse) (0 where lse is -inf), dP = dO V^T and
 /// dS = P * (dP - rowsum(dO * O)): query = scale * dS K,
 /// key = scale * dS^T Q and value = P^T dO, the last two summed over the
-/// query heads that share a key/value head.
+/// query heads that share a key/value head; score = dS.
 AttentionGradResults attentionGrad(const Tensor &q, const Tensor &k,
                                    const Tensor &v, const Tensor &o,
                                    const Tensor &dO, const Tensor &lse,

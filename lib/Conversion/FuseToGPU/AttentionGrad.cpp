@@ -20,7 +20,7 @@ LogicalResult AttentionGradKernel::readAnchor() {
       return kernel.emitOpError("reads ")
              << anchor->getName()
              << "'s operands from memory, but one is computed in the kernel";
-  resultAt.assign(3, -1);
+  resultAt.assign(4, -1);
   for (auto [index, value] : llvm::enumerate(yield().getValues())) {
     auto result = dyn_cast<OpResult>(value);
     if (!result || result.getOwner() != anchor)
@@ -113,6 +113,9 @@ LaunchConfig AttentionGradKernel::emitRowsPre(Value delta, Value dqAcc,
         [&] { return f32(INFINITY); });
     store(scaled, lse2, c);
   });
+  if (resultAt[3] >= 0 && causal)
+    ifThen(andi(real, query),
+           [&] { zeroScoreGradAbove(c[0], c[1], c[2], lane, group); });
   if (dqAcc) {
     Value zeros = arith::ConstantOp::create(
         b, DenseElementsAttr::get(vectorOf(dqAcc, 4), 0.0f));
@@ -151,6 +154,29 @@ LaunchConfig AttentionGradKernel::finishLaunches(
   launches.push_back(splitOffFirstLaunch("_main", main));
   recordExtraLaunches(func, workspaces, launches);
   return scaleDq();
+}
+
+void AttentionGradKernel::storeScoreGrad(Value ds, Value bi, Value h, Value qi,
+                                         Value key) {
+  if (resultAt[3] < 0)
+    return;
+  ifThen(andi(ltc(qi, nq), ltc(key, nk)), [&] {
+    store(ds, outputs[resultAt[3]], {bi, h, qi, key});
+  });
+}
+
+void AttentionGradKernel::zeroScoreGradAbove(Value bi, Value h, Value qi,
+                                             Value lane, int64_t lanes) {
+  if (resultAt[3] < 0 || !causal)
+    return;
+  Value out = outputs[resultAt[3]];
+  Value zero = arith::ConstantOp::create(
+      b, b.getZeroAttr(cast<MemRefType>(out.getType()).getElementType()));
+  (void)loop(addi(addi(qi, idx(1)), lane), idx(nk), idx(lanes), {},
+             [&](Value j, ValueRange) -> SmallVector<Value> {
+               memref::StoreOp::create(b, zero, out, ValueRange{bi, h, qi, j});
+               return {};
+             });
 }
 
 Value AttentionGradKernel::probability(Value score, Value lse2, Value bi,

@@ -68,6 +68,16 @@ protected:
   mlir::Value probability(mlir::Value score, mlir::Value lse2, mlir::Value bi,
                           mlir::Value h, mlir::Value qi, mlir::Value key);
 
+  /// Stores dS of query `qi` and key `key` (dropped past nq or nk) when the
+  /// kernel yields the score gradient.
+  void storeScoreGrad(mlir::Value ds, mlir::Value bi, mlir::Value h,
+                      mlir::Value qi, mlir::Value key);
+  /// Causal, with the score gradient: zeroes its keys after query `qi`
+  /// (P = 0 there; the main loop skips most of them), `lanes` lanes from
+  /// `lane` taking every `lanes`-th key.
+  void zeroScoreGradAbove(mlir::Value bi, mlir::Value h, mlir::Value qi,
+                          mlir::Value lane, int64_t lanes);
+
   mlir::fuse::AttentionGradOp op;
   /// Q [batch, hq, nq, d], K [batch, hkv, nk, d], V [batch, hkv, nk, dv];
   /// `group` query heads share a key head.
@@ -76,7 +86,7 @@ protected:
   bool causal;
   /// The operands' memrefs (mask: null without one).
   mlir::Value q, k, v, o, dO, lse, mask;
-  /// Per anchor result (dQ, dK, dV), the kernel result it is, or -1.
+  /// Per anchor result (dQ, dK, dV, dS), the kernel result it is, or -1.
   llvm::SmallVector<int64_t> resultAt;
 };
 

@@ -154,7 +154,8 @@ void AttentionGradDirectKernel::storeColumn(int64_t result,
 FailureOr<LaunchConfig> AttentionGradDirectKernel::emitBody() {
   if (failed(readAnchor()))
     return failure();
-  bool keys = resultAt[1] >= 0 || resultAt[2] >= 0;
+  // dS is stored by the key rows' launch.
+  bool keys = resultAt[1] >= 0 || resultAt[2] >= 0 || resultAt[3] >= 0;
   perLane = std::min<int64_t>(kPerLane, ceilDiv(std::max(d, dv), 32));
 
   SmallVector<MemRefType> workspaces;
@@ -177,6 +178,7 @@ FailureOr<LaunchConfig> AttentionGradDirectKernel::emitBody() {
         });
     if (keys)
       ifThen(ltc(lane, 1), [&] { store(rowDelta, delta, {bi, h, i}); });
+    zeroScoreGradAbove(bi, h, i, lane, 32);
     if (resultAt[0] < 0)
       return;
     Value l = rowLse(bi, h, i);
@@ -221,6 +223,9 @@ FailureOr<LaunchConfig> AttentionGradDirectKernel::emitBody() {
                           Value rowDelta = load(delta, {bi, h, i});
                           auto [p, ds] = probabilities(
                               bi, h, hk, i, j, rowLse(bi, h, i), rowDelta);
+                          if (chunk == 0)
+                            ifThen(ltc(lane, 1),
+                                   [&] { storeScoreGrad(ds, bi, h, i, j); });
                           SmallVector<Value> next(args);
                           for (int64_t e = 0; e < perLane; ++e) {
                             Value col = column(chunk, e);

@@ -237,6 +237,8 @@ LaunchConfig AttentionGradMmaSyncKernel::emitMain() {
                                    addi(q0, local[e % 2]), keys[e / 2]);
             p[f * 4 + e] = pe;
             ds[f * 4 + e] = mulf(pe, subf(dp[f * 4 + e], colDelta[e % 2]));
+            storeScoreGrad(ds[f * 4 + e], bi, h, addi(q0, local[e % 2]),
+                           keys[e / 2]);
           }
         }
 

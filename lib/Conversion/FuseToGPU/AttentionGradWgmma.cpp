@@ -444,6 +444,7 @@ LaunchConfig AttentionGradWgmmaKernel::emitMain() {
           Value rowDelta =
               memref::LoadOp::create(b, deltaS, ValueRange{stage, col[i]});
           ds[i] = mulf(p[i], subf(ds[i], rowDelta));
+          storeScoreGrad(ds[i], bi, h, addi(q0, col[i]), keys[i % 4 / 2]);
         }
 
         // dV += P^T dO and dK += dS^T Q: queries are the k dim, dO and Q
