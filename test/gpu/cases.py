@@ -517,6 +517,11 @@ def gemm_cases():
                 tag = ("t" if ta else "n") + ("t" if tb else "n")
                 add(f"mma_matmul_{tag}_odd", matmul_case(gd, [2, 1], [3], 37, 45, 29, ta, tb))
                 add(f"mma_matmul_{tag}_x8", matmul_case(gd, [3], [3], 72, 136, 88, ta, tb, act="relu"))
+        # A 2-D rhs: the lhs's batch dims fold into the GEMM's rows (odd rows
+        # per batch, so tiles straddle batches).
+        for tb in (False, True):
+            add(f"mma_matmul_fold_n{'t' if tb else 'n'}",
+                matmul_case(gd, [3, 2], [], 37, 45, 24, False, tb, act="relu"))
     return out
 
 
@@ -537,6 +542,26 @@ def wgmma_cases():
             out.append((f"wgmma_tile{tag}_{dt}", tiled_linear_case(dt, 300, 520, 264, tile), dt, [], ["sm_90a"]))
         add("matmul_broadcast_nn", matmul_case(dt, [2, 1], [3], 70, 200, 96, False, False, act="silu"))
         add("matmul_broadcast_tt", matmul_case(dt, [2, 1], [3], 72, 200, 96, True, True))
+        # Folded batches (a 2-D rhs) with a GeLU gradient reading a full-size
+        # input in the epilogue: the heuristic's tile, and bn = 192 forced,
+        # whose staged epilogue rows (24 threads of 8 columns) leave 16 of
+        # 256 threads idle.
+        fs, ws, os_ = [5, 77, 256], [256, 576], [5, 77, 576]
+        tanh = "{activation = #fuse.activation<gelu_tanh>}"
+        g = Graph("g")
+        a, w, h = g.arg(fs, dt), g.arg(ws, dt), g.arg(os_, dt)
+        v = g.op(f"fuse.matmul {a}, {w} : {t(fs, dt)}, {t(ws, dt)}")
+        v = g.op(f"fuse.activation_grad {v}, {h} {tanh} : {t(os_, dt)}")
+        add("matmul_fold_gelu_grad", g.text([(v, t(os_, dt))]))
+        tile = "bm = 128, bn = 192, bk = 64, warps_m = 8, warps_n = 1, stages = 4"
+        text = (f"func.func @g(%a: {t(fs, dt)}, %w: {t(ws, dt)}, %h: {t(os_, dt)}) -> {t(os_, dt)} {{\n"
+                f"  %0 = fuse.kernel \"k0_matmul\"(%a, %w, %h) {{tile = #fuse.tile<{tile}>}}\n"
+                f"      : ({t(fs, dt)}, {t(ws, dt)}, {t(os_, dt)}) -> {t(os_, dt)} {{\n"
+                f"  ^bb0(%x: {t(fs, dt)}, %y: {t(ws, dt)}, %z: {t(os_, dt)}):\n"
+                f"    %1 = fuse.matmul %x, %y : {t(fs, dt)}, {t(ws, dt)}\n"
+                f"    %2 = fuse.activation_grad %1, %z {tanh} : {t(os_, dt)}\n"
+                f"    fuse.yield %2 : {t(os_, dt)}\n  }}\n  return %0 : {t(os_, dt)}\n}}\n")
+        out.append((f"wgmma_tile128x192_fold_gelu_grad_{dt}", text, dt, [], ["sm_90a"]))
         g = Graph("g")
         x = g.arg([2, 45, 96], dt)
         outs = []

@@ -57,6 +57,11 @@ inline int64_t vectorElements(mlir::Value tensor) {
 /// convolutions).
 bool isGemmAnchor(mlir::Operation *anchor);
 GemmShape getGemmShape(mlir::Operation *anchor);
+/// Whether a matmul's batch dims fold into its rows: a 2-D rhs shared by
+/// every batch and an lhs [..., M, K], whose rows are then one GEMM's as
+/// a linear's are (ViT's 8 x 197 tokens: one M of 1576, not 8 of 197 each
+/// padded to a tile).
+bool matmulFoldsBatch(mlir::fuse::MatmulOp op);
 
 /// A convolution as an implicit GEMM per group: the geometry both of its
 /// operands' layouts carry.
@@ -259,8 +264,8 @@ struct AccumulatorLayout {
 };
 
 /// Whether the epilogue of a tile bn wide, run by `threads` threads, may go
-/// through shared memory: rows of 16-byte vectors (4 f32 at least) and a
-/// whole number of rows per pass of the threads.
+/// through shared memory: rows of 16-byte vectors (4 f32 at least), at
+/// least one row per pass of the threads.
 bool canStageEpilogue(const GemmShape &shape, int64_t bn, int64_t threads);
 /// Passes of whole warp rows in which the staged epilogue moves the
 /// accumulators (kGroups slices of bm x bn, rows padded by 8 floats)

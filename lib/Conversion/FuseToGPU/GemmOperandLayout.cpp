@@ -202,6 +202,13 @@ static GemmOperandLayouts matmulLayouts(MatmulOp op) {
     if (layout->cols() % width == 0)
       layout->vector = width;
   }
+  if (matmulFoldsBatch(op)) {
+    GemmOperandLayout &a = layouts.a;
+    a.rowShape = llvm::to_vector(ArrayRef<int64_t>(a.shape).drop_back());
+    a.batchShape.clear();
+    a.gemmBatchShape.clear();
+    layouts.b.gemmBatchShape.clear();
+  }
   return layouts;
 }
 

@@ -45,6 +45,11 @@ static int64_t widestRun(ArrayRef<int64_t> extents, int64_t width) {
   return 1;
 }
 
+bool fusec::tiling::matmulFoldsBatch(MatmulOp op) {
+  return shapeOf(op.getRhs()).size() == 2 && shapeOf(op.getLhs()).size() > 2 &&
+         !op.getTransposeLhs();
+}
+
 GemmShape fusec::tiling::getGemmShape(Operation *anchor) {
   GemmShape shape;
   shape.elementType =
@@ -97,6 +102,10 @@ GemmShape fusec::tiling::getGemmShape(Operation *anchor) {
     shape.n = os.back();
     shape.k = matmul.getTransposeLhs() ? ls.end()[-2] : ls.back();
     shape.batch = product(os.drop_back(2));
+    if (matmulFoldsBatch(matmul)) {
+      shape.m *= shape.batch;
+      shape.batch = 1;
+    }
   }
   if (!isa<Conv2dOp>(anchor))
     shape.outVector = widestRun({shape.n}, width);
@@ -444,6 +453,7 @@ void GemmKernel::linearEpilogue(LinearOp op, GemmProblem &problem) {
 void GemmKernel::matmulEpilogue(MatmulOp op, GemmProblem &problem) {
   ArrayRef<int64_t> os = shapeOf(op.getResult());
   int64_t n = os.back();
+  bool folded = matmulFoldsBatch(op);
   ArrayRef<int64_t> batchShape = os.drop_back(2);
   int64_t channelAxis = os.size() - 1;
   problem.columns = [=, this](Value, Value ni, int64_t width) {
@@ -457,8 +467,13 @@ void GemmKernel::matmulEpilogue(MatmulOp op, GemmProblem &problem) {
     return columns;
   };
   problem.rowCoords = [=, this](Value bi, Value mi) -> GemmRowCoords {
-    SmallVector<Value> row = delinearize(bi, batchShape);
-    row.push_back(mi);
+    SmallVector<Value> row;
+    if (folded) {
+      row = delinearize(mi, os.drop_back());
+    } else {
+      row = delinearize(bi, batchShape);
+      row.push_back(mi);
+    }
     return [=](const GemmColumns &columns) {
       SmallVector<Value> c(row);
       c.push_back(columns.channel);
