@@ -619,8 +619,16 @@ LogicalResult AttentionOp::buildGradient(GradientBuilder &gb) {
   for (auto [operand, result] : llvm::zip(inputs, grad->getResults()))
     if (gb.wanted(operand))
       gb.accumulate(operand, result);
-  if (maskGrad)
+  if (maskGrad) {
+    // dS is stored whole before its sum: say what that costs.
+    auto scores = typeOf(grad->getResult(3));
+    emitRemark() << "the mask's gradient stores the scores' gradient " << scores
+                 << " ("
+                 << scores.getNumElements() * scores.getElementTypeBitWidth() /
+                        8
+                 << " bytes) before summing it to the mask's shape";
     accumulateBroadcast(gb, mask, grad->getResult(3));
+  }
   return success();
 }
 

@@ -14,6 +14,7 @@
 // RUN: fusec-gradcheck %s --func=masked_causal_gqa | FileCheck %s --check-prefix=MASKCG
 // RUN: fusec-opt %s -fusec-autodiff="func=plain" | FileCheck %s --check-prefix=IR
 // RUN: fusec-opt %s -fusec-autodiff="func=masked" | FileCheck %s --check-prefix=IRMASK
+// RUN: fusec-opt %s -fusec-autodiff="func=masked" 2>&1 >/dev/null | FileCheck %s --check-prefix=REMARK
 // RUN: fusec-opt %s -fusec-autodiff="func=masked wrt=0,1,2" | FileCheck %s --check-prefix=IRNOMASK
 // RUN: fusec-opt %s -fusec-autodiff="func=causal_tall deterministic=true" | FileCheck %s --check-prefix=DET
 
@@ -66,6 +67,7 @@ func.func @masked_causal_gqa(%q: tensor<2x4x5x4xf32>, %k: tensor<2x2x6x4xf32>, %
 // IRMASK: %{{.*}}, %{{.*}}, %{{.*}}, %[[DS:.*]] = fuse.attention_grad {{.+}} {return_score_grad}
 // IRMASK: %[[SUM:.*]] = fuse.reduce_sum %[[DS]] {axes = array<i64: 0, 1>} : tensor<2x2x3x5xf32>
 // IRMASK: return %{{.*}}, %{{.*}}, %{{.*}}, %[[SUM]] :
+// REMARK: remark: the mask's gradient stores the scores' gradient 'tensor<2x2x3x5xf32>' (240 bytes) before summing it to the mask's shape
 // IRNOMASK-LABEL: func.func @masked_backward
 // IRNOMASK-NOT: return_score_grad
 // IRNOMASK: return
