@@ -622,10 +622,10 @@ LogicalResult AttentionOp::buildGradient(GradientBuilder &gb) {
   if (maskGrad) {
     // dS is stored whole before its sum: say what that costs.
     auto scores = typeOf(grad->getResult(3));
+    int64_t bytes =
+        scores.getNumElements() * scores.getElementTypeBitWidth() / 8;
     emitRemark() << "the mask's gradient stores the scores' gradient " << scores
-                 << " ("
-                 << scores.getNumElements() * scores.getElementTypeBitWidth() /
-                        8
+                 << " (" << bytes
                  << " bytes) before summing it to the mask's shape";
     accumulateBroadcast(gb, mask, grad->getResult(3));
   }
