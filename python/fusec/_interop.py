@@ -57,6 +57,22 @@ def torch_tensor_type():
     return _torch_tensor
 
 
+_torch_tensor_types = None
+
+
+def torch_tensor_types():
+    """{torch.Tensor, torch.nn.Parameter} once PyTorch is imported, else
+    an empty set: the plain tensors the fast paths take (a subclass may
+    hold its data elsewhere)."""
+    global _torch_tensor_types
+    if _torch_tensor_types is None:
+        torch = sys.modules.get("torch")
+        if torch is None:
+            return frozenset()
+        _torch_tensor_types = frozenset((torch.Tensor, torch.nn.Parameter))
+    return _torch_tensor_types
+
+
 def torch_dtypes_of(inputs, outputs):
     """The torch dtypes of a plan's (shape, dtype, bytes) entries."""
     back = {v: k for k, v in _torch_dtype_map().items()}

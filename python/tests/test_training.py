@@ -229,6 +229,33 @@ class TrainingGpuTest(unittest.TestCase):
                                     "was modified in place"):
             step.backward(g)
 
+    def test_fast_and_general_paths_agree(self):
+        # Plain tensors and parameters on the current stream take the fast
+        # path; a stream given, a non-contiguous tensor or a missing
+        # gradient the general one. Same results, same errors.
+        import torch
+        k = _compile_or_skip(self, LAYER)
+        x = torch.randn(3, 5, device="cuda")
+        w = torch.nn.Parameter(torch.randn(3, 5, device="cuda"))
+        g = torch.randn(3, 5, device="cuda")
+        fast = k.step()
+        y = fast.forward(x, w)
+        dx, dw = fast.backward(g)
+        general = k.step()
+        s = torch.cuda.current_stream()
+        y2 = general.forward(x, w, stream=s)
+        dx2, dw2 = general.backward(g, stream=s)
+        for a, b in ((y, y2), (dx, dx2), (dw, dw2)):
+            torch.testing.assert_close(a, b, rtol=0, atol=0)
+        dx3, _ = fast.backward(None)
+        torch.testing.assert_close(dx3, torch.zeros_like(dx3))
+        with self.assertRaisesRegex(TypeError, "not row-major"):
+            fast.backward(torch.zeros(5, 3, device="cuda").t())
+        with self.assertRaisesRegex(TypeError, "argument 1 is 3x5 f16"):
+            fast.forward(x, w.detach().half())
+        with self.assertRaisesRegex(TypeError, "on cpu"):
+            fast.forward(x, w.detach().cpu())
+
     def test_autograd_function(self):
         # The shape of the PyTorch issue's wrapper: one step per call.
         import torch
