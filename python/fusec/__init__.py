@@ -479,16 +479,14 @@ class _Module(_capi.Handle):
         outs = out if isinstance(out, (list, tuple)) else (out,)
         if len(inputs) != len(self.inputs) or len(outs) != len(self.outputs):
             return False
-        tensor, device = _interop.torch_tensor_type(), self.device
+        device = self.device
         ins, outs_buffers = self.buffers()
         grad = False
         for buffers, values, infos, dtypes in (
                 (ins, inputs, self.inputs, self.torch_dtypes[0]),
                 (outs_buffers, outs, self.outputs, self.torch_dtypes[1])):
             for b, x, info, dtype in zip(buffers, values, infos, dtypes):
-                if type(x) is not tensor or x.dtype is not dtype or \
-                        x.shape != info[0] or x.get_device() != device or \
-                        not x.is_contiguous():
+                if not _interop.plain_torch(x, info[0], dtype, device):
                     return False
                 if x.requires_grad:
                     grad = True
@@ -562,7 +560,7 @@ class Kernel:
             raise TypeError("the kernel takes its graph's inputs")
         first = inputs[0]
         if out is not None and stream is None and workspace is None and \
-                type(first) is _interop.torch_tensor_type():
+                type(first) in _interop.torch_tensor_types():
             m = self._modules.get(first.get_device())
             if m is not None and m.run_torch(inputs, out):
                 return out

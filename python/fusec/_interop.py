@@ -42,21 +42,7 @@ def _torch_dtype_map():
     return _torch_dtypes
 
 
-_torch_tensor = None
 _raw_stream = None
-
-
-def torch_tensor_type():
-    """torch.Tensor once PyTorch is imported (by the caller), else None."""
-    global _torch_tensor
-    if _torch_tensor is None:
-        torch = sys.modules.get("torch")
-        if torch is None:
-            return None
-        _torch_tensor = torch.Tensor
-    return _torch_tensor
-
-
 _torch_tensor_types = None
 
 
@@ -71,6 +57,14 @@ def torch_tensor_types():
             return frozenset()
         _torch_tensor_types = frozenset((torch.Tensor, torch.nn.Parameter))
     return _torch_tensor_types
+
+
+def plain_torch(x, shape, dtype, device):
+    """Whether `x` is a contiguous PyTorch tensor (or parameter) of
+    `shape` and torch `dtype` on CUDA `device`: what the fast paths take
+    without the general path's checks."""
+    return type(x) in torch_tensor_types() and x.dtype is dtype and \
+        x.shape == shape and x.get_device() == device and x.is_contiguous()
 
 
 def torch_dtypes_of(inputs, outputs):

@@ -120,15 +120,11 @@ class TrainingStep(_capi.Handle):
         tensor (or parameter) of its plan entry's shape and dtype on the
         module's device; False (nothing filled) otherwise, for the general
         path to check and say what is wrong."""
-        kinds = _interop.torch_tensor_types()
         device = self._module.device
-        if len(values) != len(infos):
+        if len(values) != len(infos) or not all(
+                _interop.plain_torch(x, info[0], dtype, device)
+                for x, info, dtype in zip(values, infos, dtypes)):
             return False
-        for x, info, dtype in zip(values, infos, dtypes):
-            if type(x) not in kinds or x.dtype is not dtype or \
-                    x.shape != info[0] or x.get_device() != device or \
-                    not x.is_contiguous():
-                return False
         for b, x in zip(buffers, values):
             b.ptr = x.data_ptr()
         return True
