@@ -5,7 +5,11 @@
 #   ./setup.sh                 install + configure + build (into build/)
 #   ./setup.sh <ninja target>  the same, building that target instead
 #
-# Environment: BUILD_DIR (default build), FUSEC_CMAKE_ARGS (extra cmake args).
+# `./setup.sh check-fusec` also installs PyTorch (CPU use; from PyPI) into a
+# virtual environment of its own, for the tests of fusec.torch.
+#
+# Environment: BUILD_DIR (default build), FUSEC_CMAKE_ARGS (extra cmake args),
+# FUSEC_TORCH_VENV (default ~/.cache/fusec/torch-venv; FUSEC_TORCH=0 skips it).
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -31,6 +35,17 @@ if ((${#missing[@]})); then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends \
     "${missing[@]}" >/dev/null
+fi
+
+# PyTorch for python/tests/test_torch.py (lit's `torch` feature), pinned to
+# the release those tests were last run with.
+TORCH_VENV=${FUSEC_TORCH_VENV:-$HOME/.cache/fusec/torch-venv}
+if [ "${1:-}" = check-fusec ] && [ "${FUSEC_TORCH:-1}" != 0 ] &&
+    ! "$TORCH_VENV/bin/python" -c "import torch, numpy" 2>/dev/null; then
+  echo "setup: installing PyTorch into $TORCH_VENV (a few GB from PyPI)"
+  python3 -m venv "$TORCH_VENV"
+  "$TORCH_VENV/bin/python" -m pip install -q --disable-pip-version-check \
+    torch==2.15.0 numpy
 fi
 
 LLVM_PREFIX=$(llvm-config-22 --prefix)

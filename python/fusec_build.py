@@ -42,6 +42,8 @@ SUMMARY = "Fused, tiled CUDA kernels from graphs of deep-learning operators"
 REQUIRES_PYTHON = ">=3.8"
 DEPENDENCIES = ["numpy"]
 SCRIPTS = {"fusec": "fusec.__main__:main"}
+# torch.compile(backend="fusec") finds the backend through this entry point.
+ENTRY_POINTS = {"torch_dynamo_backends": {"fusec": "fusec.torch:backend"}}
 
 
 def _version():
@@ -247,8 +249,10 @@ def _metadata(version):
 
 
 def _entry_points():
-    return "[console_scripts]\n" + "".join(
-        "%s = %s\n" % item for item in sorted(SCRIPTS.items()))
+    groups = dict(ENTRY_POINTS, console_scripts=SCRIPTS)
+    return "\n".join("[%s]\n" % group + "".join(
+        "%s = %s\n" % item for item in sorted(groups[group].items()))
+        for group in sorted(groups))
 
 
 def _check_pyproject():
@@ -261,11 +265,13 @@ def _check_pyproject():
     with open(os.path.join(ROOT, "pyproject.toml"), "rb") as f:
         project = tomllib.load(f)["project"]
     stated = (project.get("dependencies", []), project.get("scripts", {}),
+              project.get("entry-points", {}),
               project.get("requires-python"), project.get("description"))
-    if stated != (DEPENDENCIES, SCRIPTS, REQUIRES_PYTHON, SUMMARY):
+    if stated != (DEPENDENCIES, SCRIPTS, ENTRY_POINTS, REQUIRES_PYTHON,
+                  SUMMARY):
         raise RuntimeError(
             "fusec_build: pyproject.toml's [project] (dependencies, scripts, "
-            "requires-python, description) differs from what python/"
+            "entry-points, requires-python, description) differs from what python/"
             "fusec_build.py writes into the wheel; change both together")
 
 

@@ -54,6 +54,17 @@ try:
     config.available_features.add("numpy")
 except (OSError, subprocess.CalledProcessError):
     pass
+# PyTorch (fusec.torch's tests): its own virtual environment, which
+# ./setup.sh check-fusec makes, or $FUSEC_TORCH_PYTHON.
+torch_python = os.environ.get("FUSEC_TORCH_PYTHON") or os.path.expanduser(
+    "~/.cache/fusec/torch-venv/bin/python")
+try:
+    subprocess.check_call([torch_python, "-c", "import torch, numpy"],
+                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    config.available_features.add("torch")
+    config.substitutions.append(("%torch_python", torch_python))
+except (OSError, subprocess.CalledProcessError):
+    pass
 if shutil.which("ptxas"):
     config.available_features.add("ptxas")
 # NVRTC (CUDA toolkit): CUDA C artifacts compile without a GPU.

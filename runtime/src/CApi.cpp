@@ -26,11 +26,15 @@ struct fusec_device {
 };
 
 struct fusec_module {
-  std::unique_ptr<Module> module;
+  /// Null for the plans of a training module, which owns them
+  /// (fusec_training_forward_plan): fusec_module_release ignores those.
+  std::unique_ptr<Module> owned;
+  Module *module = nullptr;
 };
 
 struct fusec_training_module {
   std::unique_ptr<TrainingModule> module;
+  fusec_module forward, backward;
 };
 
 struct fusec_training_step {
@@ -51,6 +55,15 @@ fusec_status report(const Status &status) {
 fusec_status invalidArgument(const char *function, const char *what) {
   return report(Status::error(StatusCode::InvalidArgument,
                               std::string(function) + ": " + what));
+}
+
+/// The C handle of a loaded training module, with borrowed handles of its
+/// two plans.
+fusec_training_module *wrapTraining(std::unique_ptr<TrainingModule> m) {
+  auto *handle = new fusec_training_module{std::move(m), {}, {}};
+  handle->forward.module = &handle->module->forward();
+  handle->backward.module = &handle->module->backward();
+  return handle;
 }
 
 /// Runs `body`, turning an escaping exception into an error status.
@@ -229,8 +242,10 @@ fusec_status fusec_module_load(fusec_device *device, const char *artifact,
     std::unique_ptr<Module> m;
     fusec_status status = report(Module::load(
         device->device, std::string(artifact ? artifact : "", length), m));
-    if (status == FUSEC_OK)
-      *module = new fusec_module{std::move(m)};
+    if (status == FUSEC_OK) {
+      Module *raw = m.get();
+      *module = new fusec_module{std::move(m), raw};
+    }
     return status;
   });
 }
@@ -247,13 +262,18 @@ fusec_status fusec_module_load_file(fusec_device *device, const char *path,
   return guarded("fusec_module_load_file", [&] {
     std::unique_ptr<Module> m;
     fusec_status status = report(Module::loadFile(device->device, path, m));
-    if (status == FUSEC_OK)
-      *module = new fusec_module{std::move(m)};
+    if (status == FUSEC_OK) {
+      Module *raw = m.get();
+      *module = new fusec_module{std::move(m), raw};
+    }
     return status;
   });
 }
 
-void fusec_module_release(fusec_module *module) { delete module; }
+void fusec_module_release(fusec_module *module) {
+  if (module && module->owned)
+    delete module;
+}
 
 size_t fusec_module_num_inputs(const fusec_module *module) {
   return module ? module->module->plan().inputs.size() : 0;
@@ -371,7 +391,7 @@ fusec_status fusec_training_load(fusec_device *device, const char *artifact,
     fusec_status status = report(TrainingModule::load(
         device->device, std::string(artifact ? artifact : "", length), m));
     if (status == FUSEC_OK)
-      *module = new fusec_training_module{std::move(m)};
+      *module = wrapTraining(std::move(m));
     return status;
   });
 }
@@ -390,7 +410,7 @@ fusec_status fusec_training_load_file(fusec_device *device, const char *path,
     fusec_status status =
         report(TrainingModule::loadFile(device->device, path, m));
     if (status == FUSEC_OK)
-      *module = new fusec_training_module{std::move(m)};
+      *module = wrapTraining(std::move(m));
     return status;
   });
 }
@@ -459,6 +479,25 @@ int64_t fusec_training_forward_result(const fusec_training_module *module,
   if (!module || index >= module->module->forwardResults().size())
     return -1;
   return module->module->forwardResults()[index];
+}
+
+size_t fusec_training_num_forward_args(const fusec_training_module *module) {
+  return module ? module->module->forwardArgs().size() : 0;
+}
+
+int64_t fusec_training_forward_arg(const fusec_training_module *module,
+                                   size_t index) {
+  if (!module || index >= module->module->forwardArgs().size())
+    return -1;
+  return module->module->forwardArgs()[index];
+}
+
+fusec_module *fusec_training_forward_plan(fusec_training_module *module) {
+  return module ? &module->forward : nullptr;
+}
+
+fusec_module *fusec_training_backward_plan(fusec_training_module *module) {
+  return module ? &module->backward : nullptr;
 }
 
 size_t fusec_training_num_saved(const fusec_training_module *module) {

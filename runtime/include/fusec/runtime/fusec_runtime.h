@@ -206,6 +206,11 @@ int64_t fusec_training_wrt(const fusec_training_module *module, size_t index);
 size_t fusec_training_num_forward_results(const fusec_training_module *module);
 int64_t fusec_training_forward_result(const fusec_training_module *module,
                                       size_t index);
+/* The arguments the backward reads again: the i-th is argument
+   fusec_training_forward_arg(module, i) (-1 for an index out of range). */
+size_t fusec_training_num_forward_args(const fusec_training_module *module);
+int64_t fusec_training_forward_arg(const fusec_training_module *module,
+                                   size_t index);
 /* The tensors the forward saves, and their bytes (what each step holds). */
 size_t fusec_training_num_saved(const fusec_training_module *module);
 uint64_t fusec_training_saved_bytes(const fusec_training_module *module);
@@ -228,6 +233,19 @@ fusec_training_step_forward(fusec_training_step *step, fusec_stream stream,
 fusec_status fusec_training_step_backward(
     fusec_training_step *step, fusec_stream stream, const fusec_buffer *grads,
     size_t num_grads, const fusec_buffer *arg_grads, size_t num_arg_grads);
+
+/* The two plans as modules, for callers that hold the saved tensors
+   themselves (a framework's autograd, say) instead of in a step. The forward
+   plan's inputs are the arguments; its outputs are the results, then the
+   saved tensors. The backward plan's inputs are the arguments it reads again
+   (fusec_training_forward_arg), the results it reads again
+   (fusec_training_forward_result), the saved tensors and the result gradients
+   (fusec_training_grad_result), in that order; its outputs are the argument
+   gradients (fusec_training_wrt). Run them with fusec_module_run or
+   fusec_module_run_with_workspace. The handles belong to the training module:
+   valid while it is loaded; fusec_module_release ignores them. */
+fusec_module *fusec_training_forward_plan(fusec_training_module *module);
+fusec_module *fusec_training_backward_plan(fusec_training_module *module);
 
 /* ---- Pointers ----------------------------------------------------------- */
 

@@ -1,0 +1,518 @@
+"""ATen FX graphs to fuse graphs: the rules of the torch.compile backend
+(fusec.torch.backend, docs/PyTorch.md).
+
+Each rule turns one ATen node into fuse ops through the graph builder, or
+raises Unsupported with the reason. The backend asks each node alone
+whether it translates (a one-node graph, so fusec's own verifier has the
+last word), partitions the graph into the nodes that do, and translates
+each partition whole.
+"""
+
+import math
+import operator
+
+import torch
+
+from . import Error, Graph, _f64
+
+aten = torch.ops.aten
+
+_FUSE_DTYPES = {torch.float32: "f32", torch.float16: "f16",
+                torch.bfloat16: "bf16"}
+
+
+class Unsupported(Exception):
+    """fusec does not take this node; the message says why."""
+
+
+def _val(node):
+    return node.meta.get("val") if isinstance(node, torch.fx.Node) else None
+
+
+def _tensor_meta(node):
+    """(shape, fuse dtype) of a node's tensor value, or Unsupported."""
+    v = _val(node)
+    if not isinstance(v, torch.Tensor):
+        raise Unsupported("%s is not a tensor" % getattr(node, "name", node))
+    if v.dtype not in _FUSE_DTYPES:
+        raise Unsupported("%s is %s (fusec takes float32, float16 and "
+                          "bfloat16)" % (node.name, v.dtype))
+    shape = []
+    for d in v.shape:
+        # The trace of a static graph may carry its sizes as SymInts with
+        # hints; the partition is compiled for those sizes.
+        if isinstance(d, torch.SymInt) and d.node.has_hint():
+            d = int(d.node.hint)
+        if not isinstance(d, int):
+            raise Unsupported("%s has a dynamic shape" % node.name)
+        shape.append(d)
+    if 0 in shape:
+        raise Unsupported("%s is empty" % node.name)
+    if len(shape) == 0:
+        raise Unsupported("%s is a 0-d tensor" % node.name)
+    return tuple(shape), _FUSE_DTYPES[v.dtype]
+
+
+class Translator:
+    """Builds one fuse graph from FX nodes. Inputs are the partition's
+    placeholders, in order, then the scalar constants the rules need (each
+    a [1] tensor the caller passes)."""
+
+    def __init__(self, name):
+        self.g = Graph(name)
+        self.values = {}
+        self.constants = []  # (value, torch dtype)
+
+    def input(self, node):
+        shape, dtype = _tensor_meta(node)
+        self.values[node] = self.g.input(list(shape), dtype)
+        return self.values[node]
+
+    def v(self, arg, like=None):
+        """The fuse value of an FX argument; a Python number becomes a
+        constant input of `like`'s dtype."""
+        if isinstance(arg, torch.fx.Node):
+            value = self.values.get(arg)
+            if value is None:
+                raise Unsupported("%s has no fuse value" % arg.name)
+            if isinstance(value, tuple):
+                raise Unsupported("%s is a tuple" % arg.name)
+            return value
+        if isinstance(arg, (int, float)) and not isinstance(arg, bool):
+            return self.constant(arg, like)
+        raise Unsupported("argument %r is not a tensor or a number" % (arg,))
+
+    def constant(self, number, like):
+        dtype = _val(like).dtype if like is not None else torch.float32
+        self.constants.append((float(number), dtype))
+        return self.g.input([1], _FUSE_DTYPES[dtype])
+
+    def node(self, node):
+        """Translates a call_function node (its arguments translated)."""
+        if node.op != "call_function":
+            raise Unsupported("%s is a %s" % (node.name, node.op))
+        if node.target is operator.getitem:
+            base, index = node.args
+            value = self.values.get(base)
+            if not isinstance(value, tuple) or value[index] is None:
+                raise Unsupported("%s: output %d of %s is not taken"
+                                  % (node.name, index, base.name))
+            result = value[index]
+        else:
+            rule = RULES.get(getattr(node.target, "overloadpacket", None))
+            if rule is None:
+                raise Unsupported("no rule for %s" % _op_name(node))
+            try:
+                result = rule(self, node, *node.args, **node.kwargs)
+            except Error as e:
+                raise Unsupported("fusec: %s" % str(e).strip()) from None
+            except TypeError as e:  # the rule's arguments do not match
+                raise Unsupported("%s: %s" % (_op_name(node), e)) from None
+        self.values[node] = result
+        return result
+
+
+def _op_name(node):
+    target = node.target
+    name = getattr(target, "__name__", None) or str(target)
+    return "aten." + name if isinstance(target, torch._ops.OpOverload) \
+        else name
+
+
+RULES = {}
+
+
+def rule(*packets):
+    def register(fn):
+        for p in packets:
+            RULES[p] = fn
+        return fn
+    return register
+
+
+def _rank(node):
+    return _val(node).dim()
+
+
+def _axis(node, dim):
+    rank = _rank(node)
+    return dim + rank if dim < 0 else dim
+
+
+def _i64(values):
+    return "array<i64: %s>" % ", ".join(str(int(v)) for v in values)
+
+
+# ---- Views (functionalized: *_copy) ----------------------------------------
+
+@rule(aten.t, aten.t_copy)
+def _t(t, node, x):
+    if _rank(x) < 2:
+        return t.v(x)
+    return t.g.transpose(t.v(x), [1, 0])
+
+
+@rule(aten.permute, aten.permute_copy)
+def _permute(t, node, x, dims):
+    return t.g.transpose(t.v(x), [_axis(x, d) for d in dims])
+
+
+@rule(aten.transpose, aten.transpose_copy)
+def _transpose(t, node, x, d0, d1):
+    perm = list(range(_rank(x)))
+    a, b = _axis(x, d0), _axis(x, d1)
+    perm[a], perm[b] = perm[b], perm[a]
+    return t.g.transpose(t.v(x), perm)
+
+
+@rule(aten.view, aten.view_copy, aten._unsafe_view, aten.reshape,
+      aten._reshape_copy, aten.squeeze, aten.squeeze_copy, aten.unsqueeze,
+      aten.unsqueeze_copy, aten.flatten)
+def _reshape(t, node, x, *args, **kwargs):
+    shape, _ = _tensor_meta(node)
+    return t.g.reshape(t.v(x), list(shape))
+
+
+@rule(aten.clone, aten.alias, aten.alias_copy, aten.detach,
+      aten.detach_copy, aten.contiguous, aten.lift_fresh_copy)
+def _identity(t, node, x, *args, **kwargs):
+    return t.v(x)
+
+
+# ---- Elementwise -------------------------------------------------------------
+
+def _binary(name):
+    def fn(t, node, a, b, alpha=1):
+        like = a if isinstance(a, torch.fx.Node) else b
+        if _val(node).dtype != _val(like).dtype:
+            raise Unsupported("%s promotes %s to %s" % (
+                _op_name(node), _val(like).dtype, _val(node).dtype))
+        lhs, rhs = t.v(a, like), t.v(b, like)
+        if alpha != 1:
+            rhs = t.g.mul(rhs, t.constant(alpha, like))
+        return getattr(t.g, name)(lhs, rhs)
+    return fn
+
+
+for _name in ("add", "sub", "mul", "div"):
+    rule(getattr(aten, _name))(_binary(_name))
+
+
+@rule(aten.neg)
+def _neg(t, node, x):
+    return t.g.op("fuse.neg", [t.v(x)])
+
+
+@rule(aten.relu)
+def _relu(t, node, x):
+    return t.g.relu(t.v(x))
+
+
+@rule(aten.silu)
+def _silu(t, node, x):
+    return t.g.silu(t.v(x))
+
+
+@rule(aten.sigmoid)
+def _sigmoid(t, node, x):
+    return t.g.sigmoid(t.v(x))
+
+
+@rule(aten.tanh)
+def _tanh(t, node, x):
+    return t.g.tanh(t.v(x))
+
+
+@rule(aten.hardswish)
+def _hardswish(t, node, x):
+    return t.g.hardswish(t.v(x))
+
+
+@rule(aten.gelu)
+def _gelu(t, node, x, approximate="none"):
+    return t.g.gelu(t.v(x), approximate)
+
+
+@rule(aten.hardtanh)
+def _hardtanh(t, node, x, min_val=-1.0, max_val=1.0):
+    if min_val == 0 and max_val == 6:
+        return t.g.relu6(t.v(x))
+    return t.g.clamp(t.v(x), min_val, max_val)
+
+
+@rule(aten.clamp)
+def _clamp(t, node, x, min=None, max=None):
+    if min is None or max is None or isinstance(min, torch.fx.Node):
+        raise Unsupported("clamp without both bounds as numbers")
+    return t.g.clamp(t.v(x), min, max)
+
+
+@rule(aten.leaky_relu)
+def _leaky_relu(t, node, x, negative_slope=0.01):
+    return t.g.leaky_relu(t.v(x), negative_slope)
+
+
+@rule(aten._to_copy)
+def _to_copy(t, node, x, dtype=None, layout=None, device=None,
+             pin_memory=None, non_blocking=False, memory_format=None):
+    if device is not None and device != _val(x).device:
+        raise Unsupported("a copy to another device")
+    if memory_format not in (None, torch.preserve_format,
+                             torch.contiguous_format):
+        raise Unsupported("a copy to %s" % memory_format)
+    _, target = _tensor_meta(node)
+    return t.g.cast(t.v(x), target)
+
+
+# ---- Normalisation and reductions -----------------------------------------
+
+@rule(aten._softmax)
+def _softmax(t, node, x, dim, half_to_float=False):
+    if half_to_float:
+        raise Unsupported("softmax with half_to_float")
+    return t.g.op("fuse.softmax", [t.v(x)], "axis = %d" % _axis(x, dim))
+
+
+def _only_first_output(node):
+    for user in node.users:
+        if user.target is not operator.getitem or user.args[1] != 0:
+            raise Unsupported("%s: its other outputs are used (mean, rstd "
+                              "or indices)" % _op_name(node))
+
+
+@rule(aten.native_layer_norm)
+def _layer_norm(t, node, x, normalized_shape, weight, bias, eps):
+    _only_first_output(node)
+    if len(normalized_shape) != 1:
+        raise Unsupported("layer_norm over more than the last axis")
+    y = t.g.layer_norm(t.v(x), None if weight is None else t.v(weight),
+                       None if bias is None else t.v(bias), float(eps))
+    return (y, None, None)
+
+
+def _inference_batch_norm(t, node, x, weight, bias, mean, var, eps):
+    _only_first_output(node)
+    if weight is None or bias is None or _rank(x) != 4:
+        raise Unsupported("batch norm: 4-D, with weight and bias")
+    y = t.g.op("fuse.batch_norm",
+               [t.v(x), t.v(mean), t.v(var), t.v(weight), t.v(bias)],
+               "epsilon = %s, layout = #fuse.layout<nchw>" % _f64(eps))
+    return (y, None, None)
+
+
+@rule(aten._native_batch_norm_legit_no_training)
+def _batch_norm_legit(t, node, x, weight, bias, mean, var, momentum, eps):
+    return _inference_batch_norm(t, node, x, weight, bias, mean, var, eps)
+
+
+@rule(aten.native_batch_norm)
+def _native_batch_norm(t, node, x, weight, bias, mean, var, training,
+                       momentum, eps):
+    if training or mean is None or var is None:
+        raise Unsupported("batch norm in training mode (batch statistics)")
+    return _inference_batch_norm(t, node, x, weight, bias, mean, var, eps)
+
+
+@rule(aten.sum)
+def _sum(t, node, x, dims=None, keepdim=False, dtype=None):
+    if dims is None or dtype is not None:
+        raise Unsupported("sum over every axis or to another dtype")
+    axes = sorted(_axis(x, d) for d in dims)
+    return t.g.op("fuse.reduce_sum", [t.v(x)], "axes = %s%s" % (
+        _i64(axes), ", keep_dims" if keepdim else ""))
+
+
+@rule(aten.mean)
+def _mean(t, node, x, dims=None, keepdim=False, dtype=None):
+    if dims is None or dtype is not None:
+        raise Unsupported("mean over every axis or to another dtype")
+    shape, _ = _tensor_meta(x)
+    axes = sorted(_axis(x, d) for d in dims)
+    count = math.prod(shape[a] for a in axes)
+    total = t.g.op("fuse.reduce_sum", [t.v(x)], "axes = %s%s" % (
+        _i64(axes), ", keep_dims" if keepdim else ""))
+    return t.g.mul(total, t.constant(1.0 / count, x))
+
+
+# ---- GEMMs and convolutions -----------------------------------------------
+
+def _transposed_weight(t, w):
+    """The [out, in] weight W when `w` is t(W) of a 2-D W, else None."""
+    if isinstance(w, torch.fx.Node) and w.op == "call_function" and \
+            getattr(w.target, "overloadpacket", None) in (aten.t, aten.t_copy) \
+            and w.args[0] in t.values and _rank(w.args[0]) == 2:
+        return t.values[w.args[0]]
+    return None
+
+
+@rule(aten.mm)
+def _mm(t, node, a, b):
+    weight = _transposed_weight(t, b)
+    if weight is not None:
+        return t.g.linear(t.v(a), weight)
+    return t.g.matmul(t.v(a), t.v(b))
+
+
+@rule(aten.bmm)
+def _bmm(t, node, a, b):
+    return t.g.matmul(t.v(a), t.v(b))
+
+
+@rule(aten.addmm)
+def _addmm(t, node, bias, a, b, beta=1, alpha=1):
+    if beta != 1 or alpha != 1:
+        raise Unsupported("addmm with beta or alpha")
+    weight = _transposed_weight(t, b)
+    if weight is not None and _rank(bias) == 1:
+        return t.g.linear(t.v(a), weight, t.v(bias))
+    return t.g.add(t.g.matmul(t.v(a), t.v(b)), t.v(bias))
+
+
+@rule(aten.convolution)
+def _convolution(t, node, x, w, bias, stride, padding, dilation, transposed,
+                 output_padding, groups):
+    if transposed or _rank(x) != 4:
+        raise Unsupported("only 2-D, non-transposed convolutions")
+    operands = [t.v(x), t.v(w)] + ([] if bias is None else [t.v(bias)])
+    return t.g.op("fuse.conv2d", operands,
+                  "strides = %s, padding = %s, dilation = %s, groups = %d, "
+                  "layout = #fuse.layout<nchw>" % (
+                      _i64(stride), _i64(padding), _i64(dilation), groups))
+
+
+@rule(aten.max_pool2d_with_indices)
+def _max_pool(t, node, x, kernel, stride=(), padding=(0, 0),
+              dilation=(1, 1), ceil_mode=False):
+    _only_first_output(node)
+    if ceil_mode or any(d != 1 for d in dilation) or _rank(x) != 4:
+        raise Unsupported("max pool with ceil_mode or dilation")
+    kernel = list(kernel) * (2 // len(kernel))
+    stride = list(stride or kernel) * (2 // len(stride or kernel))
+    padding = list(padding) * (2 // len(padding))
+    y = t.g.op("fuse.max_pool2d", [t.v(x)],
+               "kernel = %s, strides = %s, padding = %s, layout = "
+               "#fuse.layout<nchw>" % (_i64(kernel), _i64(stride),
+                                       _i64(padding)))
+    return (y, None)
+
+
+@rule(aten.avg_pool2d)
+def _avg_pool(t, node, x, kernel, stride=(), padding=(0, 0),
+              ceil_mode=False, count_include_pad=True,
+              divisor_override=None):
+    if ceil_mode or divisor_override is not None or _rank(x) != 4:
+        raise Unsupported("avg pool with ceil_mode or divisor_override")
+    kernel = list(kernel) * (2 // len(kernel))
+    stride = list(stride or kernel) * (2 // len(stride or kernel))
+    padding = list(padding) * (2 // len(padding))
+    return t.g.op("fuse.avg_pool2d", [t.v(x)],
+                  "kernel = %s, strides = %s, padding = %s, layout = "
+                  "#fuse.layout<nchw>%s" % (
+                      _i64(kernel), _i64(stride), _i64(padding),
+                      ", count_include_pad" if count_include_pad else
+                      ", count_include_pad = false"))
+
+
+@rule(aten.split, aten.split_copy, aten.split_with_sizes,
+      aten.split_with_sizes_copy)
+def _split(t, node, x, sizes, dim=0):
+    shape, _ = _tensor_meta(x)
+    axis = _axis(x, dim)
+    if isinstance(sizes, int):
+        sizes = [min(sizes, shape[axis] - i)
+                 for i in range(0, shape[axis], sizes)]
+    if len(sizes) == 1:
+        return (t.v(x),)
+    return t.g.split(t.v(x), list(sizes), axis)
+
+
+@rule(aten.slice, aten.slice_copy)
+def _slice(t, node, x, dim=0, start=None, end=None, step=1):
+    shape, _ = _tensor_meta(x)
+    axis = _axis(x, dim)
+    begin, stop, stride = slice(start, end, step).indices(shape[axis])
+    if stride != 1:
+        raise Unsupported("a strided slice")
+    if begin == 0 and stop == shape[axis]:
+        return t.v(x)
+    offsets = [0] * len(shape)
+    sizes = list(shape)
+    offsets[axis], sizes[axis] = begin, max(stop - begin, 0)
+    return t.g.slice(t.v(x), offsets, sizes)
+
+
+@rule(aten.cat)
+def _cat(t, node, tensors, dim=0):
+    return t.g.concat([t.v(x) for x in tensors], _axis(tensors[0], dim))
+
+
+# ---- Attention -------------------------------------------------------------
+
+def _attention(t, node, q, k, v, mask, dropout_p, causal, scale):
+    if dropout_p:
+        raise Unsupported("attention with dropout")
+    for user in node.users:
+        if user.target is not operator.getitem or user.args[1] != 0:
+            raise Unsupported("its log-sum-exp or other outputs are used")
+    operands = [t.v(q), t.v(k), t.v(v)]
+    attributes = []
+    if mask is not None:
+        operands.append(t.v(mask))
+    if causal:
+        attributes.append("causal")
+    if scale is not None:
+        attributes.append("scale = " + _f64(scale))
+    out = t.g.op("fuse.attention", operands, ", ".join(attributes))
+    return (out,) + (None,) * 8
+
+
+@rule(aten._scaled_dot_product_flash_attention_for_cpu)
+def _sdpa_cpu(t, node, q, k, v, dropout_p=0.0, is_causal=False,
+              attn_mask=None, scale=None):
+    return _attention(t, node, q, k, v, attn_mask, dropout_p, is_causal,
+                      scale)
+
+
+@rule(aten._scaled_dot_product_flash_attention)
+def _sdpa_flash(t, node, q, k, v, dropout_p=0.0, is_causal=False,
+                return_debug_mask=False, scale=None):
+    return _attention(t, node, q, k, v, None, dropout_p, is_causal, scale)
+
+
+@rule(aten._scaled_dot_product_efficient_attention)
+def _sdpa_efficient(t, node, q, k, v, attn_bias, compute_log_sumexp,
+                    dropout_p=0.0, is_causal=False, scale=None):
+    return _attention(t, node, q, k, v, attn_bias, dropout_p, is_causal,
+                      scale)
+
+
+@rule(aten._scaled_dot_product_cudnn_attention)
+def _sdpa_cudnn(t, node, q, k, v, attn_bias, compute_log_sumexp,
+                dropout_p=0.0, is_causal=False, return_debug_mask=False,
+                scale=None):
+    return _attention(t, node, q, k, v, attn_bias, dropout_p, is_causal,
+                      scale)
+
+
+# ---- FLOPs, for the coverage report ---------------------------------------
+
+def flops(node):
+    """Multiply-adds times 2 of the GEMM-like nodes (0 for the rest)."""
+    packet = getattr(node.target, "overloadpacket", None)
+    try:
+        if packet in (aten.mm, aten.addmm, aten.bmm):
+            out = _val(node)
+            a = _val(node.args[1] if packet is aten.addmm else node.args[0])
+            return 2 * out.numel() * a.shape[-1]
+        if packet is aten.convolution:
+            out, w = _val(node), _val(node.args[1])
+            return 2 * out.numel() * (w.numel() // w.shape[0])
+        if packet in (aten._scaled_dot_product_flash_attention_for_cpu,
+                      aten._scaled_dot_product_flash_attention,
+                      aten._scaled_dot_product_efficient_attention,
+                      aten._scaled_dot_product_cudnn_attention):
+            q, k = _val(node.args[0]), _val(node.args[1])
+            return 4 * q.numel() * k.shape[-2]
+    except (AttributeError, IndexError, TypeError):
+        pass
+    return 0

@@ -1,0 +1,756 @@
+"""fusec graphs as PyTorch operators, and fusec as a torch.compile backend
+(docs/PyTorch.md).
+
+    import fusec, fusec.torch
+    g = fusec.Graph("mlp")
+    ...
+    mlp = fusec.torch.op(g)       # torch.ops.fusec.mlp_<hash> and friends
+    y = mlp(x, w1, w2)            # autograd through fusec's backward graph
+
+Each op is a torch.library custom op: a fake implementation (the plan's
+shapes and dtypes, for torch.compile and FakeTensor), a CUDA one (the
+compiled plans, on the current stream, with the intermediates in a
+PyTorch-allocated workspace, so that the call can be captured in a CUDA
+graph) and a CPU one (fusec's float64 reference interpreter, for checking
+without a GPU). With train=True (the default) a call whose inputs need a
+gradient runs the training forward, which returns the tensors its backward
+reads as extra outputs that autograd keeps; the backward is a second op
+that runs fusec's backward plan.
+"""
+
+import hashlib
+import json
+import operator
+import re
+import threading
+
+import torch
+
+from . import Error, _capi, _graph_text, _runtime_check
+from . import compile as _compile
+
+__all__ = ["Op", "Report", "backend", "op", "report", "reports"]
+
+_DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
+_PLAN_LINE = re.compile(r"^// fusec-plan: (.*?)\r?$", re.M)
+_NAME = re.compile(r"[^A-Za-z0-9_]")
+
+
+def _plans(artifact):
+    """The launch plans of an artifact (one, or a training artifact's
+    forward and backward), as dicts."""
+    return [json.loads(line) for line in _PLAN_LINE.findall(artifact)]
+
+
+def _buffers(plan, role):
+    """[(shape, torch dtype)] of the plan's buffers of `role`, by index."""
+    found = sorted((b["index"], tuple(b["shape"]), _DTYPES[b["dtype"]])
+                   for b in plan["buffers"] if b["role"] == role)
+    return [(shape, dtype) for _, shape, dtype in found]
+
+
+def _describe(shape, dtype):
+    return "%s %s" % (str(dtype).replace("torch.", ""), list(shape))
+
+
+def _schema(num_inputs, num_outputs, names=None):
+    names = names or ["a%d" % i for i in range(num_inputs)]
+    outputs = ", ".join(["Tensor"] * num_outputs)
+    return "(%s) -> %s" % (", ".join("Tensor " + n for n in names),
+                           outputs if num_outputs == 1 else
+                           "(%s)" % outputs)
+
+
+class _Plan:
+    """A plan of a loaded artifact on one device (a Kernel's module, or a
+    training module's forward or backward plan): runs it on PyTorch
+    tensors, with the intermediates in a PyTorch-allocated workspace."""
+
+    def __init__(self, handle, owner):
+        self.h, self._owner = handle, owner  # the owner keeps it loaded
+        rt = _capi.runtime
+        self.workspace_bytes = rt.fusec_module_workspace_bytes(handle)
+        self._local = threading.local()
+
+    def run(self, inputs, outputs):
+        local = self._local
+        try:
+            ins, outs = local.ins, local.outs
+        except AttributeError:
+            ins = local.ins = (_capi.Buffer * len(inputs))()
+            outs = local.outs = (_capi.Buffer * len(outputs))()
+        for buffers, tensors in ((ins, inputs), (outs, outputs)):
+            for b, t in zip(buffers, tensors):
+                b.ptr, b.bytes = t.data_ptr(), t.numel() * t.element_size()
+        device = inputs[0].device if inputs else outputs[0].device
+        stream = torch.cuda.current_stream(device).cuda_stream
+        rt = _capi.runtime
+        if self.workspace_bytes:
+            # The caching allocator's memory: torch accounts for it, a CUDA
+            # graph capture takes it from its pool, and freeing it after the
+            # call is ordered on this stream.
+            ws = torch.empty(self.workspace_bytes, dtype=torch.uint8,
+                             device=device)
+            _runtime_check(rt.fusec_module_run_with_workspace(
+                self.h, stream, ins, len(inputs), outs, len(outputs),
+                _capi.Buffer(ws.data_ptr(), self.workspace_bytes)))
+        else:
+            _runtime_check(rt.fusec_module_run(
+                self.h, stream, ins, len(inputs), outs, len(outputs)))
+
+
+class Op:
+    """A fusec graph as PyTorch custom ops (made by fusec.torch.op).
+
+    Calling it runs `torch.ops.fusec.<name>` (the inference plan) or, when
+    a gradient is needed, `<name>_fwd` with autograd, whose backward runs
+    `<name>_bwd`. Attributes: name, text (the graph), args / results (the
+    [(shape, dtype)] the graph takes and returns), wrt (the arguments
+    differentiated), kernel (fusec.Kernel), training (fusec.TrainingKernel
+    or None)."""
+
+    def __init__(self, text, name, train, wrt, options):
+        self.text = text
+        self.kernel = _compile(text, **options)
+        (plan,) = _plans(self.kernel.artifact)
+        self.args = _buffers(plan, "input")
+        self.results = _buffers(plan, "output")
+        self.name = name
+        self.training = None
+        self._lock = threading.Lock()
+        self._plans = {}
+        self.infer_op = self._define(
+            name, len(self.args), len(self.results), self._infer_cpu,
+            self._infer_cuda,
+            lambda *args: self._empty(self.results, args, "fake"))
+        if not train:
+            return
+        self.training = _compile(text, train=True, wrt=wrt, **options)
+        forward, backward = _plans(self.training.artifact)
+        t = backward["training"]
+        self.wrt = list(t["wrt"])
+        self.grad_results = list(t["grad_results"])
+        self.forward_args = list(t["forward_args"])
+        self.forward_results = list(t["forward_results"])
+        self.saved = _buffers(forward, "output")[len(self.results):]
+        n_args, n_results = len(self.args), len(self.results)
+        self.fwd_op = self._define(
+            name + "_fwd", n_args, n_results + len(self.saved),
+            self._fwd_cpu, self._fwd_cuda,
+            lambda *args: self._empty(self.results + self.saved, args,
+                                      "fake"))
+        # The backward takes every argument (the CPU path recomputes the
+        # forward from them), the results, the saved tensors and one
+        # gradient per result with one.
+        self.bwd_op = self._define(
+            name + "_bwd", n_args + n_results + len(self.saved) +
+            len(self.grad_results), len(self.wrt), self._bwd_cpu,
+            self._bwd_cuda, self._bwd_fake, check=False)
+        self.fwd_op.register_autograd(self._backward,
+                                      setup_context=self._setup_context)
+
+    # ---- registration ----------------------------------------------------
+
+    def _define(self, name, n_in, n_out, cpu, cuda, fake, check=True):
+        def dispatch(*args):
+            if check:
+                self._check(args)
+            device = args[0].device if args else None
+            if device is not None and device.type == "cuda":
+                out = cuda(*args)
+            elif device is not None and device.type == "cpu":
+                out = cpu(*args)
+            else:
+                raise TypeError("fusec op %s runs on CUDA and CPU tensors, "
+                                "not on %s" % (self.name, device))
+            return out[0] if n_out == 1 else tuple(out)
+
+        def fake_impl(*args):
+            if check:
+                self._check(args)
+            out = fake(*args)
+            return out[0] if n_out == 1 else tuple(out)
+
+        op = torch.library.custom_op("fusec::" + name, dispatch,
+                                     mutates_args=(),
+                                     schema=_schema(n_in, n_out))
+        op.register_fake(fake_impl)
+        return op
+
+    def _check(self, args):
+        """Raises TypeError naming the first argument that is not a tensor
+        of the graph's shape and dtype, on one device."""
+        if len(args) != len(self.args):
+            raise TypeError("fusec op %s takes %d tensors, %d were given"
+                            % (self.name, len(self.args), len(args)))
+        device = None
+        for i, (x, (shape, dtype)) in enumerate(zip(args, self.args)):
+            if not isinstance(x, torch.Tensor):
+                raise TypeError("fusec op %s: argument %d is a %s, not a "
+                                "tensor" % (self.name, i, type(x).__name__))
+            if tuple(x.shape) != shape or x.dtype != dtype:
+                raise TypeError("fusec op %s: argument %d is %s; the graph "
+                                "takes %s" % (self.name, i,
+                                              _describe(x.shape, x.dtype),
+                                              _describe(shape, dtype)))
+            if device is None:
+                device = x.device
+            elif x.device != device:
+                raise TypeError("fusec op %s: argument %d is on %s, "
+                                "argument 0 on %s"
+                                % (self.name, i, x.device, device))
+
+    @staticmethod
+    def _empty(infos, like, what):
+        device = like[0].device
+        return [torch.empty(shape, dtype=dtype, device=device)
+                for shape, dtype in infos]
+
+    # ---- calls -----------------------------------------------------------
+
+    def __call__(self, *args):
+        """Runs the graph: one tensor per graph argument; returns a tensor,
+        or a tuple of several."""
+        self._check(args)
+        if self.training is not None and torch.is_grad_enabled() and any(
+                isinstance(a, torch.Tensor) and a.requires_grad
+                for a in args):
+            out = self.fwd_op(*args)
+            out = out if isinstance(out, tuple) else (out,)
+            n = len(self.results)
+            return out[0] if n == 1 else tuple(out[:n])
+        return self.infer_op(*args)
+
+    def __repr__(self):
+        return "<fusec.torch.Op %s: %s -> %s>" % (
+            self.name, ", ".join(_describe(*a) for a in self.args),
+            ", ".join(_describe(*r) for r in self.results))
+
+    # ---- CUDA ------------------------------------------------------------
+
+    def _plan(self, which, device):
+        key = (which, device)
+        plan = self._plans.get(key)
+        if plan is None:
+            with self._lock:
+                plan = self._plans.get(key)
+                if plan is None:
+                    rt = _capi.runtime
+                    if which == "infer":
+                        m = self.kernel._module(device)
+                        plan = _Plan(m.h, m)
+                    else:
+                        m = self.training._module(device)
+                        get = rt.fusec_training_forward_plan \
+                            if which == "fwd" else \
+                            rt.fusec_training_backward_plan
+                        plan = _Plan(get(m.h), m)
+                    self._plans[key] = plan
+        return plan
+
+    @staticmethod
+    def _dense(args):
+        # Non-contiguous and channels_last tensors are copied to the row-
+        # major layout fusec's plans take.
+        return [a.contiguous() for a in args]
+
+    def _infer_cuda(self, *args):
+        args = self._dense(args)
+        out = self._empty(self.results, args, "result")
+        self._plan("infer", args[0].device.index).run(args, out)
+        return out
+
+    def _fwd_cuda(self, *args):
+        args = self._dense(args)
+        out = self._empty(self.results + self.saved, args, "result")
+        self._plan("fwd", args[0].device.index).run(args, out)
+        return out
+
+    def _split_bwd(self, inputs):
+        n_args, n_results = len(self.args), len(self.results)
+        args = inputs[:n_args]
+        results = inputs[n_args:n_args + n_results]
+        rest = inputs[n_args + n_results:]
+        saved, grads = rest[:len(self.saved)], rest[len(self.saved):]
+        return args, results, saved, grads
+
+    def _bwd_cuda(self, *inputs):
+        args, results, saved, grads = self._split_bwd(self._dense(inputs))
+        ins = [args[a] for a in self.forward_args] + \
+              [results[r] for r in self.forward_results] + \
+              list(saved) + list(grads)
+        out = self._empty([self.args[a] for a in self.wrt], inputs,
+                          "gradient")
+        self._plan("bwd", inputs[0].device.index).run(ins, out)
+        return out
+
+    def _bwd_fake(self, *inputs):
+        return self._empty([self.args[a] for a in self.wrt], inputs, "fake")
+
+    # ---- CPU: the reference interpreter ------------------------------------
+
+    @staticmethod
+    def _numpy(args):
+        return [a.detach().to(torch.float64).numpy() for a in args]
+
+    @staticmethod
+    def _tensors(arrays, infos):
+        return [torch.from_numpy(a).to(dtype).reshape(shape)
+                for a, (shape, dtype) in zip(arrays, infos)]
+
+    def _infer_cpu(self, *args):
+        from . import reference
+        return self._tensors(reference(self.text, *self._numpy(args)),
+                             self.results)
+
+    def _fwd_cpu(self, *args):
+        from ._training import _evaluate
+        r = _evaluate(self.text, self._numpy(args), None, self.wrt, None)
+        results = self._tensors(r["results"], self.results)
+        # The interpreter's saved tensors where they are the plan's; else
+        # zeros of the plan's shapes (the CPU backward recomputes the
+        # forward from the arguments and reads none of them).
+        saved = r["saved"]
+        if [tuple(s.shape) for s in saved] == [s for s, _ in self.saved]:
+            saved = self._tensors(saved, self.saved)
+        else:
+            saved = [torch.zeros(shape, dtype=dtype)
+                     for shape, dtype in self.saved]
+        return results + saved
+
+    def _bwd_cpu(self, *inputs):
+        from ._training import _evaluate
+        args, _, _, grads = self._split_bwd(inputs)
+        full = [None] * len(self.results)
+        for r, g in zip(self.grad_results, grads):
+            full[r] = g.detach().to(torch.float64).numpy()
+        r = _evaluate(self.text, self._numpy(args), full, self.wrt, None)
+        return self._tensors([r["gradients"][a] for a in self.wrt],
+                             [self.args[a] for a in self.wrt])
+
+    # ---- autograd --------------------------------------------------------
+
+    def _setup_context(self, ctx, inputs, output):
+        output = output if isinstance(output, tuple) else (output,)
+        n = len(self.results)
+        saved = output[n:]
+        if saved:
+            ctx.mark_non_differentiable(*saved)
+        ctx.save_for_backward(*inputs, *output)
+
+    def _backward(self, ctx, *grads):
+        tensors = ctx.saved_tensors
+        n_args, n_results = len(self.args), len(self.results)
+        args, rest = tensors[:n_args], tensors[n_args:]
+        results, saved = rest[:n_results], rest[n_results:]
+        given = []
+        for r in self.grad_results:
+            g = grads[r]
+            given.append(torch.zeros_like(results[r]) if g is None else g)
+        out = self.bwd_op(*args, *results, *saved, *given)
+        out = out if isinstance(out, tuple) else (out,)
+        gradients = [None] * n_args
+        for a, g in zip(self.wrt, out):
+            gradients[a] = g
+        return tuple(gradients)
+
+
+_ops = {}
+_ops_lock = threading.Lock()
+
+
+def op(graph, *, name=None, train=True, wrt=None, **options):
+    """The graph (a fusec.Graph or MLIR text) as PyTorch custom ops under
+    torch.ops.fusec: returns an Op, called like a function on tensors.
+
+    name: the ops' name (default: the graph's, with a hash of the graph
+    and options, so that different graphs never collide). train: also
+    compile the training step (fusec.compile(train=True)), so that calls
+    whose inputs need a gradient get one; wrt: the arguments to
+    differentiate (None: every argument a gradient reaches). Other options
+    are fusec.compile's. The same graph and options give the same Op."""
+    text = _graph_text(graph, "fusec.torch.op")
+    key = json.dumps([text, name, train, wrt, sorted(options.items())],
+                     default=repr)
+    with _ops_lock:
+        found = _ops.get(key)
+        if found is not None:
+            return found
+        digest = hashlib.sha256(key.encode()).hexdigest()[:10]
+        if name is None:
+            m = re.search(r"func\.func @([A-Za-z0-9_$.]+)", text)
+            name = "%s_%s" % (_NAME.sub("_", m.group(1) if m else "graph"),
+                              digest)
+        elif _NAME.search(name) or not name[:1].isalpha():
+            raise ValueError("op name %r: letters, digits and '_', "
+                             "starting with a letter" % name)
+        found = _ops[key] = Op(text, name, train, wrt, options)
+        return found
+
+
+#===----------------------------------------------------------------------===#
+# torch.compile(model, backend="fusec")
+#===----------------------------------------------------------------------===#
+
+# Nodes that move no data in PyTorch (views, getitem): a partition of only
+# these would turn a free view into a copy kernel, so it stays with PyTorch.
+_FREE = {"t", "t_copy", "permute", "permute_copy", "transpose",
+         "transpose_copy", "view", "view_copy", "_unsafe_view", "reshape",
+         "_reshape_copy", "squeeze", "squeeze_copy", "unsqueeze",
+         "unsqueeze_copy", "flatten", "clone", "alias", "alias_copy",
+         "detach", "detach_copy", "contiguous", "lift_fresh_copy",
+         "getitem"}
+
+
+def _short(node):
+    target = node.target
+    packet = getattr(target, "overloadpacket", None)
+    return getattr(packet, "__name__", None) or getattr(
+        target, "__name__", str(target))
+
+
+class Report:
+    """What the backend did with one graph: which ATen ops fusec took,
+    which it left and why, the kernels it made and the time it took.
+    str(report) is the text fusec.torch.report() prints."""
+
+    def __init__(self, name):
+        self.name = name
+        self.ops = 0            # ATen call_function nodes (getitem aside)
+        self.taken = 0
+        self.flops = 0
+        self.flops_taken = 0
+        self.left = {}          # reason -> {op name: count}
+        self.kernels = []       # (op name, ATen ops, kernel names, source, ms)
+        self.failed = []        # (partition, ATen ops, error)
+        self.training = False
+        self.seconds = 0.0
+        self.note = None        # why the whole graph went to PyTorch
+
+    def leave(self, op, reason):
+        counts = self.left.setdefault(reason, {})
+        counts[op] = counts.get(op, 0) + 1
+
+    def __str__(self):
+        lines = ["fusec backend: graph %s (%s)" % (
+            self.name, "training" if self.training else "inference")]
+        if self.note:
+            lines.append("  left whole to PyTorch: " + self.note)
+        share = 100.0 * self.taken / self.ops if self.ops else 0.0
+        fshare = 100.0 * self.flops_taken / self.flops if self.flops else 0.0
+        lines.append("  ATen ops: %d of %d taken (%.0f%%); FLOPs: %.3g of "
+                     "%.3g (%.0f%%); %.2f s" % (
+                         self.taken, self.ops, share, self.flops_taken,
+                         self.flops, fshare, self.seconds))
+        for name, ops, kernels, source, ms in self.kernels:
+            lines.append("  %s: %d ops -> %d kernels [%s] (%s, %.0f ms)" % (
+                name, ops, len(kernels), ", ".join(kernels), source, ms))
+        for name, ops, error in self.failed:
+            lines.append("  left to PyTorch (%d ops): fusec could not "
+                         "compile %s: %s" % (ops, name, error))
+        for reason, counts in sorted(self.left.items()):
+            lines.append("  left to PyTorch: %s: %s" % (
+                ", ".join("%s x%d" % kv for kv in sorted(counts.items())),
+                reason))
+        return "\n".join(lines)
+
+
+_reports = []
+
+
+def reports():
+    """The Reports of every graph the backend has compiled, oldest first."""
+    return list(_reports)
+
+
+def report():
+    """The text of every Report, one after the other."""
+    return "\n".join(str(r) for r in _reports)
+
+
+class _Runner(torch.nn.Module):
+    """A partition's fusec Op inside the rewritten FX graph: appends the
+    scalar constants (made once per device) to the partition's inputs."""
+
+    def __init__(self, op, constants, single):
+        super().__init__()
+        self.fusec_op, self.constants, self.single = op, constants, single
+        self._made = {}
+
+    def forward(self, *args):
+        if self.constants:
+            device = args[0].device
+            made = self._made.get(device)
+            if made is None:
+                made = self._made[device] = [
+                    torch.full([1], value, dtype=dtype, device=device)
+                    for value, dtype in self.constants]
+            args = args + tuple(made)
+        out = self.fusec_op(*args)
+        if self.single:
+            return out
+        return out if isinstance(out, tuple) else (out,)
+
+
+def _kernel_names(artifact):
+    m = re.search(r"^// fusec-kernels: (.*?)\r?$", artifact, re.M)
+    if not m:
+        return []
+    return [k.get("kernel", "?") for k in json.loads(m.group(1))]
+
+
+class _Support:
+    """Whether fusec takes each node alone: a one-node fuse graph of the
+    node on inputs of its arguments' types, which the rule and fusec's
+    verifier accept or refuse (with the reason)."""
+
+    def __init__(self):
+        from . import _fx
+        self._fx = _fx
+        self.reasons = {}
+
+    def reason(self, node):
+        if node in self.reasons:
+            return self.reasons[node]
+        fx = self._fx
+        why = None
+        try:
+            if node.op != "call_function":
+                raise fx.Unsupported("not an operator call")
+            if node.target is operator.getitem:
+                base = node.args[0]
+                why = self.reason(base)
+                if why is None and base.target is not operator.getitem:
+                    t = self._alone(base)
+                    value = t.values[base]
+                    if not isinstance(value, tuple) or \
+                            value[node.args[1]] is None:
+                        why = "output %d of %s is not taken" % (
+                            node.args[1], base.name)
+            else:
+                self._alone(node)
+        except fx.Unsupported as e:
+            why = str(e)
+        except Exception as e:  # noqa: BLE001 - a rule's bug: leave the node
+            why = "%s: %s" % (type(e).__name__, e)
+        self.reasons[node] = why
+        return why
+
+    def _alone(self, node):
+        fx = self._fx
+        t = fx.Translator("probe")
+        for arg in node.all_input_nodes:
+            t.input(arg)
+        result = t.node(node)
+        for value in (result if isinstance(result, tuple) else (result,)):
+            if value is not None:
+                t.g.output(value)
+        t.g.mlir()  # fusec's verifier on the whole one-node graph
+        return t
+
+
+def _partitions(gm, support):
+    from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
+    from torch.fx.passes.operator_support import OperatorSupportBase
+
+    class Supported(OperatorSupportBase):
+        def is_node_supported(self, submodules, node):
+            return support.reason(node) is None
+
+    partitioner = CapabilityBasedPartitioner(
+        gm, Supported(), allows_single_node_partition=True)
+    proposed = [p for p in partitioner.propose_partitions()
+                if any(_short(n) not in _FREE for n in p.nodes)]
+    return partitioner.fuse_partitions(proposed) if proposed else gm
+
+
+def _translate(sub, name):
+    """A fused partition's submodule as a fuse graph: (MLIR text, scalar
+    constants, whether it returns one value)."""
+    from . import _fx
+    t = _fx.Translator(name)
+    outputs = None
+    for node in sub.graph.nodes:
+        if node.op == "placeholder":
+            t.input(node)
+        elif node.op == "output":
+            outputs = node.args[0]
+        else:
+            t.node(node)
+    single = not isinstance(outputs, (tuple, list))
+    for out in ([outputs] if single else outputs):
+        t.g.output(t.v(out))
+    return t.g.mlir(), t.constants, single
+
+
+def _trace(gm, example_inputs):
+    """The dynamo graph at the ATen level, without views or mutations
+    (functionalized), traced on fake tensors."""
+    from torch._guards import tracing
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.fx.experimental.proxy_tensor import make_fx
+    from torch.func import functionalize
+    # A fake mode of our own, outside dynamo's tracing context, so that
+    # nothing of this trace reaches dynamo's shape environment or guards.
+    with tracing(None):
+        mode = FakeTensorMode(allow_non_fake_inputs=False)
+        fakes = [mode.from_tensor(x, static_shapes=True)
+                 if isinstance(x, torch.Tensor) else x
+                 for x in example_inputs]
+        with mode:
+            traced = make_fx(functionalize(
+                gm, remove="mutations_and_views"))(*fakes)
+    traced.graph.eliminate_dead_code()
+    traced.recompile()
+    return traced
+
+
+def _compile_graph(gm, example_inputs, options):
+    """The dynamo graph with what fusec takes replaced by fusec ops; the
+    rest runs as PyTorch's ATen ops. Never raises for the graph's sake:
+    anything fusec cannot do goes to PyTorch, in the report."""
+    import time
+    start = time.perf_counter()
+    name = options.get("name") or "graph%d" % len(_reports)
+    rep = Report(name)
+    train = torch.is_grad_enabled() and any(
+        isinstance(x, torch.Tensor) and x.requires_grad
+        for x in example_inputs)
+    rep.training = train
+    compile_options = dict(options.get("compile_options") or {})
+    try:
+        traced = _trace(gm, example_inputs)
+    except Exception as e:  # noqa: BLE001 - PyTorch runs the graph
+        rep.note = "tracing to ATen failed: %s: %s" % (type(e).__name__, e)
+        return gm, rep, start
+    from . import _fx
+    support = _Support()
+    for node in traced.graph.nodes:
+        if node.op != "call_function" or node.target is operator.getitem:
+            continue
+        rep.ops += 1
+        f = _fx.flops(node)
+        rep.flops += f
+        why = support.reason(node)
+        if why is not None:
+            rep.leave(_short(node), why)
+    fused = _partitions(traced, support)
+    for node in list(fused.graph.nodes):
+        if node.op != "call_module" or not node.target.startswith("fused_"):
+            continue
+        sub = getattr(fused, node.target)
+        ops = [n for n in sub.graph.nodes if n.op == "call_function" and
+               n.target is not operator.getitem]
+        label = "%s_%s" % (name, node.target)
+        try:
+            text, constants, single = _translate(sub, label)
+            real = len([n for n in sub.graph.nodes
+                        if n.op == "placeholder"])
+            fop = _partition_op(text, train, real, compile_options)
+        except Exception as e:  # noqa: BLE001 - PyTorch runs the partition
+            message = str(e).strip().splitlines()
+            rep.failed.append((label, len(ops),
+                               message[0] if message else type(e).__name__))
+            for n in ops:
+                rep.leave(_short(n), "its partition did not compile")
+            continue
+        setattr(fused, node.target, _Runner(fop, constants, single))
+        rep.taken += len(ops)
+        rep.flops_taken += sum(_fx.flops(n) for n in ops)
+        kernel = fop.training or fop.kernel
+        rep.kernels.append((fop.name, len(ops),
+                            _kernel_names(kernel.artifact), kernel.source,
+                            fop.kernel.milliseconds +
+                            (fop.training.milliseconds if fop.training
+                             else 0)))
+    fused.recompile()
+    return fused, rep, start
+
+
+def _partition_op(text, train, real, compile_options):
+    """The fusec Op of a partition; its arguments past `real` are scalar
+    constants, which need no gradient."""
+    if not train:
+        return op(text, train=False, **compile_options)
+    try:
+        return op(text, wrt=list(range(real)), **compile_options)
+    except Error:
+        return op(text, **compile_options)
+
+
+class _Compiled:
+    """What the backend returns: the rewritten graph, run with autocast off
+    (the trace already holds autocast's casts), specialised per input
+    shape when dynamo hands a graph with symbolic shapes."""
+
+    def __init__(self, gm, example_inputs, options):
+        self.gm, self.options = gm, options
+        self.by_shape = {}
+        if _is_static(example_inputs):
+            self.static = self._build(example_inputs)
+        else:
+            self.static = None
+
+    def _build(self, inputs):
+        fused, rep, start = _compile_graph(self.gm, inputs, self.options)
+        import time
+        rep.seconds = time.perf_counter() - start
+        _reports.append(rep)
+        if self.options.get("report") or _env_flag("FUSEC_TORCH_REPORT"):
+            print(rep, flush=True)
+        return fused
+
+    def __call__(self, *args):
+        fn = self.static
+        if fn is None:
+            key = tuple((tuple(a.shape), a.dtype, a.device, a.requires_grad)
+                        if isinstance(a, torch.Tensor) else a for a in args)
+            fn = self.by_shape.get(key)
+            if fn is None:
+                fn = self.by_shape[key] = self._build(list(args))
+        with torch.autocast("cuda", enabled=False), \
+                torch.autocast("cpu", enabled=False):
+            return fn(*args)
+
+
+def _is_static(inputs):
+    for x in inputs:
+        if isinstance(x, torch.SymInt):
+            return False
+        if isinstance(x, torch.Tensor) and any(
+                not isinstance(d, int) for d in x.shape):
+            return False
+    return True
+
+
+def _env_flag(name):
+    import os
+    return os.environ.get(name, "") not in ("", "0")
+
+
+def backend(gm, example_inputs, options=None):
+    """The torch.compile backend: torch.compile(model, backend="fusec",
+    options={...}). Options: "report": print the coverage report of each
+    graph (also $FUSEC_TORCH_REPORT=1); "compile_options": a dict of
+    fusec.compile options (arch, fp32_math, tuning_db, ...); "name": the
+    graphs' name in reports."""
+    return _Compiled(gm, list(example_inputs), dict(options or {}))
+
+
+def _register():
+    """backend="fusec" for a source tree; an installed package registers
+    through its entry point, which PyTorch loads (and would refuse a second
+    registration)."""
+    from importlib.metadata import entry_points
+    try:
+        installed = any(e.name == "fusec" for e in entry_points(
+            group="torch_dynamo_backends"))
+    except TypeError:  # Python < 3.10
+        installed = any(e.name == "fusec" for e in entry_points().get(
+            "torch_dynamo_backends", ()))
+    from torch._dynamo.backends.registry import _COMPILER_FNS
+    if not installed and "fusec" not in _COMPILER_FNS:
+        torch._dynamo.register_backend(name="fusec")(backend)
+
+
+_register()

@@ -1,0 +1,398 @@
+"""fusec from PyTorch (docs/PyTorch.md): custom ops with autograd
+(fusec.torch.op), the torch.compile backend and fusec.nn. On CPU tensors
+everything runs on fusec's reference interpreter, so CI checks the numerics
+without a GPU; the CUDA tests need a GPU and skip without. Skipped as a
+whole without PyTorch.
+
+    python3 -m unittest discover -s python/tests -p test_torch.py -v
+"""
+
+import io
+import unittest
+from contextlib import redirect_stdout
+
+try:
+    import torch
+    import torch.nn.functional as F
+except ImportError:
+    torch = None
+
+import fusec
+
+if torch is not None:
+    import fusec.torch as ft
+
+
+def _gpu():
+    return torch is not None and torch.cuda.is_available()
+
+
+def _mlp_graph(dtype="f32", rows=6, width=10, hidden=24):
+    g = fusec.Graph("mlp")
+    x = g.input([rows, width], dtype)
+    w1 = g.input([hidden, width], dtype)
+    b1 = g.input([hidden], dtype)
+    w2 = g.input([width, hidden], dtype)
+    h = g.gelu(g.linear(x, w1, b1))
+    g.output(g.add(g.linear(h, w2), x))
+    return g
+
+
+def _mlp_eager(x, w1, b1, w2):
+    return F.linear(F.gelu(F.linear(x, w1, b1)), w2) + x
+
+
+def _mlp_args(dtype=None, device="cpu", grad=True, rows=6, width=10,
+              hidden=24):
+    dtype = dtype or torch.float32
+    gen = torch.Generator().manual_seed(0)
+    shapes = [(rows, width), (hidden, width), (hidden,), (width, hidden)]
+    out = []
+    for s in shapes:
+        t = (torch.randn(s, generator=gen) / 3).to(dtype).to(device)
+        out.append(t.requires_grad_(grad))
+    return out
+
+
+def _close(test, a, b, tol):
+    err = (a.double() - b.double()).norm() / max(b.double().norm(), 1e-30)
+    test.assertLess(err.item(), tol, "relative error %.3g" % err.item())
+
+
+class _Block(torch.nn.Module if torch else object):
+    """A pre-norm transformer block: layer norm, fused QKV, causal SDPA,
+    output projection, residuals, a tanh-GeLU MLP."""
+
+    def __init__(self, width=32, heads=4):
+        super().__init__()
+        self.heads = heads
+        self.ln1 = torch.nn.LayerNorm(width)
+        self.qkv = torch.nn.Linear(width, 3 * width)
+        self.proj = torch.nn.Linear(width, width)
+        self.ln2 = torch.nn.LayerNorm(width)
+        self.fc1 = torch.nn.Linear(width, 4 * width)
+        self.fc2 = torch.nn.Linear(4 * width, width)
+
+    def forward(self, x):
+        b, n, d = x.shape
+        q, k, v = self.qkv(self.ln1(x)).split(d, dim=-1)
+
+        def heads(t):
+            return t.view(b, n, self.heads, d // self.heads).transpose(1, 2)
+
+        a = F.scaled_dot_product_attention(heads(q), heads(k), heads(v),
+                                           is_causal=True)
+        x = x + self.proj(a.transpose(1, 2).reshape(b, n, d))
+        return x + self.fc2(F.gelu(self.fc1(self.ln2(x)), approximate="tanh"))
+
+
+class _ConvNet(torch.nn.Module if torch else object):
+    def __init__(self):
+        super().__init__()
+        self.c1 = torch.nn.Conv2d(3, 8, 3, padding=1, bias=False)
+        self.bn = torch.nn.BatchNorm2d(8)
+        self.c2 = torch.nn.Conv2d(8, 8, 3, stride=2, padding=1)
+        self.pool = torch.nn.MaxPool2d(2)
+        self.fc = torch.nn.Linear(8, 5)
+
+    def forward(self, x):
+        x = torch.relu(self.bn(self.c1(x)))
+        x = self.pool(F.silu(self.c2(x)))
+        return self.fc(x.mean((2, 3)))
+
+
+@unittest.skipUnless(torch is not None, "needs PyTorch")
+class CustomOpTest(unittest.TestCase):
+    """fusec.torch.op on CPU tensors (the reference interpreter)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.op = ft.op(_mlp_graph(), arch="sm_90")
+
+    def test_forward_and_backward_match_pytorch(self):
+        args = _mlp_args()
+        y = self.op(*args)
+        ref = _mlp_eager(*args)
+        _close(self, y, ref, 1e-6)
+        gy = torch.randn_like(y)
+        got = torch.autograd.grad(y, args, gy)
+        want = torch.autograd.grad(ref, args, gy)
+        for g, w in zip(got, want):
+            _close(self, g, w, 1e-6)
+
+    def test_no_grad_runs_the_inference_op(self):
+        args = _mlp_args(grad=False)
+        with torch.no_grad():
+            _close(self, self.op(*args), _mlp_eager(*args), 1e-6)
+
+    def test_opcheck(self):
+        from torch.library import opcheck
+        args = _mlp_args()
+        op = self.op
+        y = op.fwd_op(*args)
+        y = y if isinstance(y, tuple) else (y,)
+        bwd = [a.detach() for a in args] + [t.detach() for t in y] + \
+            [torch.randn_like(y[0])]
+        for custom, inputs in ((op.infer_op, [a.detach() for a in args]),
+                               (op.fwd_op, args), (op.bwd_op, bwd)):
+            results = opcheck(custom, tuple(inputs))
+            self.assertEqual(set(results.values()), {"SUCCESS"}, results)
+
+    def test_same_graph_gives_the_same_op(self):
+        self.assertIs(ft.op(_mlp_graph(), arch="sm_90"), self.op)
+        self.assertTrue(hasattr(torch.ops.fusec, self.op.name))
+        self.assertTrue(hasattr(torch.ops.fusec, self.op.name + "_bwd"))
+
+    def test_wrong_arguments_name_the_argument(self):
+        args = _mlp_args(grad=False)
+        cases = [
+            ((args[0].double(),) + tuple(args[1:]),
+             "argument 0 is float64 [6, 10]; the graph takes float32 [6, 10]"),
+            ((args[0], args[1][:, :5]) + tuple(args[2:]),
+             "argument 1 is float32 [24, 5]; the graph takes float32 "
+             "[24, 10]"),
+            (tuple(args[:3]), "takes 4 tensors, 3 were given"),
+            ((args[0], 1.0) + tuple(args[2:]), "argument 1 is a float"),
+        ]
+        for inputs, message in cases:
+            with self.assertRaises(TypeError) as e:
+                self.op(*inputs)
+            self.assertIn(message, str(e.exception))
+
+    def test_non_contiguous_inputs_are_copied(self):
+        args = _mlp_args(grad=False)
+        w1 = args[1].t().contiguous().t()  # the same values, column-major
+        self.assertFalse(w1.is_contiguous())
+        inputs = [args[0], w1, args[2], args[3]]
+        _close(self, self.op(*inputs), _mlp_eager(*args), 1e-6)
+
+    def test_under_torch_compile_without_graph_breaks(self):
+        import torch._dynamo
+        torch._dynamo.reset()
+        args = _mlp_args()
+        f = torch.compile(lambda *a: self.op(*a) * 2, fullgraph=True,
+                          backend="aot_eager")
+        y = f(*args)
+        y.sum().backward()
+        _close(self, y / 2, _mlp_eager(*args), 1e-6)
+        self.assertEqual(args[1].grad.shape, args[1].shape)
+
+    def test_bfloat16(self):
+        op = ft.op(_mlp_graph("bf16"), arch="sm_90")
+        args = _mlp_args(torch.bfloat16)
+        y = op(*args)
+        self.assertEqual(y.dtype, torch.bfloat16)
+        ref = _mlp_eager(*[a.float() for a in args])
+        _close(self, y, ref, 2e-2)
+        grads = torch.autograd.grad(y, args, torch.ones_like(y))
+        self.assertTrue(all(g.dtype == torch.bfloat16 for g in grads))
+
+    def test_invalid_name(self):
+        with self.assertRaises(ValueError):
+            ft.op(_mlp_graph(), name="3d", arch="sm_90")
+
+
+@unittest.skipUnless(torch is not None, "needs PyTorch")
+class BackendTest(unittest.TestCase):
+    """torch.compile(backend="fusec") on CPU tensors."""
+
+    def setUp(self):
+        import torch._dynamo
+        torch._dynamo.reset()
+        torch.manual_seed(0)
+
+    def _compile(self, model, **options):
+        options.setdefault("compile_options", {"arch": "sm_90"})
+        return torch.compile(model, backend="fusec", options=options)
+
+    def test_transformer_block_trains_like_eager(self):
+        m = _Block()
+        x = torch.randn(2, 16, 32, requires_grad=True)
+        ref = m(x)
+        ref.square().sum().backward()
+        want = [x.grad] + [p.grad for p in m.parameters()]
+        want = [w.clone() for w in want]
+        m.zero_grad()
+        x.grad = None
+        out = io.StringIO()
+        with redirect_stdout(out):
+            y = self._compile(m, report=True)(x)
+        y.square().sum().backward()
+        _close(self, y, ref, 1e-6)
+        for g, w in zip([x.grad] + [p.grad for p in m.parameters()], want):
+            _close(self, g, w, 1e-5)
+        rep = ft.reports()[-1]
+        self.assertTrue(rep.training)
+        self.assertEqual(rep.taken, rep.ops)
+        self.assertEqual(rep.flops_taken, rep.flops)
+        self.assertIn("ATen ops: %d of %d taken (100%%)" % (rep.ops,
+                                                             rep.ops),
+                      out.getvalue())
+        self.assertIn("fwd_k", out.getvalue())
+
+    def test_no_grad_compiles_for_inference(self):
+        m = _Block()
+        x = torch.randn(2, 16, 32)
+        with torch.no_grad():
+            ref = m(x)
+            y = self._compile(m)(x)
+        _close(self, y, ref, 1e-6)
+        self.assertFalse(ft.reports()[-1].training)
+
+    def test_eval_convnet(self):
+        m = _ConvNet().eval()
+        with torch.no_grad():
+            for p in m.bn.parameters():
+                p.uniform_(0.5, 1.5)
+            m.bn.running_mean.uniform_(-0.1, 0.1)
+            m.bn.running_var.uniform_(0.5, 2)
+        x = torch.randn(2, 3, 16, 16)
+        with torch.no_grad():
+            ref = m(x)
+            y = self._compile(m)(x)
+        _close(self, y, ref, 1e-6)
+        rep = ft.reports()[-1]
+        self.assertEqual(rep.taken, rep.ops, str(rep))
+
+    def test_channels_last_input(self):
+        m = _ConvNet().eval()
+        x = torch.randn(2, 3, 16, 16).to(memory_format=torch.channels_last)
+        with torch.no_grad():
+            _close(self, self._compile(m)(x), m(x), 1e-6)
+
+    def test_unsupported_ops_fall_back_and_say_why(self):
+        class M(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.emb = torch.nn.Embedding(10, 8)
+                self.fc = torch.nn.Linear(8, 8)
+
+            def forward(self, i):
+                h = torch.relu(self.fc(self.emb(i)))
+                return torch.cumsum(h, dim=0) + h.double().float()
+
+        m = M()
+        i = torch.tensor([1, 2, 3, 4])
+        ref = m(i)
+        y = self._compile(m)(i)
+        _close(self, y, ref, 1e-6)
+        text = str(ft.reports()[-1])
+        self.assertIn("embedding x1: ", text)
+        self.assertIn("cumsum x1: no rule for aten.cumsum.default", text)
+        self.assertGreater(ft.reports()[-1].taken, 0)
+
+    def test_a_partition_that_fails_to_compile_runs_in_pytorch(self):
+        import fusec.torch as module
+        real = module._partition_op
+
+        def failing(*args, **kwargs):
+            raise fusec.Error("<graph>:3:5: error: made to fail")
+        module._partition_op = failing
+        try:
+            m = _Block()
+            x = torch.randn(2, 16, 32)
+            with torch.no_grad():
+                _close(self, self._compile(m)(x), m(x), 1e-6)
+        finally:
+            module._partition_op = real
+        rep = ft.reports()[-1]
+        self.assertEqual(rep.taken, 0)
+        self.assertIn("made to fail", str(rep))
+
+    def test_dynamic_shapes_compile_once_per_shape(self):
+        import torch._dynamo
+        from torch._dynamo.utils import counters
+        counters.clear()
+        m = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.GELU(),
+                                torch.nn.Linear(16, 8))
+        f = torch.compile(m, backend="fusec", dynamic=True,
+                          options={"compile_options": {"arch": "sm_90"}})
+        before = len(ft.reports())
+        with torch.no_grad():
+            for rows in (3, 5, 3, 7, 5):
+                x = torch.randn(rows, 8)
+                _close(self, f(x), m(x), 1e-6)
+        # One dynamo graph; one fusec compile per new shape (3, 5, 7).
+        self.assertEqual(counters["stats"]["unique_graphs"], 1)
+        self.assertEqual(len(ft.reports()) - before, 3)
+
+    def test_autocast_bfloat16(self):
+        m = _Block()
+        x = torch.randn(2, 16, 32)
+        with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
+            ref = m(x)
+            y = self._compile(m)(x)
+        self.assertEqual(y.dtype, ref.dtype)
+        _close(self, y.float(), ref.float(), 3e-2)
+        self.assertGreater(ft.reports()[-1].taken, 0)
+
+
+@unittest.skipUnless(_gpu(), "needs PyTorch with a CUDA device")
+class CudaTest(unittest.TestCase):
+    """The same on the GPU: the compiled plans on PyTorch's stream."""
+
+    def setUp(self):
+        import torch._dynamo
+        torch._dynamo.reset()
+        torch.manual_seed(0)
+
+    def test_op_forward_backward_each_dtype(self):
+        for dtype, name, tol in ((torch.float32, "f32", 1e-5),
+                                 (torch.float16, "f16", 5e-3),
+                                 (torch.bfloat16, "bf16", 2e-2)):
+            op = ft.op(_mlp_graph(name, rows=37, width=24, hidden=56))
+            args = _mlp_args(dtype, "cuda", rows=37, width=24, hidden=56)
+            y = op(*args)
+            gy = torch.randn_like(y)
+            got = torch.autograd.grad(y, args, gy)
+            cpu = [a.detach().cpu().double().requires_grad_() for a in args]
+            ref = _mlp_eager(*cpu)
+            want = torch.autograd.grad(ref, cpu, gy.cpu().double())
+            _close(self, y, ref, tol)
+            for g, w in zip(got, want):
+                _close(self, g, w, tol)
+
+    def test_opcheck_cuda(self):
+        from torch.library import opcheck
+        op = ft.op(_mlp_graph())
+        args = _mlp_args(device="cuda")
+        for custom, inputs in ((op.infer_op, [a.detach() for a in args]),
+                               (op.fwd_op, args)):
+            results = opcheck(custom, tuple(inputs))
+            self.assertEqual(set(results.values()), {"SUCCESS"}, results)
+
+    def test_cuda_graph_capture(self):
+        op = ft.op(_mlp_graph())
+        args = _mlp_args(device="cuda", grad=False)
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):
+            op(*args)  # loads the module outside the capture
+        torch.cuda.current_stream().wait_stream(s)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            y = op(*args)
+        with torch.no_grad():
+            args[0].copy_(torch.randn_like(args[0]))
+        graph.replay()
+        torch.cuda.synchronize()
+        _close(self, y, _mlp_eager(*args), 1e-5)
+
+    def test_backend_block_trains_like_eager(self):
+        m = _Block(64, 4).cuda()
+        x = torch.randn(4, 128, 64, device="cuda", requires_grad=True)
+        ref = m(x)
+        ref.square().sum().backward()
+        want = [w.clone() for w in [x.grad] +
+                [p.grad for p in m.parameters()]]
+        m.zero_grad()
+        x.grad = None
+        y = torch.compile(m, backend="fusec")(x)
+        y.square().sum().backward()
+        _close(self, y, ref, 1e-4)
+        for g, w in zip([x.grad] + [p.grad for p in m.parameters()], want):
+            _close(self, g, w, 1e-3)
+
+
+if __name__ == "__main__":
+    unittest.main()
