@@ -570,12 +570,16 @@ def _translate(sub, name):
     from . import _fx
     t = _fx.Translator(name)
     outputs = None
+    # The placeholders first (FX may interleave them with the nodes): the
+    # graph's arguments are the partition's inputs in order, then the
+    # constants the rules add.
     for node in sub.graph.nodes:
         if node.op == "placeholder":
             t.input(node)
-        elif node.op == "output":
+    for node in sub.graph.nodes:
+        if node.op == "output":
             outputs = node.args[0]
-        else:
+        elif node.op != "placeholder":
             t.node(node)
     single = not isinstance(outputs, (tuple, list))
     for out in ([outputs] if single else outputs):
