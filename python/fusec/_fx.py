@@ -181,21 +181,36 @@ def _identity(t, node, x, *args, **kwargs):
 
 # ---- Elementwise -------------------------------------------------------------
 
+def _promoted(t, node, arg):
+    """The fuse value of `arg` in the node's result dtype (PyTorch's type
+    promotion of a float operand, or of a number)."""
+    _, target = _tensor_meta(node)
+    if not isinstance(arg, torch.fx.Node):
+        return t.v(arg, node)
+    value = t.v(arg)
+    _, dtype = _tensor_meta(arg)
+    return value if dtype == target else t.g.cast(value, target)
+
+
 def _binary(name):
     def fn(t, node, a, b, alpha=1):
-        like = a if isinstance(a, torch.fx.Node) else b
-        if _val(node).dtype != _val(like).dtype:
-            raise Unsupported("%s promotes %s to %s" % (
-                _op_name(node), _val(like).dtype, _val(node).dtype))
-        lhs, rhs = t.v(a, like), t.v(b, like)
+        lhs, rhs = _promoted(t, node, a), _promoted(t, node, b)
         if alpha != 1:
-            rhs = t.g.mul(rhs, t.constant(alpha, like))
+            rhs = t.g.mul(rhs, t.constant(alpha, node))
         return getattr(t.g, name)(lhs, rhs)
     return fn
 
 
 for _name in ("add", "sub", "mul", "div"):
     rule(getattr(aten, _name))(_binary(_name))
+
+
+@rule(aten.pow)
+def _pow(t, node, x, exponent):
+    if exponent != 2 or not isinstance(x, torch.fx.Node):
+        raise Unsupported("pow other than a tensor squared")
+    value = _promoted(t, node, x)
+    return t.g.mul(value, value)
 
 
 @rule(aten.neg)
@@ -294,9 +309,18 @@ def _inference_batch_norm(t, node, x, weight, bias, mean, var, eps):
     _only_first_output(node)
     if weight is None or bias is None or _rank(x) != 4:
         raise Unsupported("batch norm: 4-D, with weight and bias")
+    # Under autocast the input is half precision and the statistics float32:
+    # normalise in float32, as PyTorch does, and round the result.
+    _, stats = _tensor_meta(mean)
+    out = _FUSE_DTYPES.get(_val(node)[0].dtype)
+    value = t.v(x)
+    if _tensor_meta(x)[1] != stats:
+        value = t.g.cast(value, stats)
     y = t.g.op("fuse.batch_norm",
-               [t.v(x), t.v(mean), t.v(var), t.v(weight), t.v(bias)],
+               [value, t.v(mean), t.v(var), t.v(weight), t.v(bias)],
                "epsilon = %s, layout = #fuse.layout<nchw>" % _f64(eps))
+    if out != stats:
+        y = t.g.cast(y, out)
     return (y, None, None)
 
 
@@ -439,6 +463,17 @@ def _slice(t, node, x, dim=0, start=None, end=None, step=1):
     sizes = list(shape)
     offsets[axis], sizes[axis] = begin, max(stop - begin, 0)
     return t.g.slice(t.v(x), offsets, sizes)
+
+
+@rule(aten.select, aten.select_copy)
+def _select(t, node, x, dim, index):
+    shape, _ = _tensor_meta(x)
+    axis = _axis(x, dim)
+    index = index + shape[axis] if index < 0 else index
+    offsets, sizes = [0] * len(shape), list(shape)
+    offsets[axis], sizes[axis] = index, 1
+    out, _ = _tensor_meta(node)
+    return t.g.reshape(t.g.slice(t.v(x), offsets, sizes), list(out))
 
 
 @rule(aten.cat)

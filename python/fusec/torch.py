@@ -53,12 +53,9 @@ def _describe(shape, dtype):
     return "%s %s" % (str(dtype).replace("torch.", ""), list(shape))
 
 
-def _schema(num_inputs, num_outputs, names=None):
-    names = names or ["a%d" % i for i in range(num_inputs)]
-    outputs = ", ".join(["Tensor"] * num_outputs)
-    return "(%s) -> %s" % (", ".join("Tensor " + n for n in names),
-                           outputs if num_outputs == 1 else
-                           "(%s)" % outputs)
+# Every op takes and returns lists: a schema has at most 64 arguments, and a
+# partition of a whole network takes hundreds of weights.
+_SCHEMA = "(Tensor[] args) -> Tensor[]"
 
 
 class _Plan:
@@ -120,8 +117,7 @@ class Op:
         self._lock = threading.Lock()
         self._plans = {}
         self.infer_op = self._define(
-            name, len(self.args), len(self.results), self._infer_cpu,
-            self._infer_cuda,
+            name, self._infer_cpu, self._infer_cuda,
             lambda *args: self._empty(self.results, args, "fake"))
         if not train:
             return
@@ -133,47 +129,40 @@ class Op:
         self.forward_args = list(t["forward_args"])
         self.forward_results = list(t["forward_results"])
         self.saved = _buffers(forward, "output")[len(self.results):]
-        n_args, n_results = len(self.args), len(self.results)
         self.fwd_op = self._define(
-            name + "_fwd", n_args, n_results + len(self.saved),
-            self._fwd_cpu, self._fwd_cuda,
+            name + "_fwd", self._fwd_cpu, self._fwd_cuda,
             lambda *args: self._empty(self.results + self.saved, args,
                                       "fake"))
         # The backward takes every argument (the CPU path recomputes the
         # forward from them), the results, the saved tensors and one
         # gradient per result with one.
-        self.bwd_op = self._define(
-            name + "_bwd", n_args + n_results + len(self.saved) +
-            len(self.grad_results), len(self.wrt), self._bwd_cpu,
-            self._bwd_cuda, self._bwd_fake, check=False)
+        self.bwd_op = self._define(name + "_bwd", self._bwd_cpu,
+                                   self._bwd_cuda, self._bwd_fake,
+                                   check=False)
         self.fwd_op.register_autograd(self._backward,
                                       setup_context=self._setup_context)
 
     # ---- registration ----------------------------------------------------
 
-    def _define(self, name, n_in, n_out, cpu, cuda, fake, check=True):
-        def dispatch(*args):
+    def _define(self, name, cpu, cuda, fake, check=True):
+        def dispatch(args):
             if check:
                 self._check(args)
             device = args[0].device if args else None
             if device is not None and device.type == "cuda":
-                out = cuda(*args)
-            elif device is not None and device.type == "cpu":
-                out = cpu(*args)
-            else:
-                raise TypeError("fusec op %s runs on CUDA and CPU tensors, "
-                                "not on %s" % (self.name, device))
-            return out[0] if n_out == 1 else tuple(out)
+                return list(cuda(*args))
+            if device is not None and device.type == "cpu":
+                return list(cpu(*args))
+            raise TypeError("fusec op %s runs on CUDA and CPU tensors, not "
+                            "on %s" % (self.name, device))
 
-        def fake_impl(*args):
+        def fake_impl(args):
             if check:
                 self._check(args)
-            out = fake(*args)
-            return out[0] if n_out == 1 else tuple(out)
+            return list(fake(*args))
 
         op = torch.library.custom_op("fusec::" + name, dispatch,
-                                     mutates_args=(),
-                                     schema=_schema(n_in, n_out))
+                                     mutates_args=(), schema=_SCHEMA)
         op.register_fake(fake_impl)
         return op
 
@@ -215,11 +204,11 @@ class Op:
         if self.training is not None and torch.is_grad_enabled() and any(
                 isinstance(a, torch.Tensor) and a.requires_grad
                 for a in args):
-            out = self.fwd_op(*args)
-            out = out if isinstance(out, tuple) else (out,)
-            n = len(self.results)
-            return out[0] if n == 1 else tuple(out[:n])
-        return self.infer_op(*args)
+            out = self.fwd_op(list(args))
+        else:
+            out = self.infer_op(list(args))
+        n = len(self.results)
+        return out[0] if n == 1 else tuple(out[:n])
 
     def __repr__(self):
         return "<fusec.torch.Op %s: %s -> %s>" % (
@@ -331,14 +320,13 @@ class Op:
     # ---- autograd --------------------------------------------------------
 
     def _setup_context(self, ctx, inputs, output):
-        output = output if isinstance(output, tuple) else (output,)
-        n = len(self.results)
-        saved = output[n:]
+        (args,) = inputs
+        saved = output[len(self.results):]
         if saved:
             ctx.mark_non_differentiable(*saved)
-        ctx.save_for_backward(*inputs, *output)
+        ctx.save_for_backward(*args, *output)
 
-    def _backward(self, ctx, *grads):
+    def _backward(self, ctx, grads):
         tensors = ctx.saved_tensors
         n_args, n_results = len(self.args), len(self.results)
         args, rest = tensors[:n_args], tensors[n_args:]
@@ -347,12 +335,11 @@ class Op:
         for r in self.grad_results:
             g = grads[r]
             given.append(torch.zeros_like(results[r]) if g is None else g)
-        out = self.bwd_op(*args, *results, *saved, *given)
-        out = out if isinstance(out, tuple) else (out,)
+        out = self.bwd_op([*args, *results, *saved, *given])
         gradients = [None] * n_args
         for a, g in zip(self.wrt, out):
             gradients[a] = g
-        return tuple(gradients)
+        return gradients
 
 
 _ops = {}

@@ -130,14 +130,30 @@ class CustomOpTest(unittest.TestCase):
         from torch.library import opcheck
         args = _mlp_args()
         op = self.op
-        y = op.fwd_op(*args)
-        y = y if isinstance(y, tuple) else (y,)
+        y = op.fwd_op(args)
         bwd = [a.detach() for a in args] + [t.detach() for t in y] + \
             [torch.randn_like(y[0])]
         for custom, inputs in ((op.infer_op, [a.detach() for a in args]),
                                (op.fwd_op, args), (op.bwd_op, bwd)):
-            results = opcheck(custom, tuple(inputs))
+            results = opcheck(custom, (inputs,))
             self.assertEqual(set(results.values()), {"SUCCESS"}, results)
+
+    def test_many_arguments(self):
+        # More tensors than a schema's 64 arguments (a whole network's
+        # weights in one partition).
+        g = fusec.Graph("sum70")
+        xs = [g.input([3], "f32") for _ in range(70)]
+        total = xs[0]
+        for x in xs[1:]:
+            total = g.add(total, x)
+        g.output(total)
+        op = ft.op(g, arch="sm_90")
+        args = [torch.randn(3, requires_grad=True) for _ in range(70)]
+        y = op(*args)
+        _close(self, y, sum(args), 1e-6)
+        y.sum().backward()
+        self.assertTrue(all(torch.equal(a.grad, torch.ones(3))
+                            for a in args))
 
     def test_same_graph_gives_the_same_op(self):
         self.assertIs(ft.op(_mlp_graph(), arch="sm_90"), self.op)
@@ -359,7 +375,7 @@ class CudaTest(unittest.TestCase):
         args = _mlp_args(device="cuda")
         for custom, inputs in ((op.infer_op, [a.detach() for a in args]),
                                (op.fwd_op, args)):
-            results = opcheck(custom, tuple(inputs))
+            results = opcheck(custom, (list(inputs),))
             self.assertEqual(set(results.values()), {"SUCCESS"}, results)
 
     def test_cuda_graph_capture(self):
