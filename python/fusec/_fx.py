@@ -310,16 +310,19 @@ def _inference_batch_norm(t, node, x, weight, bias, mean, var, eps):
     if weight is None or bias is None or _rank(x) != 4:
         raise Unsupported("batch norm: 4-D, with weight and bias")
     # Under autocast the input is half precision and the statistics float32:
-    # normalise in float32, as PyTorch does, and round the result.
-    _, stats = _tensor_meta(mean)
-    out = _FUSE_DTYPES.get(_val(node)[0].dtype)
-    value = t.v(x)
-    if _tensor_meta(x)[1] != stats:
-        value = t.g.cast(value, stats)
-    y = t.g.op("fuse.batch_norm",
-               [value, t.v(mean), t.v(var), t.v(weight), t.v(bias)],
+    # the statistics are rounded to the input's type, which keeps the
+    # convolution + batch norm + activation chain one fused kernel (a cast
+    # between them would split it); the error stays within that type's.
+    _, dtype = _tensor_meta(x)
+    params = []
+    for p in (mean, var, weight, bias):
+        value = t.v(p)
+        params.append(value if _tensor_meta(p)[1] == dtype else
+                      t.g.cast(value, dtype))
+    y = t.g.op("fuse.batch_norm", [t.v(x)] + params,
                "epsilon = %s, layout = #fuse.layout<nchw>" % _f64(eps))
-    if out != stats:
+    out = _FUSE_DTYPES.get(_val(node)[0].dtype)
+    if out != dtype:
         y = t.g.cast(y, out)
     return (y, None, None)
 

@@ -486,15 +486,22 @@ def _kernel_names(artifact):
     return [k.get("kernel", "?") for k in json.loads(m.group(1))]
 
 
+# fuse ops a training compile found without a gradient rule: in training
+# graphs, nodes that become them stay with PyTorch.
+_NO_GRADIENT = set()
+_NO_RULE = re.compile(r"(fuse\.[a-z0-9_]+) has no gradient rule")
+
+
 class _Support:
     """Whether fusec takes each node alone: a one-node fuse graph of the
     node on inputs of its arguments' types, which the rule and fusec's
     verifier accept or refuse (with the reason)."""
 
-    def __init__(self):
+    def __init__(self, training=False):
         from . import _fx
         self._fx = _fx
         self.reasons = {}
+        self.training = training
 
     def reason(self, node):
         if node in self.reasons:
@@ -532,7 +539,11 @@ class _Support:
         for value in (result if isinstance(result, tuple) else (result,)):
             if value is not None:
                 t.g.output(value)
-        t.g.mlir()  # fusec's verifier on the whole one-node graph
+        text = t.g.mlir()  # fusec's verifier on the whole one-node graph
+        if self.training:
+            for name in sorted(_NO_GRADIENT):
+                if name in text:
+                    raise fx.Unsupported("%s has no gradient rule" % name)
         return t
 
 
@@ -602,20 +613,35 @@ def _compile_graph(gm, example_inputs, options):
     anything fusec cannot do goes to PyTorch, in the report."""
     import time
     start = time.perf_counter()
-    name = options.get("name") or "graph%d" % len(_reports)
-    rep = Report(name)
     train = torch.is_grad_enabled() and any(
         isinstance(x, torch.Tensor) and x.requires_grad
         for x in example_inputs)
+    # A training compile that meets a fuse op without a gradient rule
+    # leaves the nodes that make it to PyTorch and partitions again.
+    for _ in range(4):
+        known = len(_NO_GRADIENT)
+        fused, rep = _compile_once(gm, example_inputs, options, train)
+        if len(_NO_GRADIENT) == known:
+            break
+    return fused, rep, start
+
+
+
+def _compile_once(gm, example_inputs, options, train):
+    name = options.get("name") or "graph%d" % len(_reports)
+    rep = Report(name)
+    # The fuse graphs are named by position, not by this counter: the same
+    # model compiled again gives the same text, which the kernel cache finds.
+    prefix = options.get("name") or "fx"
     rep.training = train
     compile_options = dict(options.get("compile_options") or {})
     try:
         traced = _trace(gm, example_inputs)
     except Exception as e:  # noqa: BLE001 - PyTorch runs the graph
         rep.note = "tracing to ATen failed: %s: %s" % (type(e).__name__, e)
-        return gm, rep, start
+        return gm, rep
     from . import _fx
-    support = _Support()
+    support = _Support(train)
     for node in traced.graph.nodes:
         if node.op != "call_function" or node.target is operator.getitem:
             continue
@@ -632,7 +658,7 @@ def _compile_graph(gm, example_inputs, options):
         sub = getattr(fused, node.target)
         ops = [n for n in sub.graph.nodes if n.op == "call_function" and
                n.target is not operator.getitem]
-        label = "%s_%s" % (name, node.target)
+        label = "%s_%s" % (prefix, node.target)
         try:
             text, constants, single = _translate(sub, label)
             real = len([n for n in sub.graph.nodes
@@ -640,6 +666,9 @@ def _compile_graph(gm, example_inputs, options):
             fop = _partition_op(text, train, real, compile_options)
         except Exception as e:  # noqa: BLE001 - PyTorch runs the partition
             message = str(e).strip().splitlines()
+            missing = _NO_RULE.search(str(e))
+            if missing:
+                _NO_GRADIENT.add(missing.group(1))
             rep.failed.append((label, len(ops),
                                message[0] if message else type(e).__name__))
             for n in ops:
@@ -655,7 +684,7 @@ def _compile_graph(gm, example_inputs, options):
                             (fop.training.milliseconds if fop.training
                              else 0)))
     fused.recompile()
-    return fused, rep, start
+    return fused, rep
 
 
 def _partition_op(text, train, real, compile_options):
