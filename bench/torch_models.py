@@ -382,6 +382,13 @@ def train(name, device, quick, steps, repeat, against, out):
             torch._dynamo.reset()
             alt = torch.compile(model, mode=None if mode == "default"
                                 else mode)
+            if mode == against[0]:
+                # The spread between two correct implementations: the loss
+                # curve of torch.compile against eager's.
+                alt_losses, _ = run(alt, steps)
+                row["%s_loss" % mode] = alt_losses
+                row["%s_max_loss_diff" % mode] = max(
+                    abs(a - b) for a, b in zip(eager_losses, alt_losses))
             times[mode] = _time(lambda: step(alt), device, repeat)
             torch.cuda.reset_peak_memory_stats()
             step(alt)
@@ -394,7 +401,7 @@ def train(name, device, quick, steps, repeat, against, out):
         row["ratio"] = alternatives[best] / times["fusec"]
     out.append(row)
     short = dict(row)
-    for k in ("eager_loss", "fusec_loss"):
+    for k in [k for k in row if k.endswith("_loss")]:
         short[k] = [round(v, 4) for v in row[k][:3]] + ["..."] + \
             [round(v, 4) for v in row[k][-2:]]
     print(json.dumps(short), flush=True)

@@ -17,17 +17,21 @@
 #include "mlir/Parser/Parser.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/ThreadPool.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <string>
 
 namespace fusec::jit::detail {
 
-/// A graph parsed and verified in a context of its own (one thread per
-/// compilation: callers compile several graphs at once), its entry picked;
-/// diagnostics land in `errors`, located in the graph's text.
+/// A graph parsed and verified in a context of its own (callers compile
+/// several graphs at once), its entry picked; diagnostics land in `errors`,
+/// located in the graph's text. The contexts share one thread pool, a thread
+/// per core, which the code generation of a graph's kernels runs on.
 class ParsedGraph {
 public:
+  ParsedGraph() { context.setThreadPool(threadPool()); }
+
   /// Empty on success, else the errors.
   std::string parse(const std::string &mlir, const std::string &name,
                     const std::string &entryName) {
@@ -66,6 +70,11 @@ public:
   mlir::func::FuncOp entry;
 
 private:
+  static llvm::ThreadPoolInterface &threadPool() {
+    static llvm::DefaultThreadPool pool;
+    return pool;
+  }
+
   static const mlir::DialectRegistry &registry() {
     static const mlir::DialectRegistry registry = [] {
       mlir::DialectRegistry r;

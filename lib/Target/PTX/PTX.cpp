@@ -18,7 +18,12 @@
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/IR/Threading.h"
 #include "mlir/Transforms/Passes.h"
+#include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Config/llvm-config.h"
 #include "llvm/MC/MCSubtargetInfo.h"
 #include "llvm/MC/TargetRegistry.h"
@@ -153,6 +158,227 @@ struct GridConstantTensorMaps
     });
   }
 };
+/// The attribute naming the kernel module a split-off module's kernel came
+/// from, and whose binary its PTX joins (SerializeKernelModules).
+constexpr llvm::StringLiteral kMergeIntoAttr = "fusec.merge_into";
+
+/// One gpu.module per kernel: the NVVM lowering, which a pass manager runs on
+/// sibling modules in parallel, and LLVM's code generation
+/// (SerializeKernelModules) then use every core instead of one; a
+/// ResNet-50 is 161 kernels. Each new module carries the original's
+/// attributes and its other symbols (globals, device functions), and its
+/// launches are pointed at it.
+struct SplitKernelModules
+    : PassWrapper<SplitKernelModules, OperationPass<ModuleOp>> {
+  void runOnOperation() override {
+    ModuleOp top = getOperation();
+    llvm::StringMap<StringAttr> movedTo; // "module::kernel" -> new module
+    for (auto module : llvm::to_vector(top.getOps<gpu::GPUModuleOp>())) {
+      SmallVector<gpu::GPUFuncOp> kernels;
+      for (auto func : module.getOps<gpu::GPUFuncOp>())
+        if (func.isKernel())
+          kernels.push_back(func);
+      if (kernels.size() < 2)
+        continue;
+      StringAttr origin = module.getNameAttr();
+      module->setAttr(kMergeIntoAttr, origin);
+      OpBuilder b(module);
+      b.setInsertionPointAfter(module);
+      for (gpu::GPUFuncOp kernel : llvm::drop_begin(kernels)) {
+        auto split = cast<gpu::GPUModuleOp>(b.cloneWithoutRegions(*module));
+        std::string name = (origin.getValue() + "__" + kernel.getName()).str();
+        split.setName(name);
+        Block *body = b.createBlock(&split.getBodyRegion());
+        OpBuilder inner = OpBuilder::atBlockEnd(body);
+        for (Operation &op : module.getBody()->getOperations()) {
+          auto func = dyn_cast<gpu::GPUFuncOp>(op);
+          if (!func || !func.isKernel())
+            inner.clone(op);
+        }
+        kernel->moveBefore(body, body->end());
+        movedTo[(origin.getValue() + "::" + kernel.getName()).str()] =
+            split.getNameAttr();
+        b.setInsertionPointAfter(split);
+      }
+    }
+    top.walk([&](gpu::LaunchFuncOp launch) {
+      auto it = movedTo.find((launch.getKernelModuleName().getValue() +
+                              "::" + launch.getKernelName().getValue())
+                                 .str());
+      if (it != movedTo.end())
+        launch.setKernelAttr(SymbolRefAttr::get(
+            it->second, {FlatSymbolRefAttr::get(launch.getKernelName())}));
+    });
+  }
+};
+
+/// Joins the PTX of modules split by SplitKernelModules into one PTX module:
+/// the first part whole; of the others, everything after their header
+/// (which must be the first's), with each declaration of dynamic shared
+/// memory kept once. Fails on any other module-scope declaration in a later
+/// part, which two parts could both define.
+static FailureOr<std::string> mergePTX(Location loc,
+                                       ArrayRef<StringRef> parts) {
+  std::string merged = parts.front().str();
+  auto header = [](StringRef ptx,
+                   SmallVectorImpl<StringRef> &lines) -> StringRef {
+    // The body after the `.version`, `.target` and `.address_size` lines.
+    StringRef rest = ptx;
+    while (!rest.empty()) {
+      auto [line, next] = rest.split('\n');
+      rest = next;
+      StringRef t = line.trim();
+      if (t.starts_with(".version") || t.starts_with(".target"))
+        lines.push_back(t);
+      if (t.starts_with(".address_size")) {
+        lines.push_back(t);
+        return rest;
+      }
+    }
+    return StringRef();
+  };
+  SmallVector<StringRef> firstHeader;
+  header(parts.front(), firstHeader);
+  llvm::StringSet<> declared;
+  auto scopeLines = [&](StringRef body,
+                        llvm::function_ref<bool(StringRef)> fn) -> bool {
+    int depth = 0;
+    StringRef rest = body;
+    while (!rest.empty()) {
+      auto [line, next] = rest.split('\n');
+      rest = next;
+      StringRef t = line.trim();
+      if (depth == 0 &&
+          (t.starts_with(".extern") || t.starts_with(".global") ||
+           t.starts_with(".const") || t.starts_with(".func") ||
+           t.starts_with(".visible .func") || t.starts_with(".shared")))
+        if (!fn(t))
+          return false;
+      depth += t.count('{') - t.count('}');
+    }
+    return true;
+  };
+  scopeLines(parts.front(), [&](StringRef t) {
+    declared.insert(t);
+    return true;
+  });
+  for (StringRef part : llvm::drop_begin(parts)) {
+    SmallVector<StringRef> lines;
+    StringRef body = header(part, lines);
+    if (lines != firstHeader)
+      return emitError(loc) << "cannot join the kernels' PTX: their headers "
+                               "differ";
+    std::string kept;
+    StringRef clash;
+    bool ok = scopeLines(body, [&](StringRef t) {
+      // The dynamic shared memory's declaration is kept once (below); any
+      // other module-scope symbol would be defined twice.
+      if (t.starts_with(".extern .shared"))
+        return true;
+      clash = t;
+      return false;
+    });
+    if (!ok)
+      return emitError(loc) << "cannot join the kernels' PTX: '" << clash
+                            << "' is declared at module scope";
+    StringRef rest = body;
+    while (!rest.empty()) {
+      auto [line, next] = rest.split('\n');
+      rest = next;
+      if (line.trim().starts_with(".extern .shared") &&
+          !declared.insert(line.trim()).second)
+        continue;
+      kept += line;
+      kept += '\n';
+    }
+    merged += kept;
+  }
+  return merged;
+}
+
+/// gpu-module-to-binary (assembly) on every kernel module at once, then one
+/// gpu.binary per original kernel module (the split modules' PTX joined).
+struct SerializeKernelModules
+    : PassWrapper<SerializeKernelModules, OperationPass<ModuleOp>> {
+  explicit SerializeKernelModules(std::string toolkitPath)
+      : toolkitPath(std::move(toolkitPath)) {}
+
+  void runOnOperation() override {
+    ModuleOp top = getOperation();
+    MLIRContext *context = &getContext();
+    auto modules = llvm::to_vector(top.getOps<gpu::GPUModuleOp>());
+    SymbolTable symbols(top);
+    gpu::TargetOptions options(toolkitPath, {}, {}, {},
+                               gpu::CompilationTarget::Assembly,
+                               [&]() -> SymbolTable * { return &symbols; });
+    std::vector<std::optional<SmallVector<char, 0>>> serialized(modules.size());
+    ParallelDiagnosticHandler diagnostics(context);
+    LogicalResult result =
+        failableParallelForEachN(context, 0, modules.size(), [&](size_t i) {
+          diagnostics.setOrderIDForThread(i);
+          auto targets = modules[i].getTargetsAttr();
+          auto target = targets && targets.size() == 1
+                            ? dyn_cast<gpu::TargetAttrInterface>(targets[0])
+                            : gpu::TargetAttrInterface();
+          if (!target) {
+            modules[i].emitError("a kernel module needs exactly one target");
+            return failure();
+          }
+          serialized[i] = target.serializeToObject(modules[i], options);
+          diagnostics.eraseOrderIDForThread();
+          if (!serialized[i])
+            return modules[i].emitError("failed to serialize the module"),
+                   failure();
+          return success();
+        });
+    if (failed(result))
+      return signalPassFailure();
+
+    // Group by the module each came from, in the modules' order.
+    llvm::MapVector<StringAttr, SmallVector<size_t>> groups;
+    for (auto [i, module] : llvm::enumerate(modules)) {
+      auto into = module->getAttrOfType<StringAttr>(kMergeIntoAttr);
+      groups[into ? into : module.getNameAttr()].push_back(i);
+    }
+    for (auto &[name, members] : groups) {
+      gpu::GPUModuleOp first = modules[members.front()];
+      auto target = cast<gpu::TargetAttrInterface>(first.getTargetsAttr()[0]);
+      auto object = dyn_cast<gpu::ObjectAttr>(
+          target.createObject(first, *serialized[members.front()], options));
+      if (!object)
+        return first.emitError("no object for the kernel module"),
+               signalPassFailure();
+      if (members.size() > 1) {
+        SmallVector<StringRef> parts;
+        for (size_t i : members)
+          parts.push_back(
+              StringRef(serialized[i]->data(), serialized[i]->size()));
+        FailureOr<std::string> ptx = mergePTX(first.getLoc(), parts);
+        if (failed(ptx))
+          return signalPassFailure();
+        object = gpu::ObjectAttr::get(
+            context, object.getTarget(), object.getFormat(),
+            StringAttr::get(context, *ptx), object.getProperties(), nullptr);
+      }
+      OpBuilder b(first);
+      gpu::BinaryOp::create(b, first.getLoc(), name.getValue(), nullptr,
+                            ArrayAttr::get(context, {object}));
+    }
+    top.walk([&](gpu::LaunchFuncOp launch) {
+      auto module =
+          top.lookupSymbol<gpu::GPUModuleOp>(launch.getKernelModuleName());
+      if (!module)
+        return;
+      if (auto into = module->getAttrOfType<StringAttr>(kMergeIntoAttr))
+        launch.setKernelAttr(SymbolRefAttr::get(
+            into, {FlatSymbolRefAttr::get(launch.getKernelName())}));
+    });
+    for (gpu::GPUModuleOp module : modules)
+      module.erase();
+  }
+
+  std::string toolkitPath;
+};
 } // namespace
 
 void fusec::registerPTXBackendExtensions(DialectRegistry &registry) {
@@ -164,6 +390,8 @@ void fusec::registerPTXBackendExtensions(DialectRegistry &registry) {
 
 void fusec::buildPTXPipeline(OpPassManager &pm, const PTXTarget &target,
                              bool toBinary) {
+  if (toBinary)
+    pm.addPass(std::make_unique<SplitKernelModules>());
   GpuNVVMAttachTargetOptions attach;
   attach.chip = target.chip;
   attach.features = target.features;
@@ -188,10 +416,7 @@ void fusec::buildPTXPipeline(OpPassManager &pm, const PTXTarget &target,
   pm.addPass(createReconcileUnrealizedCastsPass());
   if (!toBinary)
     return;
-  GpuModuleToBinaryPassOptions binary;
-  binary.compilationTarget = "isa";
-  binary.toolkitPath = target.toolkitPath;
-  pm.addPass(createGpuModuleToBinaryPass(binary));
+  pm.addPass(std::make_unique<SerializeKernelModules>(target.toolkitPath));
 }
 
 FailureOr<std::string> fusec::writeArtifact(ModuleOp module,
