@@ -226,6 +226,13 @@ int fusec_jit_graph_concat(fusec_jit_graph *graph, const int *values,
 int fusec_jit_graph_split(fusec_jit_graph *graph, int x, long long axis,
                           const long long *sizes, size_t num_sizes,
                           int *results);
+/* Any fuse op of one or more results (GraphBuilder::opResults), as
+ * fusec_jit_graph_op: writes the results' values to `results` (room for
+ * `capacity`) and returns their number, or -1. */
+int fusec_jit_graph_op_results(fusec_jit_graph *graph, const char *name,
+                               const int *operands, size_t num_operands,
+                               const char *attributes, int *results,
+                               size_t capacity);
 /* Any fuse op of one result whose type follows from its operands
  * (GraphBuilder::op): `name` "fuse.rope" or "rope", `attributes` an MLIR
  * attribute dictionary with or without braces, or NULL/"" for none. */

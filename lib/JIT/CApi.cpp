@@ -578,6 +578,28 @@ int fusec_jit_graph_op(fusec_jit_graph *g, const char *name,
       .id;
 }
 
+int fusec_jit_graph_op_results(fusec_jit_graph *g, const char *name,
+                               const int *operands, size_t num_operands,
+                               const char *attributes, int *results,
+                               size_t capacity) {
+  std::vector<jit::Tensor> values;
+  if (!g || !tensorArray(g, name ? name : "op", operands, num_operands, values))
+    return -1;
+  std::vector<jit::Tensor> out = g->builder.opResults(
+      name ? name : "", values, attributes ? attributes : "");
+  if (out.empty())
+    return -1;
+  if (!results || capacity < out.size()) {
+    g->builder.recordError(std::string(name ? name : "op") + " has " +
+                           std::to_string(out.size()) +
+                           " results; pass room for them");
+    return -1;
+  }
+  for (auto [i, t] : llvm::enumerate(out))
+    results[i] = t.id;
+  return static_cast<int>(out.size());
+}
+
 void fusec_jit_graph_output(fusec_jit_graph *g, int x) {
   if (g)
     g->builder.output({x});

@@ -89,6 +89,22 @@ std::string joinNonEmpty(const std::vector<std::string> &parts) {
 using OpText = std::function<std::string(const std::vector<std::string> &,
                                          const std::vector<std::string> &)>;
 
+/// The number of results an op of `info` has when it is fixed
+/// (OpTrait::NResults), else 1: the probe's placeholder results.
+static unsigned fixedResults(RegisteredOperationName info) {
+  if (info.hasTrait<OpTrait::NResults<6>::Impl>())
+    return 6;
+  if (info.hasTrait<OpTrait::NResults<5>::Impl>())
+    return 5;
+  if (info.hasTrait<OpTrait::NResults<4>::Impl>())
+    return 4;
+  if (info.hasTrait<OpTrait::NResults<3>::Impl>())
+    return 3;
+  if (info.hasTrait<OpTrait::NResults<2>::Impl>())
+    return 2;
+  return 1;
+}
+
 struct GraphBuilder::Impl {
   std::string name;
   MLIRContext context;
@@ -330,9 +346,7 @@ struct GraphBuilder::Impl {
     // wrong is the result's type, inference is safe.
     std::string type =
         operands.empty() ? "tensor<f32>" : values[operands.front().id].type;
-    std::vector<std::string> placeholder(1, type);
-    if (info->hasTrait<OpTrait::NResults<2>::Impl>())
-      placeholder.push_back(type);
+    std::vector<std::string> placeholder(fixedResults(*info), type);
     OwningOpRef<ModuleOp> module =
         probe(operands, write(llvm::join(placeholder, ", ")), /*verify=*/false);
     Operation *op = module ? probedOp(*module) : nullptr;

@@ -361,6 +361,19 @@ class Graph:
             self._h, name.encode(), arr, len(ids),
             _attribute_text(attributes)))
 
+    def op_results(self, name, operands, attributes="", count=8):
+        """op() for an op of several results (fuse.batch_norm_train's
+        five, say): a tuple of its results."""
+        ids = [self._id(t) for t in operands]
+        arr = (ctypes.c_int * len(ids))(*ids)
+        results = (ctypes.c_int * count)()
+        n = _capi.jit.fusec_jit_graph_op_results(
+            self._h, name.encode(), arr, len(ids),
+            _attribute_text(attributes), results, count)
+        if n < 0:
+            self._wrap(n)
+        return tuple(Tensor(self, results[i]) for i in range(n))
+
     def output(self, *values):
         """Marks results of the graph, in order."""
         for t in values:

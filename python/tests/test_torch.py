@@ -54,9 +54,11 @@ def _mlp_args(dtype=None, device="cpu", grad=True, rows=6, width=10,
     return out
 
 
-def _close(test, a, b, tol):
+def _close(test, a, b, tol, floor=1e-30):
+    """||a - b|| / ||b|| < tol; `floor` bounds the denominator from below
+    for gradients that are zero up to rounding (a key bias's)."""
     a, b = a.detach().cpu().double(), b.detach().cpu().double()
-    err = (a - b).norm() / max(b.norm(), 1e-30)
+    err = (a - b).norm() / max(b.norm(), floor)
     test.assertLess(err.item(), tol, "relative error %.3g" % err.item())
 
 
@@ -365,6 +367,171 @@ class BackendTest(unittest.TestCase):
         self.assertEqual(y.dtype, ref.dtype)
         _close(self, y.float(), ref.float(), 3e-2)
         self.assertGreater(ft.reports()[-1].taken, 0)
+
+
+def _grads_match(test, module, reference, inputs, tol=1e-5, **kwargs):
+    """module(*inputs) and reference(*inputs) agree, and so do the
+    gradients of both the inputs and the parameters."""
+    xs = [x.detach().clone().requires_grad_() for x in inputs]
+    rs = [x.detach().clone().requires_grad_() for x in inputs]
+    y = module(*xs, **kwargs)
+    ref = reference(*rs, **kwargs)
+    _close(test, y, ref, tol)
+    gy = torch.randn_like(ref)
+    y.backward(gy)
+    ref.backward(gy)
+    for x, r in zip(xs, rs):
+        _close(test, x.grad, r.grad, tol)
+    for (name, p), (_, q) in zip(module.named_parameters(),
+                                 reference.named_parameters()):
+        _close(test, p.grad, q.grad, tol, floor=1.0)
+
+
+@unittest.skipUnless(torch is not None, "needs PyTorch")
+class NNTest(unittest.TestCase):
+    """fusec.nn against torch.nn, forward and backward, on CPU."""
+
+    def setUp(self):
+        torch.manual_seed(0)
+        import fusec.nn
+        self.nn = fusec.nn
+
+    def _copy(self, module, reference):
+        missing = module.load_state_dict(reference.state_dict())
+        self.assertEqual((missing.missing_keys, missing.unexpected_keys),
+                         ([], []))
+        return module
+
+    def test_layer_norm(self):
+        ref = torch.nn.LayerNorm([3, 8])
+        with torch.no_grad():
+            ref.weight.uniform_(0.5, 1.5)
+            ref.bias.uniform_(-1, 1)
+        m = self._copy(self.nn.LayerNorm([3, 8]), ref)
+        _grads_match(self, m, ref, [torch.randn(2, 5, 3, 8)])
+        plain = self.nn.LayerNorm(8, elementwise_affine=False)
+        _grads_match(self, plain, torch.nn.LayerNorm(
+            8, elementwise_affine=False), [torch.randn(4, 8)])
+
+    def test_rms_norm(self):
+        ref = torch.nn.RMSNorm(16, eps=1e-6)
+        with torch.no_grad():
+            ref.weight.uniform_(0.5, 1.5)
+        m = self._copy(self.nn.RMSNorm(16, eps=1e-6), ref)
+        _grads_match(self, m, ref, [torch.randn(3, 7, 16)])
+
+    def test_mlp(self):
+        class Ref(torch.nn.Module):
+            def __init__(self, act):
+                super().__init__()
+                self.act = act
+                if act == "swiglu":
+                    self.gate = torch.nn.Linear(12, 20, bias=False)
+                    self.up = torch.nn.Linear(12, 20, bias=False)
+                    self.down = torch.nn.Linear(20, 12, bias=False)
+                else:
+                    self.fc1 = torch.nn.Linear(12, 20)
+                    self.fc2 = torch.nn.Linear(20, 12)
+
+            def forward(self, x):
+                if self.act == "swiglu":
+                    return self.down(F.silu(self.gate(x)) * self.up(x))
+                f = {"gelu": F.gelu, "relu": F.relu, "silu": F.silu,
+                     "gelu_tanh": lambda h: F.gelu(h, approximate="tanh")}
+                return self.fc2(f[self.act](self.fc1(x)))
+
+        for act in ("gelu", "gelu_tanh", "relu", "silu", "swiglu"):
+            ref = Ref(act)
+            m = self._copy(self.nn.MLP(12, 20, activation=act,
+                                       bias=act != "swiglu"), ref)
+            _grads_match(self, m, ref, [torch.randn(2, 5, 12)])
+
+    def test_attention(self):
+        class Ref(torch.nn.Module):
+            def __init__(self, d, h, hkv, causal):
+                super().__init__()
+                self.h, self.hkv, self.causal = h, hkv, causal
+                self.q_proj = torch.nn.Linear(d, d)
+                self.k_proj = torch.nn.Linear(d, d // h * hkv)
+                self.v_proj = torch.nn.Linear(d, d // h * hkv)
+                self.out_proj = torch.nn.Linear(d, d)
+
+            def forward(self, x, mask=None):
+                b, n, d = x.shape
+
+                def heads(t, c):
+                    return t.view(b, n, c, d // self.h).transpose(1, 2)
+
+                a = F.scaled_dot_product_attention(
+                    heads(self.q_proj(x), self.h),
+                    heads(self.k_proj(x), self.hkv),
+                    heads(self.v_proj(x), self.hkv), attn_mask=mask,
+                    is_causal=self.causal, enable_gqa=True)
+                return self.out_proj(a.transpose(1, 2).reshape(b, n, d))
+
+        for h, hkv, causal in ((4, 4, False), (4, 2, True), (4, 1, False)):
+            ref = Ref(32, h, hkv, causal)
+            m = self._copy(self.nn.Attention(32, h, hkv, causal=causal), ref)
+            _grads_match(self, m, ref, [torch.randn(2, 6, 32)])
+        ref = Ref(32, 4, 2, False)
+        m = self._copy(self.nn.Attention(32, 4, 2), ref)
+        mask = torch.randn(6, 6)
+        _grads_match(self, m, ref, [torch.randn(2, 6, 32)], mask=mask)
+
+    def test_conv_bn_act_train_and_eval(self):
+        for act, ref_act in (("relu", torch.nn.ReLU()),
+                             ("silu", torch.nn.SiLU()), (None, None)):
+            layers = [torch.nn.Conv2d(3, 6, 3, stride=2, padding=1,
+                                      bias=False),
+                      torch.nn.BatchNorm2d(6)]
+            ref = torch.nn.Sequential(*layers + ([ref_act] if ref_act
+                                                 else []))
+            with torch.no_grad():
+                ref[1].weight.uniform_(0.5, 1.5)
+                ref[1].bias.uniform_(-0.5, 0.5)
+            m = self.nn.ConvBNAct(3, 6, 3, stride=2, padding=1,
+                                  activation=act)
+            m.conv.load_state_dict(ref[0].state_dict())
+            m.bn.load_state_dict(ref[1].state_dict())
+            for step in range(2):  # running statistics move each step
+                _grads_match(self, m, ref, [torch.randn(4, 3, 9, 9)],
+                             tol=1e-5)
+                for name in ("running_mean", "running_var",
+                             "num_batches_tracked"):
+                    _close(self, getattr(m.bn, name).float(),
+                           getattr(ref[1], name).float(), 1e-6)
+            m.eval()
+            ref.eval()
+            x = torch.randn(2, 3, 9, 9)
+            with torch.no_grad():
+                _close(self, m(x), ref(x), 1e-6)
+
+    def test_fuse_modules(self):
+        model = torch.nn.Sequential(
+            torch.nn.Conv2d(3, 4, 3, padding=1), torch.nn.BatchNorm2d(4),
+            torch.nn.ReLU(), torch.nn.Conv2d(4, 4, 1),
+            torch.nn.BatchNorm2d(4), torch.nn.Flatten())
+        model.eval()
+        x = torch.randn(2, 3, 5, 5)
+        with torch.no_grad():
+            ref = model(x)
+        fused = self.nn.fuse_modules(model)
+        self.assertIsInstance(fused[0], self.nn.ConvBNAct)
+        self.assertEqual(fused[0].activation, "relu")
+        self.assertIsInstance(fused[3], self.nn.ConvBNAct)
+        self.assertIsNone(fused[3].activation)
+        with torch.no_grad():
+            _close(self, fused(x), ref, 1e-6)
+
+    def test_wrong_input_is_named(self):
+        with self.assertRaises(TypeError) as e:
+            self.nn.LayerNorm(8)(torch.randn(2, 7))
+        self.assertIn("LayerNorm over [8]: the input is [2, 7]",
+                      str(e.exception))
+        with self.assertRaises(TypeError) as e:
+            self.nn.MLP(8, 16)(torch.randn(2, 8, dtype=torch.float64))
+        self.assertIn("is torch.float32 but the input is torch.float64",
+                      str(e.exception))
 
 
 @unittest.skipUnless(_gpu(), "needs PyTorch with a CUDA device")
