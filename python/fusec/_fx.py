@@ -35,8 +35,8 @@ def _tensor_meta(node):
     if not isinstance(v, torch.Tensor):
         raise Unsupported("%s is not a tensor" % getattr(node, "name", node))
     if v.dtype not in _FUSE_DTYPES:
-        raise Unsupported("%s is %s (fusec takes float32, float16 and "
-                          "bfloat16)" % (node.name, v.dtype))
+        raise Unsupported("a tensor of %s (fusec takes float32, float16 and "
+                          "bfloat16)" % str(v.dtype).replace("torch.", ""))
     shape = []
     for d in v.shape:
         # The trace of a static graph may carry its sizes as SymInts with
@@ -62,6 +62,9 @@ class Translator:
         self.g = Graph(name)
         self.values = {}
         self.constants = []  # (value, torch dtype)
+        # (an input node, its new value): buffers a node updates in place in
+        # PyTorch (batch norm's running statistics), as extra graph results.
+        self.updates = []
 
     def input(self, node):
         shape, dtype = _tensor_meta(node)
@@ -335,9 +338,33 @@ def _batch_norm_legit(t, node, x, weight, bias, mean, var, momentum, eps):
 @rule(aten.native_batch_norm)
 def _native_batch_norm(t, node, x, weight, bias, mean, var, training,
                        momentum, eps):
-    if training or mean is None or var is None:
-        raise Unsupported("batch norm in training mode (batch statistics)")
-    return _inference_batch_norm(t, node, x, weight, bias, mean, var, eps)
+    if not training:
+        if mean is None or var is None:
+            raise Unsupported("batch norm without running statistics")
+        return _inference_batch_norm(t, node, x, weight, bias, mean, var,
+                                     eps)
+    # Training: the batch's statistics, and the running statistics updated
+    # as PyTorch does (in place there; here new values that the caller
+    # copies into the buffers after the partition has run).
+    _only_first_output(node)
+    if weight is None or bias is None or mean is None or var is None or \
+            _rank(x) != 4:
+        raise Unsupported("batch norm in training mode: 4-D, with weight, "
+                          "bias and running statistics")
+    if momentum is None:
+        raise Unsupported("batch norm with a cumulative average "
+                          "(momentum=None)")
+    for stat in (mean, var):
+        if len(stat.users) != 1:
+            raise Unsupported("the running statistics are read elsewhere")
+    outs = t.g.op_results(
+        "fuse.batch_norm_train",
+        [t.v(x), t.v(mean), t.v(var), t.v(weight), t.v(bias)],
+        "epsilon = %s, momentum = %s, layout = #fuse.layout<nchw>"
+        % (_f64(eps), _f64(momentum)))
+    t.updates.append((mean, outs[3]))
+    t.updates.append((var, outs[4]))
+    return (outs[0], None, None)
 
 
 @rule(aten.sum)

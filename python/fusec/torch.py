@@ -459,12 +459,23 @@ class _Runner(torch.nn.Module):
     """A partition's fusec Op inside the rewritten FX graph: appends the
     scalar constants (made once per device) to the partition's inputs."""
 
-    def __init__(self, op, constants, single):
+    def __init__(self, op, constants, single, updates=()):
         super().__init__()
         self.fusec_op, self.constants, self.single = op, constants, single
+        # Arguments updated in place (running statistics): the graph's last
+        # results are their new values, copied in after the call.
+        self.updates = list(updates)
         self._made = {}
 
     def forward(self, *args):
+        targets = [args[i] for i in self.updates]
+        if targets:
+            # Autograd keeps the op's inputs for its backward; the buffers
+            # change below, so the op reads copies.
+            args = list(args)
+            for i in self.updates:
+                args[i] = args[i].clone()
+            args = tuple(args)
         if self.constants:
             device = args[0].device
             made = self._made.get(device)
@@ -474,6 +485,13 @@ class _Runner(torch.nn.Module):
                     for value, dtype in self.constants]
             args = args + tuple(made)
         out = self.fusec_op(*args)
+        if targets:
+            out = out if isinstance(out, tuple) else (out,)
+            n = len(out) - len(targets)
+            with torch.no_grad():
+                for buffer, value in zip(targets, out[n:]):
+                    buffer.copy_(value)
+            out = out[0] if n == 1 else out[:n]
         if self.single:
             return out
         return out if isinstance(out, tuple) else (out,)
@@ -582,7 +600,15 @@ def _translate(sub, name):
     single = not isinstance(outputs, (tuple, list))
     for out in ([outputs] if single else outputs):
         t.g.output(t.v(out))
-    return t.g.mlir(), t.constants, single
+    placeholders = [n for n in sub.graph.nodes if n.op == "placeholder"]
+    updates = []
+    for node, value in t.updates:
+        if node not in placeholders:
+            raise _fx.Unsupported("%s is updated in place but is not an "
+                                  "input of the partition" % node.name)
+        t.g.output(value)
+        updates.append(placeholders.index(node))
+    return t.g.mlir(), t.constants, single, updates
 
 
 def _trace(gm, example_inputs):
@@ -660,7 +686,7 @@ def _compile_once(gm, example_inputs, options, train):
                n.target is not operator.getitem]
         label = "%s_%s" % (prefix, node.target)
         try:
-            text, constants, single = _translate(sub, label)
+            text, constants, single, updates = _translate(sub, label)
             real = len([n for n in sub.graph.nodes
                         if n.op == "placeholder"])
             fop = _partition_op(text, train, real, compile_options)
@@ -674,7 +700,8 @@ def _compile_once(gm, example_inputs, options, train):
             for n in ops:
                 rep.leave(_short(n), "its partition did not compile")
             continue
-        setattr(fused, node.target, _Runner(fop, constants, single))
+        setattr(fused, node.target, _Runner(fop, constants, single,
+                                            updates))
         rep.taken += len(ops)
         rep.flops_taken += sum(_fx.flops(n) for n in ops)
         kernel = fop.training or fop.kernel
