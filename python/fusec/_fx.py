@@ -221,29 +221,14 @@ def _neg(t, node, x):
     return t.g.op("fuse.neg", [t.v(x)])
 
 
-@rule(aten.relu)
-def _relu(t, node, x):
-    return t.g.relu(t.v(x))
+def _unary(name):
+    def fn(t, node, x):
+        return getattr(t.g, name)(t.v(x))
+    return fn
 
 
-@rule(aten.silu)
-def _silu(t, node, x):
-    return t.g.silu(t.v(x))
-
-
-@rule(aten.sigmoid)
-def _sigmoid(t, node, x):
-    return t.g.sigmoid(t.v(x))
-
-
-@rule(aten.tanh)
-def _tanh(t, node, x):
-    return t.g.tanh(t.v(x))
-
-
-@rule(aten.hardswish)
-def _hardswish(t, node, x):
-    return t.g.hardswish(t.v(x))
+for _name in ("relu", "silu", "sigmoid", "tanh", "hardswish"):
+    rule(getattr(aten, _name))(_unary(_name))
 
 
 @rule(aten.gelu)

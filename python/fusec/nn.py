@@ -34,6 +34,18 @@ def _dtype(x, what):
     return _DTYPES[x.dtype]
 
 
+def _trailing(module, x):
+    """(x's shape, the number of normalised axes), or TypeError when x does
+    not end in the module's normalized_shape."""
+    shape = tuple(x.shape)
+    k = len(module.normalized_shape)
+    if shape[-k:] != module.normalized_shape:
+        raise TypeError("%s over %s: the input is %s" % (
+            type(module).__name__, list(module.normalized_shape),
+            list(shape)))
+    return shape, k
+
+
 class _Compiled(tnn.Module):
     """Keeps one fusec op per key (shapes, dtypes) of the module's inputs."""
 
@@ -77,11 +89,7 @@ class LayerNorm(_Compiled):
             self.register_parameter("bias", None)
 
     def forward(self, x):
-        shape = tuple(x.shape)
-        k = len(self.normalized_shape)
-        if shape[-k:] != self.normalized_shape:
-            raise TypeError("LayerNorm over %s: the input is %s" % (
-                list(self.normalized_shape), list(shape)))
+        shape, k = _trailing(self, x)
         self._same_dtype(x, [("weight", self.weight), ("bias", self.bias)])
         dt = _dtype(x, "the input")
         width = math.prod(self.normalized_shape)
@@ -126,11 +134,7 @@ class RMSNorm(_Compiled):
             self.register_parameter("weight", None)
 
     def forward(self, x):
-        shape = tuple(x.shape)
-        k = len(self.normalized_shape)
-        if shape[-k:] != self.normalized_shape:
-            raise TypeError("RMSNorm over %s: the input is %s" % (
-                list(self.normalized_shape), list(shape)))
+        shape, k = _trailing(self, x)
         self._same_dtype(x, [("weight", self.weight)])
         dt = _dtype(x, "the input")
         eps = torch.finfo(x.dtype).eps if self.eps is None else self.eps
