@@ -22,7 +22,6 @@ process; ratio = best alternative / fusec.
 
 import argparse
 import json
-import math
 import os
 import statistics
 import sys
