@@ -68,17 +68,24 @@ class _Compiled(tnn.Module):
                                 % (name, t.dtype, x.dtype))
 
 
-class LayerNorm(_Compiled):
-    """torch.nn.LayerNorm over the trailing `normalized_shape` axes."""
+class _Norm(_Compiled):
+    """What LayerNorm and RMSNorm share: the normalised trailing shape."""
 
-    def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True,
-                 bias=True, device=None, dtype=None):
+    def __init__(self, normalized_shape, eps, elementwise_affine):
         super().__init__()
         if isinstance(normalized_shape, int):
             normalized_shape = (normalized_shape,)
         self.normalized_shape = tuple(normalized_shape)
         self.eps = eps
         self.elementwise_affine = elementwise_affine
+
+
+class LayerNorm(_Norm):
+    """torch.nn.LayerNorm over the trailing `normalized_shape` axes."""
+
+    def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True,
+                 bias=True, device=None, dtype=None):
+        super().__init__(normalized_shape, eps, elementwise_affine)
         kw = {"device": device, "dtype": dtype}
         if elementwise_affine:
             self.weight = tnn.Parameter(torch.ones(self.normalized_shape, **kw))
@@ -115,18 +122,13 @@ class LayerNorm(_Compiled):
             self.normalized_shape, self.eps, self.elementwise_affine)
 
 
-class RMSNorm(_Compiled):
+class RMSNorm(_Norm):
     """torch.nn.RMSNorm over the trailing `normalized_shape` axes (eps None:
     the input dtype's machine epsilon, as PyTorch)."""
 
     def __init__(self, normalized_shape, eps=None, elementwise_affine=True,
                  device=None, dtype=None):
-        super().__init__()
-        if isinstance(normalized_shape, int):
-            normalized_shape = (normalized_shape,)
-        self.normalized_shape = tuple(normalized_shape)
-        self.eps = eps
-        self.elementwise_affine = elementwise_affine
+        super().__init__(normalized_shape, eps, elementwise_affine)
         if elementwise_affine:
             self.weight = tnn.Parameter(torch.ones(
                 self.normalized_shape, device=device, dtype=dtype))
