@@ -113,7 +113,10 @@ class Op:
         self.args = _buffers(plan, "input")
         self.results = _buffers(plan, "output")
         self.name = name
-        self.training = None
+        # Both compiles before any registration: a graph that fails (no
+        # gradient rule) leaves no half-registered op behind.
+        self.training = _compile(text, train=True, wrt=wrt, **options) \
+            if train else None
         self._lock = threading.Lock()
         self._plans = {}
         self.infer_op = self._define(
@@ -121,7 +124,6 @@ class Op:
             lambda *args: self._empty(self.results, args, "fake"))
         if not train:
             return
-        self.training = _compile(text, train=True, wrt=wrt, **options)
         forward, backward = _plans(self.training.artifact)
         t = backward["training"]
         self.wrt = list(t["wrt"])

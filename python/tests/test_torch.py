@@ -206,6 +206,19 @@ class CustomOpTest(unittest.TestCase):
         grads = torch.autograd.grad(y, args, torch.ones_like(y))
         self.assertTrue(all(g.dtype == torch.bfloat16 for g in grads))
 
+    def test_graph_without_gradient_rule(self):
+        # The training compile fails with fusec's error, each time; the
+        # inference op of the same graph works.
+        g = fusec.Graph("sum_rows")
+        x = g.input([4, 3], "f32")
+        g.output(g.op("fuse.reduce_sum", [x], "axes = array<i64: 0>"))
+        for _ in range(2):
+            with self.assertRaises(fusec.Error) as e:
+                ft.op(g, arch="sm_90")
+            self.assertIn("has no gradient rule", str(e.exception))
+        x = torch.randn(4, 3)
+        _close(self, ft.op(g, train=False, arch="sm_90")(x), x.sum(0), 1e-6)
+
     def test_invalid_name(self):
         with self.assertRaises(ValueError):
             ft.op(_mlp_graph(), name="3d", arch="sm_90")
