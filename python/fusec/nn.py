@@ -317,13 +317,17 @@ class ConvBNAct(_Compiled):
     as submodules `conv` and `bn` (their state dicts load across). In
     training mode batch norm takes the batch's statistics and updates
     running_mean, running_var and num_batches_tracked as nn.BatchNorm2d
-    does; in eval mode it uses the running statistics."""
+    does; in eval mode it uses the running statistics. With sync=True the
+    training statistics span process_group's ranks (fusec.distributed): the
+    convolution is one fusec op and the synchronised batch norm with its
+    activation two more, with the all-reduce between them."""
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1,
                  padding=0, dilation=1, groups=1, bias=False,
                  activation="relu", eps=1e-5, momentum=0.1, device=None,
-                 dtype=None):
+                 dtype=None, sync=False, process_group=None):
         super().__init__()
+        self.sync, self.process_group = sync, process_group
         if activation not in _CONV_ACTS:
             raise ValueError("activation %r: one of %s" % (
                 activation, ", ".join(str(a) for a in _CONV_ACTS)))
@@ -353,6 +357,7 @@ class ConvBNAct(_Compiled):
         m = cls.__new__(cls)
         _Compiled.__init__(m)
         m.conv, m.bn, m.activation = conv, bn, activation
+        m.sync, m.process_group = False, None
         m.train(bn.training)
         if activation not in _CONV_ACTS:
             raise ValueError("activation %r: one of %s" % (
@@ -373,6 +378,12 @@ class ConvBNAct(_Compiled):
         momentum = bn.momentum
         shape = tuple(x.shape)
         pad = conv.padding
+        attributes = ("strides = array<i64: %d, %d>, padding = array<i64: "
+                      "%d, %d>, dilation = array<i64: %d, %d>, groups = %d, "
+                      "layout = #fuse.layout<nchw>" % (
+                          conv.stride + pad + conv.dilation + (conv.groups,)))
+        if training and self.sync:
+            return self._synchronised(x, params, dt, attributes)
 
         def build():
             g = Graph("conv_bn_act")
@@ -382,11 +393,6 @@ class ConvBNAct(_Compiled):
                 if conv.bias is not None else None
             rm, rv, gamma, beta = (g.input([conv.out_channels], stats)
                                    for _ in range(4))
-            attributes = ("strides = array<i64: %d, %d>, padding = "
-                          "array<i64: %d, %d>, dilation = array<i64: %d, "
-                          "%d>, groups = %d, layout = #fuse.layout<nchw>" % (
-                              conv.stride + pad + conv.dilation +
-                              (conv.groups,)))
             y = g.op("fuse.conv2d", [v, w] + ([cb] if cb is not None else []),
                      attributes)
             if training:
@@ -433,6 +439,23 @@ class ConvBNAct(_Compiled):
             bn.running_mean.copy_(new_mean)
             bn.running_var.copy_(new_var)
         return y
+
+    def _synchronised(self, x, params, dt, attributes):
+        from . import distributed
+        conv = self.conv
+
+        def build():
+            g = Graph("conv")
+            ins = [g.input(list(x.shape), dt)] + [
+                g.input(list(p.shape), dt) for _, p in params]
+            g.output(g.op("fuse.conv2d", ins, attributes))
+            return g
+
+        y = self._op((tuple(x.shape), dt, "conv"), build)(
+            x, *[p for _, p in params])
+        return distributed.batch_norm(
+            self.bn, y, _CONV_ACTS[self.activation],
+            distributed._group_id(self.process_group))
 
 
 class ConvBNReLU(ConvBNAct):

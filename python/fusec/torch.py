@@ -531,6 +531,9 @@ class _Support:
         try:
             if node.op != "call_function":
                 raise fx.Unsupported("not an operator call")
+            if self.training and _short(node) in ("detach", "detach_copy"):
+                # Inside a fusec op the gradient would flow through it.
+                raise fx.Unsupported("detach stops the gradient")
             if node.target is operator.getitem:
                 base = node.args[0]
                 why = self.reason(base)
@@ -630,6 +633,11 @@ def _trace(gm, example_inputs):
         with mode:
             traced = make_fx(functionalize(
                 gm, remove="mutations_and_views"))(*fakes)
+    # detach_copy has no autograd formula ("not implemented"); with the
+    # mutations gone, detach (a view) does what it did in the program.
+    for node in traced.graph.nodes:
+        if node.target is torch.ops.aten.detach_copy.default:
+            node.target = torch.ops.aten.detach.default
     traced.graph.eliminate_dead_code()
     traced.recompile()
     return traced

@@ -262,6 +262,17 @@ class BackendTest(unittest.TestCase):
                       out.getvalue())
         self.assertIn("fwd_k", out.getvalue())
 
+    def test_detach_stops_the_gradient(self):
+        # A detached value inside a partition still gives no gradient.
+        def f(x, w):
+            y = x * w
+            return (y + y.detach() * 3).sum(dim=0)
+        x, w = torch.randn(4, 5), torch.randn(5, requires_grad=True)
+        f(x, w).sum().backward()
+        want, w.grad = w.grad, None
+        self._compile(f)(x, w).sum().backward()
+        _close(self, w.grad, want, 1e-6)
+
     def test_no_grad_compiles_for_inference(self):
         m = _Block()
         x = torch.randn(2, 16, 32)

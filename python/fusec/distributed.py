@@ -1,0 +1,395 @@
+"""Batch norm whose statistics span every rank of a torch.distributed
+process group (docs/PyTorch.md, "Data-parallel training").
+
+Each rank's kernels write per-channel partial sums; torch.distributed (NCCL
+on GPUs, gloo on CPUs) adds them across ranks on the caller's stream between
+two fusec plans; the next plan normalises with the global statistics. fusec
+links no collective library of its own.
+
+  forward   stats plan: S1 = sum(x - K), S2 = sum((x - K)^2) per channel,
+                        K = the running mean (the same on every rank)
+            all_reduce([S1, S2, count])
+            apply plan: act(x * a + b), a = weight * invstd,
+                        b = bias - mean * a
+  backward  sums plan:  sum(dt), sum(dt * (x - mean)), dt = act'(dz)
+            all_reduce of both
+            input plan: dx = dt * P + (x - mean) * R + Q
+
+Ranks may hold different batch sizes: the counts are summed with the sums,
+so the statistics are those of the global batch. The weight and bias
+gradients are the rank's own, as nn.SyncBatchNorm's are: DDP averages them.
+
+    import fusec.distributed
+    model = fusec.distributed.convert_sync_batchnorm(model)
+"""
+
+import threading
+
+import torch
+import torch.nn as tnn
+import torch.nn.functional as F
+
+from . import Graph
+from . import torch as _ft
+
+__all__ = ["SyncBatchNorm", "convert_sync_batchnorm", "merge_statistics"]
+
+_F32 = torch.float32
+_DTYPES = {torch.float32: "f32", torch.float16: "f16",
+           torch.bfloat16: "bf16"}
+# Activations applied after the normalisation, and what their gradient is
+# computed from (fuse.activation_grad): the result or the input.
+_ACTIVATIONS = {None: None, "relu": "result", "relu6": "result",
+                "silu": "input", "gelu": "input", "hardswish": "input"}
+_TORCH_ACTIVATIONS = {None: lambda x: x, "relu": F.relu, "relu6": F.relu6,
+                      "silu": F.silu, "gelu": F.gelu,
+                      "hardswish": F.hardswish}
+
+
+def merge_statistics(count, sums, sums_sq, shift):
+    """The mean and biased variance per channel of a batch split across
+    ranks, from each rank's partial sums about a common shift K:
+    count = sum of the ranks' value counts, sums = sum of sum(x - K) and
+    sums_sq = sum of sum((x - K)^2). Shifting by a value near the mean keeps
+    the precision that E[x^2] - E[x]^2 loses to a large mean."""
+    m1 = sums / count
+    var = (sums_sq / count - m1 * m1).clamp_min(0)
+    return shift + m1, var
+
+
+#===----------------------------------------------------------------------===#
+# Process groups, by number, so that the custom ops take an int
+#===----------------------------------------------------------------------===#
+
+_groups_lock = threading.Lock()
+_groups = {0: None}  # 0: the default group
+
+
+def _group_id(group):
+    if group is None:
+        return 0
+    with _groups_lock:
+        for k, g in _groups.items():
+            if g is group:
+                return k
+        k = len(_groups)
+        _groups[k] = group
+        return k
+
+
+def _all_reduce(t, group_id):
+    """Sums t across the group's ranks in place; the identity with no
+    process group or one rank."""
+    dist = torch.distributed
+    if not dist.is_available() or not dist.is_initialized():
+        return
+    group = _groups[group_id]
+    if dist.get_world_size(group) == 1:
+        return
+    dist.all_reduce(t, group=group)
+
+
+#===----------------------------------------------------------------------===#
+# The four plans, one fusec op each per shape, dtype and activation
+#===----------------------------------------------------------------------===#
+
+_plans_lock = threading.Lock()
+_plans = {}
+
+
+def _plan(kind, shape, dtype, activation):
+    key = (kind, shape, dtype, activation)
+    with _plans_lock:
+        op = _plans.get(key)
+    if op is None:
+        op = _ft.op(_BUILDERS[kind](list(shape), _DTYPES[dtype], activation),
+                    train=False)
+        with _plans_lock:
+            _plans[key] = op
+    return op
+
+
+def _axes(rank):
+    return "axes = array<i64: %s>" % ", ".join(
+        str(a) for a in range(rank) if a != 1)
+
+
+def _channel(g, shape):
+    """A graph input of per-channel f32 values shaped to broadcast against
+    shape's axis 1."""
+    return g.input([shape[1]] + [1] * (len(shape) - 2), "f32")
+
+
+def _activate(g, t, activation):
+    if activation is None:
+        return t
+    if activation == "gelu":
+        return g.gelu(t)
+    return getattr(g, activation)(t)
+
+
+def _normalized(g, xf, a, b, activation):
+    """(t = xf * a + b, the value activation_grad takes)."""
+    t = g.add(g.mul(xf, a), b)
+    if _ACTIVATIONS[activation] == "result":
+        return t, _activate(g, t, activation)
+    return t, t
+
+
+def _build_stats(shape, dt, activation):
+    g = Graph("sync_bn_stats")
+    x = g.input(shape, dt)
+    shift = _channel(g, shape)
+    d = g.sub(g.cast(x, "f32") if dt != "f32" else x, shift)
+    g.output(g.op("fuse.reduce_sum", [d], _axes(len(shape))),
+             g.op("fuse.reduce_sum", [g.mul(d, d)], _axes(len(shape))))
+    return g
+
+
+def _build_apply(shape, dt, activation):
+    g = Graph("sync_bn_apply")
+    x = g.input(shape, dt)
+    a, b = _channel(g, shape), _channel(g, shape)
+    xf = g.cast(x, "f32") if dt != "f32" else x
+    y = _activate(g, g.add(g.mul(xf, a), b), activation)
+    g.output(g.cast(y, dt) if dt != "f32" else y)
+    return g
+
+
+def _output_grad(g, shape, dt, activation):
+    """The graph inputs dz, x, a, b, mean and (dt, xf - mean) in f32."""
+    dz, x = g.input(shape, dt), g.input(shape, dt)
+    a, b, mean = (_channel(g, shape) for _ in range(3))
+    dzf, xf = (g.cast(v, "f32") if dt != "f32" else v for v in (dz, x))
+    if activation is not None:
+        _, value = _normalized(g, xf, a, b, activation)
+        dzf = g.op("fuse.activation_grad", [dzf, value],
+                   "activation = #fuse.activation<%s>" % activation)
+    return dzf, g.sub(xf, mean)
+
+
+def _build_grad_sums(shape, dt, activation):
+    g = Graph("sync_bn_grad_sums")
+    d, xc = _output_grad(g, shape, dt, activation)
+    g.output(g.op("fuse.reduce_sum", [d], _axes(len(shape))),
+             g.op("fuse.reduce_sum", [g.mul(d, xc)], _axes(len(shape))))
+    return g
+
+
+def _build_input_grad(shape, dt, activation):
+    g = Graph("sync_bn_input_grad")
+    d, xc = _output_grad(g, shape, dt, activation)
+    p, r, q = (_channel(g, shape) for _ in range(3))
+    dx = g.add(g.add(g.mul(d, p), g.mul(xc, r)), q)
+    g.output(g.cast(dx, dt) if dt != "f32" else dx)
+    return g
+
+
+_BUILDERS = {"stats": _build_stats, "apply": _build_apply,
+             "grad_sums": _build_grad_sums, "input_grad": _build_input_grad}
+
+
+def _col(v, x):
+    return v.reshape([x.shape[1]] + [1] * (x.dim() - 2))
+
+
+def _check(x, activation):
+    if x.dtype not in _DTYPES:
+        raise TypeError("sync batch norm: the input is %s; fusec takes "
+                        "float32, float16 and bfloat16" % x.dtype)
+    if x.dim() < 2:
+        raise TypeError("sync batch norm takes [N, C, ...]; the input is %s"
+                        % list(x.shape))
+    if activation not in _ACTIVATIONS:
+        raise ValueError("activation %r: one of %s" % (
+            activation, ", ".join(str(a) for a in _ACTIVATIONS)))
+
+
+#===----------------------------------------------------------------------===#
+# The custom ops: opaque to dynamo, so a compiled model keeps one graph
+#===----------------------------------------------------------------------===#
+
+@torch.library.custom_op("fusec::sync_batch_norm", mutates_args=())
+def sync_batch_norm(x: torch.Tensor, weight: torch.Tensor | None,
+                    bias: torch.Tensor | None, shift: torch.Tensor | None,
+                    eps: float, activation: str | None,
+                    group: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Returns (the result, [a, b, mean, invstd, count, var] as [6, C]
+    f32), with the global batch's mean and biased variance. `shift`: a
+    per-channel value near the mean, the same on every rank (the running
+    mean), or None (zero)."""
+    _check(x, activation)
+    x = x.contiguous()
+    shape, c = tuple(x.shape), x.shape[1]
+    shift = shift.to(_F32) if shift is not None else \
+        x.new_zeros(c, dtype=_F32)
+    s1, s2 = _plan("stats", shape, x.dtype, activation)(x, _col(shift, x))
+    local = x.numel() // c
+    packed = torch.cat([s1, s2, s1.new_full((1,), float(local))])
+    _all_reduce(packed, group)
+    count = packed[2 * c:]
+    mean, var = merge_statistics(count, packed[:c], packed[c:2 * c], shift)
+    invstd = torch.rsqrt(var + eps)
+    a = invstd * weight.to(_F32) if weight is not None else invstd
+    b = (bias.to(_F32) if bias is not None else 0) - mean * a
+    y = _plan("apply", shape, x.dtype, activation)(x, _col(a, x), _col(b, x))
+    saved = torch.stack([a, b, mean, invstd, count.expand(c), var])
+    return y, saved
+
+
+@sync_batch_norm.register_fake
+def _(x, weight, bias, shift, eps, activation, group):
+    _check(x, activation)
+    return torch.empty_like(x, memory_format=torch.contiguous_format), \
+        x.new_empty((6, x.shape[1]), dtype=_F32)
+
+
+@torch.library.custom_op("fusec::sync_batch_norm_backward", mutates_args=())
+def sync_batch_norm_backward(
+        dz: torch.Tensor, x: torch.Tensor, weight: torch.Tensor | None,
+        saved: torch.Tensor, activation: str | None,
+        group: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(input, weight and bias gradients); the last two are this rank's."""
+    x, dz = x.contiguous(), dz.contiguous()
+    shape = tuple(x.shape)
+    a, b, mean, invstd, count, _ = saved.unbind(0)
+    col = [_col(v, x) for v in (a, b, mean)]
+    sdy, sdyx = _plan("grad_sums", shape, x.dtype, activation)(dz, x, *col)
+    dweight = sdyx * invstd
+    dbias = sdy.clone()
+    packed = torch.cat([sdy, sdyx])
+    _all_reduce(packed, group)
+    c = x.shape[1]
+    sdy, sdyx = packed[:c] / count, packed[c:] / count
+    p = invstd * weight.to(_F32) if weight is not None else invstd
+    r = -p * invstd * invstd * sdyx
+    q = -p * sdy
+    dx = _plan("input_grad", shape, x.dtype, activation)(
+        dz, x, *col, _col(p, x), _col(r, x), _col(q, x))
+    wdt = weight.dtype if weight is not None else _F32
+    return dx, dweight.to(wdt), dbias.to(wdt)
+
+
+@sync_batch_norm_backward.register_fake
+def _(dz, x, weight, saved, activation, group):
+    wdt = weight.dtype if weight is not None else _F32
+    c = x.shape[1]
+    return torch.empty_like(x, memory_format=torch.contiguous_format), \
+        x.new_empty(c, dtype=wdt), x.new_empty(c, dtype=wdt)
+
+
+def _setup_context(ctx, inputs, output):
+    x, weight, bias = inputs[:3]
+    ctx.activation, ctx.group = inputs[5], inputs[6]
+    ctx.has_weight, ctx.has_bias = weight is not None, bias is not None
+    ctx.save_for_backward(x, weight, output[1])
+    ctx.mark_non_differentiable(output[1])
+
+
+def _backward(ctx, dz, _dsaved):
+    x, weight, saved = ctx.saved_tensors
+    dx, dweight, dbias = torch.ops.fusec.sync_batch_norm_backward(
+        dz, x, weight, saved, ctx.activation, ctx.group)
+    return (dx, dweight if ctx.has_weight else None,
+            dbias if ctx.has_bias else None, None, None, None, None)
+
+
+sync_batch_norm.register_autograd(_backward, setup_context=_setup_context)
+
+
+#===----------------------------------------------------------------------===#
+# Modules
+#===----------------------------------------------------------------------===#
+
+def batch_norm(bn, x, activation, group):
+    """The forward of batch norm module `bn` (an nn.BatchNorm*) on x,
+    followed by `activation`: with the statistics of the group's global
+    batch in training mode (updating bn's running statistics as PyTorch
+    does), with the running statistics in eval mode."""
+    if x.dim() < 2 or x.shape[1] != bn.num_features:
+        raise TypeError("batch norm over %d channels takes [N, %d, ...]; "
+                        "the input is %s" % (bn.num_features,
+                                             bn.num_features,
+                                             list(x.shape)))
+    if not bn.training and bn.running_mean is not None:
+        y = F.batch_norm(x, bn.running_mean, bn.running_var, bn.weight,
+                         bn.bias, False, 0.0, bn.eps)
+        return _TORCH_ACTIVATIONS[activation](y)
+    y, saved = torch.ops.fusec.sync_batch_norm(
+        x, bn.weight, bn.bias, bn.running_mean, bn.eps, activation, group)
+    if bn.training and bn.track_running_stats:
+        bn.num_batches_tracked.add_(1)
+        factor = 1.0 / float(bn.num_batches_tracked) \
+            if bn.momentum is None else bn.momentum
+        with torch.no_grad():
+            count, var = saved[4].detach(), saved[5].detach()
+            unbiased = var * count / (count - 1).clamp_min(1)
+            bn.running_mean.lerp_(saved[2].detach().to(bn.running_mean.dtype),
+                                  factor)
+            bn.running_var.lerp_(unbiased.to(bn.running_var.dtype), factor)
+    return y
+
+
+class SyncBatchNorm(tnn.modules.batchnorm._BatchNorm):
+    """nn.SyncBatchNorm on fusec kernels, with an optional activation after
+    it (relu, relu6, silu, gelu, hardswish). Takes [N, C, ...]; parameters,
+    buffers and state_dict keys are nn.SyncBatchNorm's. In training mode
+    the statistics are those of the whole batch across process_group's
+    ranks (default: the default group; none initialised or one rank: this
+    rank's batch)."""
+
+    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True,
+                 track_running_stats=True, process_group=None,
+                 activation=None, device=None, dtype=None):
+        super().__init__(num_features, eps, momentum, affine,
+                         track_running_stats, device=device, dtype=dtype)
+        if activation not in _ACTIVATIONS:
+            raise ValueError("activation %r: one of %s" % (
+                activation, ", ".join(str(a) for a in _ACTIVATIONS)))
+        self.process_group = process_group
+        self.activation = activation
+        self._group = _group_id(process_group)
+
+    def _check_input_dim(self, input):
+        if input.dim() < 2:
+            raise ValueError("expected at least 2D input (got %dD input)"
+                             % input.dim())
+
+    def forward(self, x):
+        self._check_input_dim(x)
+        return batch_norm(self, x, self.activation, self._group)
+
+    def extra_repr(self):
+        s = super().extra_repr()
+        return s + (", activation=%s" % self.activation
+                    if self.activation else "")
+
+
+def convert_sync_batchnorm(module, process_group=None):
+    """Replaces every batch norm inside `module` (nn.BatchNorm1d/2d/3d,
+    nn.SyncBatchNorm) by a fusec SyncBatchNorm sharing its parameters and
+    buffers, and makes each fusec.nn.ConvBNAct synchronise its batch norm.
+    Returns the converted module (the same object unless `module` itself is
+    a batch norm)."""
+    from .nn import ConvBNAct
+    if isinstance(module, ConvBNAct):
+        module.sync = True
+        module.process_group = process_group
+        return module
+    if isinstance(module, tnn.modules.batchnorm._BatchNorm) and \
+            not isinstance(module, SyncBatchNorm):
+        out = SyncBatchNorm(module.num_features, module.eps, module.momentum,
+                            module.affine, module.track_running_stats,
+                            process_group)
+        if module.affine:
+            out.weight, out.bias = module.weight, module.bias
+        out.running_mean = module.running_mean
+        out.running_var = module.running_var
+        out.num_batches_tracked = module.num_batches_tracked
+        out.train(module.training)
+        return out
+    for name, child in module.named_children():
+        new = convert_sync_batchnorm(child, process_group)
+        if new is not child:
+            setattr(module, name, new)
+    return module
