@@ -29,7 +29,7 @@ import torch
 import torch.nn as tnn
 import torch.nn.functional as F
 
-from . import Graph
+from . import Graph, _f64
 from . import torch as _ft
 
 __all__ = ["SyncBatchNorm", "convert_sync_batchnorm", "merge_statistics"]
@@ -97,13 +97,13 @@ _plans_lock = threading.Lock()
 _plans = {}
 
 
-def _plan(kind, shape, dtype, activation):
-    key = (kind, shape, dtype, activation)
+def _plan(kind, shape, dtype, activation, eps):
+    key = (kind, shape, dtype, activation, eps)
     with _plans_lock:
         op = _plans.get(key)
     if op is None:
-        op = _ft.op(_BUILDERS[kind](list(shape), _DTYPES[dtype], activation),
-                    train=False)
+        op = _ft.op(_BUILDERS[kind](list(shape), _DTYPES[dtype], activation,
+                                    eps), train=False)
         with _plans_lock:
             _plans[key] = op
     return op
@@ -114,10 +114,14 @@ def _axes(rank):
         str(a) for a in range(rank) if a != 1)
 
 
-def _channel(g, shape):
-    """A graph input of per-channel f32 values shaped to broadcast against
-    shape's axis 1."""
-    return g.input([shape[1]] + [1] * (len(shape) - 2), "f32")
+def _col(g, v, shape):
+    """[C] values shaped to broadcast against shape's axis 1."""
+    return g.reshape(v, [shape[1]] + [1] * (len(shape) - 2))
+
+
+def _row(g, t, i, c):
+    """Row i of a [rows, C] tensor, as [C]."""
+    return g.reshape(g.slice(t, [i, 0], [1, c]), [c])
 
 
 def _activate(g, t, activation):
@@ -128,60 +132,92 @@ def _activate(g, t, activation):
     return getattr(g, activation)(t)
 
 
-def _normalized(g, xf, a, b, activation):
-    """(t = xf * a + b, the value activation_grad takes)."""
-    t = g.add(g.mul(xf, a), b)
-    if _ACTIVATIONS[activation] == "result":
-        return t, _activate(g, t, activation)
-    return t, t
+def _f32(g, v, dt):
+    return g.cast(v, "f32") if dt != "f32" else v
 
 
-def _build_stats(shape, dt, activation):
+_BIG = 3.0e38  # clamp's open upper end
+
+
+def _build_stats(shape, dt, activation, eps):
     g = Graph("sync_bn_stats")
     x = g.input(shape, dt)
-    shift = _channel(g, shape)
-    d = g.sub(g.cast(x, "f32") if dt != "f32" else x, shift)
+    shift = g.input([shape[1]], "f32")
+    d = g.sub(_f32(g, x, dt), _col(g, shift, shape))
     g.output(g.op("fuse.reduce_sum", [d], _axes(len(shape))),
              g.op("fuse.reduce_sum", [g.mul(d, d)], _axes(len(shape))))
     return g
 
 
-def _build_apply(shape, dt, activation):
+def _build_apply(shape, dt, activation, eps):
+    """(x, the summed [S1, S2, count], shift, weight, bias, ones) ->
+    (the result, saved = [a, b, mean, invstd, count, unbiased var])."""
+    c = shape[1]
     g = Graph("sync_bn_apply")
     x = g.input(shape, dt)
-    a, b = _channel(g, shape), _channel(g, shape)
-    xf = g.cast(x, "f32") if dt != "f32" else x
-    y = _activate(g, g.add(g.mul(xf, a), b), activation)
-    g.output(g.cast(y, dt) if dt != "f32" else y)
+    packed = g.input([2 * c + 1], "f32")
+    shift, weight, bias, ones = (g.input([c], "f32") for _ in range(4))
+    s1, s2 = g.slice(packed, [0], [c]), g.slice(packed, [c], [c])
+    n = g.slice(packed, [2 * c], [1])
+    m1 = g.div(s1, n)
+    var = g.clamp(g.sub(g.div(s2, n), g.mul(m1, m1)), 0.0, _BIG)
+    mean = g.add(shift, m1)
+    eps_attr = "epsilon = %s" % _f64(eps)
+    a, b = g.op_results("fuse.batch_norm_coefficients",
+                        [mean, var, weight, bias], eps_attr)
+    invstd = g.op_results("fuse.batch_norm_coefficients",
+                          [mean, var, ones, bias], eps_attr)[0]
+    one = g.slice(ones, [0], [1])
+    unbiased = g.mul(var, g.div(n, g.clamp(g.sub(n, one), 1.0, _BIG)))
+    saved = g.concat([g.reshape(v, [1, c]) for v in
+                      (a, b, mean, invstd, g.mul(ones, n), unbiased)], 0)
+    y = g.add(g.mul(_f32(g, x, dt), _col(g, a, shape)), _col(g, b, shape))
+    y = _activate(g, y, activation)
+    g.output(g.cast(y, dt) if dt != "f32" else y, saved)
     return g
 
 
 def _output_grad(g, shape, dt, activation):
-    """The graph inputs dz, x, a, b, mean and (dt, xf - mean) in f32."""
+    """Inputs dz, x and saved; (dt, x - mean, saved) in f32."""
+    c = shape[1]
     dz, x = g.input(shape, dt), g.input(shape, dt)
-    a, b, mean = (_channel(g, shape) for _ in range(3))
-    dzf, xf = (g.cast(v, "f32") if dt != "f32" else v for v in (dz, x))
+    saved = g.input([6, c], "f32")
+    a, b, mean = (_col(g, _row(g, saved, i, c), shape) for i in range(3))
+    dzf, xf = _f32(g, dz, dt), _f32(g, x, dt)
     if activation is not None:
-        _, value = _normalized(g, xf, a, b, activation)
+        t = g.add(g.mul(xf, a), b)
+        value = _activate(g, t, activation) \
+            if _ACTIVATIONS[activation] == "result" else t
         dzf = g.op("fuse.activation_grad", [dzf, value],
                    "activation = #fuse.activation<%s>" % activation)
-    return dzf, g.sub(xf, mean)
+    return dzf, g.sub(xf, mean), saved
 
 
-def _build_grad_sums(shape, dt, activation):
+def _build_grad_sums(shape, dt, activation, eps):
     g = Graph("sync_bn_grad_sums")
-    d, xc = _output_grad(g, shape, dt, activation)
+    d, xc, _ = _output_grad(g, shape, dt, activation)
     g.output(g.op("fuse.reduce_sum", [d], _axes(len(shape))),
              g.op("fuse.reduce_sum", [g.mul(d, xc)], _axes(len(shape))))
     return g
 
 
-def _build_input_grad(shape, dt, activation):
+def _build_input_grad(shape, dt, activation, eps):
+    """(dz, x, saved, this rank's sum(dt) and sum(dt * (x - mean)), both
+    summed over the ranks) -> (dx, dweight); dbias is sum(dt)."""
+    c = shape[1]
     g = Graph("sync_bn_input_grad")
-    d, xc = _output_grad(g, shape, dt, activation)
-    p, r, q = (_channel(g, shape) for _ in range(3))
-    dx = g.add(g.add(g.mul(d, p), g.mul(xc, r)), q)
-    g.output(g.cast(dx, dt) if dt != "f32" else dx)
+    d, xc, saved = _output_grad(g, shape, dt, activation)
+    sdyx = g.input([c], "f32")
+    packed = g.input([2 * c], "f32")
+    a, invstd, n = (_row(g, saved, i, c) for i in (0, 3, 4))
+    gdy = g.div(g.slice(packed, [0], [c]), n)
+    gdyx = g.div(g.slice(packed, [c], [c]), n)
+    # dx = a * (dt - mean(dt) - (x - mean) * invstd^2 * mean(dt (x - mean)))
+    r = g.op("fuse.neg", [g.mul(g.mul(a, g.mul(invstd, invstd)), gdyx)])
+    q = g.op("fuse.neg", [g.mul(a, gdy)])
+    dx = g.add(g.add(g.mul(d, _col(g, a, shape)),
+                     g.mul(xc, _col(g, r, shape))), _col(g, q, shape))
+    g.output(g.cast(dx, dt) if dt != "f32" else dx, g.mul(sdyx, invstd))
     return g
 
 
@@ -189,8 +225,26 @@ _BUILDERS = {"stats": _build_stats, "apply": _build_apply,
              "grad_sums": _build_grad_sums, "input_grad": _build_input_grad}
 
 
-def _col(v, x):
-    return v.reshape([x.shape[1]] + [1] * (x.dim() - 2))
+def _run(kind, x, activation, eps, *args):
+    """Runs a plan on tensors straight through the op's implementation: the
+    caller is a custom op already, so no second dispatch or check."""
+    op = _plan(kind, tuple(x.shape), x.dtype, activation, eps)
+    return op._infer_cuda(*args) if x.is_cuda else op._infer_cpu(*args)
+
+
+_consts_lock = threading.Lock()
+_consts = {}
+
+
+def _const(value, n, device):
+    """A cached f32 tensor of n copies of value."""
+    key = (value, n, device)
+    t = _consts.get(key)
+    if t is None:
+        t = torch.full((n,), float(value), dtype=_F32, device=device)
+        with _consts_lock:
+            _consts[key] = t
+    return t
 
 
 def _check(x, activation):
@@ -214,26 +268,22 @@ def sync_batch_norm(x: torch.Tensor, weight: torch.Tensor | None,
                     bias: torch.Tensor | None, shift: torch.Tensor | None,
                     eps: float, activation: str | None,
                     group: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Returns (the result, [a, b, mean, invstd, count, var] as [6, C]
-    f32), with the global batch's mean and biased variance. `shift`: a
+    """Returns (the result, [a, b, mean, invstd, count, unbiased variance]
+    as [6, C] f32), with the global batch's statistics. `shift`: a
     per-channel value near the mean, the same on every rank (the running
     mean), or None (zero)."""
     _check(x, activation)
     x = x.contiguous()
-    shape, c = tuple(x.shape), x.shape[1]
-    shift = shift.to(_F32) if shift is not None else \
-        x.new_zeros(c, dtype=_F32)
-    s1, s2 = _plan("stats", shape, x.dtype, activation)(x, _col(shift, x))
-    local = x.numel() // c
-    packed = torch.cat([s1, s2, s1.new_full((1,), float(local))])
+    c, dev = x.shape[1], x.device
+    shift = shift.to(_F32) if shift is not None else _const(0, c, dev)
+    s1, s2 = _run("stats", x, activation, eps, x, shift)
+    packed = torch.cat([s1, s2, _const(x.numel() // c, 1, dev)])
     _all_reduce(packed, group)
-    count = packed[2 * c:]
-    mean, var = merge_statistics(count, packed[:c], packed[c:2 * c], shift)
-    invstd = torch.rsqrt(var + eps)
-    a = invstd * weight.to(_F32) if weight is not None else invstd
-    b = (bias.to(_F32) if bias is not None else 0) - mean * a
-    y = _plan("apply", shape, x.dtype, activation)(x, _col(a, x), _col(b, x))
-    saved = torch.stack([a, b, mean, invstd, count.expand(c), var])
+    ones = _const(1, c, dev)
+    weight = weight.to(_F32) if weight is not None else ones
+    bias = bias.to(_F32) if bias is not None else _const(0, c, dev)
+    y, saved = _run("apply", x, activation, eps, x, packed, shift, weight,
+                    bias, ones)
     return y, saved
 
 
@@ -247,31 +297,21 @@ def _(x, weight, bias, shift, eps, activation, group):
 @torch.library.custom_op("fusec::sync_batch_norm_backward", mutates_args=())
 def sync_batch_norm_backward(
         dz: torch.Tensor, x: torch.Tensor, weight: torch.Tensor | None,
-        saved: torch.Tensor, activation: str | None,
+        saved: torch.Tensor, eps: float, activation: str | None,
         group: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """(input, weight and bias gradients); the last two are this rank's."""
     x, dz = x.contiguous(), dz.contiguous()
-    shape = tuple(x.shape)
-    a, b, mean, invstd, count, _ = saved.unbind(0)
-    col = [_col(v, x) for v in (a, b, mean)]
-    sdy, sdyx = _plan("grad_sums", shape, x.dtype, activation)(dz, x, *col)
-    dweight = sdyx * invstd
-    dbias = sdy.clone()
+    sdy, sdyx = _run("grad_sums", x, activation, eps, dz, x, saved)
     packed = torch.cat([sdy, sdyx])
     _all_reduce(packed, group)
-    c = x.shape[1]
-    sdy, sdyx = packed[:c] / count, packed[c:] / count
-    p = invstd * weight.to(_F32) if weight is not None else invstd
-    r = -p * invstd * invstd * sdyx
-    q = -p * sdy
-    dx = _plan("input_grad", shape, x.dtype, activation)(
-        dz, x, *col, _col(p, x), _col(r, x), _col(q, x))
+    dx, dweight = _run("input_grad", x, activation, eps, dz, x, saved, sdyx,
+                       packed)
     wdt = weight.dtype if weight is not None else _F32
-    return dx, dweight.to(wdt), dbias.to(wdt)
+    return dx, dweight.to(wdt), sdy.to(wdt)
 
 
 @sync_batch_norm_backward.register_fake
-def _(dz, x, weight, saved, activation, group):
+def _(dz, x, weight, saved, eps, activation, group):
     wdt = weight.dtype if weight is not None else _F32
     c = x.shape[1]
     return torch.empty_like(x, memory_format=torch.contiguous_format), \
@@ -280,7 +320,7 @@ def _(dz, x, weight, saved, activation, group):
 
 def _setup_context(ctx, inputs, output):
     x, weight, bias = inputs[:3]
-    ctx.activation, ctx.group = inputs[5], inputs[6]
+    ctx.eps, ctx.activation, ctx.group = inputs[4:7]
     ctx.has_weight, ctx.has_bias = weight is not None, bias is not None
     ctx.save_for_backward(x, weight, output[1])
     ctx.mark_non_differentiable(output[1])
@@ -289,7 +329,7 @@ def _setup_context(ctx, inputs, output):
 def _backward(ctx, dz, _dsaved):
     x, weight, saved = ctx.saved_tensors
     dx, dweight, dbias = torch.ops.fusec.sync_batch_norm_backward(
-        dz, x, weight, saved, ctx.activation, ctx.group)
+        dz, x, weight, saved, ctx.eps, ctx.activation, ctx.group)
     return (dx, dweight if ctx.has_weight else None,
             dbias if ctx.has_bias else None, None, None, None, None)
 
@@ -322,11 +362,9 @@ def batch_norm(bn, x, activation, group):
         factor = 1.0 / float(bn.num_batches_tracked) \
             if bn.momentum is None else bn.momentum
         with torch.no_grad():
-            count, var = saved[4].detach(), saved[5].detach()
-            unbiased = var * count / (count - 1).clamp_min(1)
-            bn.running_mean.lerp_(saved[2].detach().to(bn.running_mean.dtype),
-                                  factor)
-            bn.running_var.lerp_(unbiased.to(bn.running_var.dtype), factor)
+            stats = saved.detach()
+            bn.running_mean.lerp_(stats[2].to(bn.running_mean.dtype), factor)
+            bn.running_var.lerp_(stats[5].to(bn.running_var.dtype), factor)
     return y
 
 

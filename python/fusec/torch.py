@@ -616,6 +616,20 @@ def _translate(sub, name):
     return t.g.mlir(), t.constants, single, updates
 
 
+def _write_back(buffer, value):
+    """The functionalized graph's write into an input that needs no
+    gradient (a running statistic): a fusec op may take the new value in
+    one partition with differentiable results, which would give the buffer
+    a gradient history it never has in the program (its update runs under
+    no_grad)."""
+    with torch.no_grad():
+        return buffer.copy_(value)
+
+
+# A write with no users is not dead code.
+torch.fx.node._side_effectful_functions.add(_write_back)
+
+
 def _trace(gm, example_inputs):
     """The dynamo graph at the ATen level, without views or mutations
     (functionalized), traced on fake tensors."""
@@ -635,9 +649,15 @@ def _trace(gm, example_inputs):
                 gm, remove="mutations_and_views"))(*fakes)
     # detach_copy has no autograd formula ("not implemented"); with the
     # mutations gone, detach (a view) does what it did in the program.
+    placeholders = [n for n in traced.graph.nodes if n.op == "placeholder"]
+    constant = {n for n, x in zip(placeholders, example_inputs)
+                if not (isinstance(x, torch.Tensor) and x.requires_grad)}
     for node in traced.graph.nodes:
         if node.target is torch.ops.aten.detach_copy.default:
             node.target = torch.ops.aten.detach.default
+        elif node.target is torch.ops.aten.copy_.default and \
+                node.args[0] in constant:
+            node.target = _write_back
     traced.graph.eliminate_dead_code()
     traced.recompile()
     return traced
