@@ -286,7 +286,9 @@ class Op:
 
     @staticmethod
     def _tensors(arrays, infos):
-        return [torch.from_numpy(a).to(dtype).reshape(shape)
+        # Reshaped before conversion: a result must not be a view (an
+        # in-place op on it, a ReLU(inplace=True), would be refused).
+        return [torch.from_numpy(a.reshape(shape)).to(dtype)
                 for a, (shape, dtype) in zip(arrays, infos)]
 
     def _infer_cpu(self, *args):
@@ -326,17 +328,28 @@ class Op:
         saved = output[len(self.results):]
         if saved:
             ctx.mark_non_differentiable(*saved)
-        ctx.save_for_backward(*args, *output)
+        # Only the results the backward plan reads: fewer tensors kept, and
+        # an in-place op on another result (a ReLU(inplace=True)) is fine.
+        ctx.kept = sorted(set(self.forward_results))
+        ctx.save_for_backward(*args, *[output[r] for r in ctx.kept], *saved)
 
     def _backward(self, ctx, grads):
         tensors = ctx.saved_tensors
-        n_args, n_results = len(self.args), len(self.results)
-        args, rest = tensors[:n_args], tensors[n_args:]
-        results, saved = rest[:n_results], rest[n_results:]
+        n_args, n_kept = len(self.args), len(ctx.kept)
+        args = tensors[:n_args]
+        kept, saved = tensors[n_args:n_args + n_kept], tensors[n_args + n_kept:]
+        device = args[0].device
+        # The backward reads no other result: empty stand-ins.
+        results = [torch.empty(0, dtype=dtype, device=device)
+                   for _, dtype in self.results]
+        for r, t in zip(ctx.kept, kept):
+            results[r] = t
         given = []
         for r in self.grad_results:
             g = grads[r]
-            given.append(torch.zeros_like(results[r]) if g is None else g)
+            shape, dtype = self.results[r]
+            given.append(torch.zeros(shape, dtype=dtype, device=device)
+                         if g is None else g)
         out = self.bwd_op([*args, *results, *saved, *given])
         gradients = [None] * n_args
         for a, g in zip(self.wrt, out):

@@ -123,6 +123,15 @@ class CustomOpTest(unittest.TestCase):
         for g, w in zip(got, want):
             _close(self, g, w, 1e-6)
 
+    def test_results_take_in_place_ops(self):
+        # A ReLU(inplace=True) after the op: its results are not views.
+        args = _mlp_args()
+        y = torch.relu_(self.op(*args))
+        y.sum().backward()
+        want = _mlp_args()
+        torch.relu(_mlp_eager(*want)).sum().backward()
+        _close(self, args[0].grad, want[0].grad, 1e-5)
+
     def test_no_grad_runs_the_inference_op(self):
         args = _mlp_args(grad=False)
         with torch.no_grad():
