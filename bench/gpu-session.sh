@@ -26,6 +26,14 @@
 #       .gpu/training/saved.json when the module reports none);
 #       $OUT/training.json and training.log, a table last
 #       (docs/TrainingBenchmarks.md). Not part of `all`.
+#   bench/gpu-session.sh run ddp
+#       (there, 2 GPUs or more: the nvidia-h200-x2 kind) data-parallel
+#       training through the wheel (bench/ddp_train.py under torchrun,
+#       NCCL_NVLS_ENABLE=0): ResNet-18 with synchronised batch norm and the
+#       GPT-2-small shape under DDP, fusec and PyTorch, at one GPU and at
+#       all of them with the same global batch, then their comparisons
+#       (loss curves, final weights, scaling efficiency);
+#       $OUT/ddp/*.json and ddp-compare.jsonl. Not part of `all`.
 #   bench/gpu-session.sh tune [-k SUBSTR[,SUBSTR...]]
 #       (there) `fusec tune` on the benchmark graphs (those matching -k) into
 #       $OUT/tuning.json, each graph compiled again with that database into
@@ -104,6 +112,34 @@ run)
   export PYTHONUNBUFFERED=1
   nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$out/gpu.txt"
   echo "commit $(cat "$STAGE/commit" | tr '\n' ' ')" | tee -a "$out/gpu.txt"
+  if [ "$what" = ddp ]; then
+    gpus=$(nvidia-smi -L | wc -l)
+    [ "$gpus" -ge 2 ] || { echo "run ddp needs 2 GPUs or more; this machine has $gpus"; exit 1; }
+    rm -rf /tmp/fusec-site
+    python3 -m pip install --no-deps --no-index --target /tmp/fusec-site "$STAGE"/fusec-*.whl \
+      >"$out/pip.log" 2>&1 || { echo "the wheel did not install (pip.log)"; exit 1; }
+    export PYTHONPATH=/tmp/fusec-site FUSEC_CACHE_DIR=/tmp/fusec-kernel-cache NCCL_NVLS_ENABLE=0
+    rm -rf /tmp/fusec-ddp "$out/ddp-compare.jsonl"
+    mkdir -p /tmp/fusec-ddp "$out/ddp"
+    status=0
+    for model in resnet18_cifar gpt2_small6; do
+      for impl in fusec eager; do
+        for w in "$gpus" 1; do
+          python3 -m torch.distributed.run --standalone --nproc_per_node "$w" bench/ddp_train.py \
+            --model "$model" --impl "$impl" --out "/tmp/fusec-ddp/$model-$impl-w$w.json" \
+            >"$out/ddp/$model-$impl-w$w.log" 2>&1 || { status=1; echo "$model $impl W=$w failed"; }
+          cp "/tmp/fusec-ddp/$model-$impl-w$w.json" "$out/ddp/" 2>/dev/null || true
+        done
+      done
+      for pair in "fusec-w1 fusec-w$gpus" "eager-w1 eager-w$gpus" "eager-w$gpus fusec-w$gpus"; do
+        set -- $pair
+        python3 bench/ddp_train.py compare "/tmp/fusec-ddp/$model-$1.json" \
+          "/tmp/fusec-ddp/$model-$2.json" >>"$out/ddp-compare.jsonl" || status=1
+      done
+    done
+    cat "$out/ddp-compare.jsonl"
+    exit "$status"
+  fi
   if [ "$what" = training ]; then
     # The module from its wheel (LLVM/MLIR inside: it compiles here).
     rm -rf /tmp/fusec-site

@@ -79,9 +79,10 @@ def _group_id(group):
 
 def _all_reduce(t, group_id):
     """Sums t across the group's ranks in place; the identity with no
-    process group or one rank."""
+    process group, one rank, or group -1 (no synchronisation)."""
     dist = torch.distributed
-    if not dist.is_available() or not dist.is_initialized():
+    if group_id < 0 or not dist.is_available() or \
+            not dist.is_initialized():
         return
     group = _groups[group_id]
     if dist.get_world_size(group) == 1:
@@ -355,8 +356,11 @@ def batch_norm(bn, x, activation, group):
         y = F.batch_norm(x, bn.running_mean, bn.running_var, bn.weight,
                          bn.bias, False, 0.0, bn.eps)
         return _TORCH_ACTIVATIONS[activation](y)
+    # Batch statistics outside training (no running statistics to use) are
+    # the rank's own, as in nn.SyncBatchNorm.
     y, saved = torch.ops.fusec.sync_batch_norm(
-        x, bn.weight, bn.bias, bn.running_mean, bn.eps, activation, group)
+        x, bn.weight, bn.bias, bn.running_mean, bn.eps, activation,
+        group if bn.training else -1)
     if bn.training and bn.track_running_stats:
         bn.num_batches_tracked.add_(1)
         factor = 1.0 / float(bn.num_batches_tracked) \

@@ -190,6 +190,41 @@ class _Net(nn.Module if torch is not None else object):
         return self.fc(h.mean(dim=(2, 3)))
 
 
+class _Blocks(nn.Module if torch is not None else object):
+    """Residual MLP blocks, for FSDP2 (one shard unit per block)."""
+
+    def __init__(self):
+        super().__init__()
+        self.blocks = nn.ModuleList(
+            nn.Sequential(nn.LayerNorm(12), nn.Linear(12, 24), nn.GELU(),
+                          nn.Linear(24, 12)) for _ in range(2))
+        self.head = nn.Linear(12, 3)
+
+    def forward(self, x):
+        for block in self.blocks:
+            x = x + block(x)
+        return self.head(x)
+
+
+def _train(model, x, steps, scale=1.0):
+    """SGD steps on the sum of squares of model(x), times scale; returns
+    the losses."""
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    losses = []
+    for _ in range(steps):
+        opt.zero_grad()
+        loss = model(x).square().sum() * scale
+        loss.backward()
+        opt.step()
+        losses.append(loss.detach())
+    return torch.stack(losses)
+
+
+def _tokens():
+    return torch.randn(sum(SIZES), 5, 12,
+                       generator=torch.Generator().manual_seed(4))
+
+
 # Two gloo ranks: rank r holds SIZES[r] samples of the global batch.
 SIZES = (3, 5)
 
@@ -233,6 +268,21 @@ def _rank(rank, world, init, out):
             losses.append(loss.detach())
         result["losses"] = torch.stack(losses)
         result["weights"] = [p.detach().clone() for p in model.parameters()]
+        # 3. FSDP2 (a shard unit per block) around the compiled model, on an
+        # even split of the batch.
+        from torch.distributed.fsdp import fully_shard
+        torch.manual_seed(5)
+        blocks = _Blocks()
+        for block in blocks.blocks:
+            fully_shard(block)
+        fully_shard(blocks)
+        half = _tokens().shape[0] // world
+        tokens = _tokens()[rank * half:(rank + 1) * half]
+        compiled = torch.compile(blocks, backend="fusec", options={
+            "compile_options": {"arch": "sm_90"}})
+        result["fsdp_losses"] = _train(compiled, tokens, 2, world)
+        result["fsdp_weights"] = [p.full_tensor().detach().clone()
+                                  for p in blocks.parameters()]
         torch.save(result, out % rank)
     finally:
         dist.destroy_process_group()
@@ -242,7 +292,8 @@ def _rank(rank, world, init, out):
                      torch.distributed.is_available(), "needs PyTorch")
 class TwoRanksTest(unittest.TestCase):
     """Two processes over gloo with batches of 3 and 5 against one process
-    with the batch of 8."""
+    with the batch of 8; DDP and FSDP2 around torch.compile(backend=
+    "fusec")."""
 
     def test_uneven_batches_match_the_global_batch(self):
         import torch.multiprocessing as mp
@@ -286,6 +337,16 @@ class TwoRanksTest(unittest.TestCase):
                torch.stack(losses) * 2, 1e-5)
         for r in ranks:
             for p, q in zip(r["weights"], model.parameters()):
+                _close(self, p, q, 1e-5)
+
+        # FSDP2: the sharded parameters, gathered, are the one process's.
+        torch.manual_seed(5)
+        blocks = _Blocks()
+        losses = _train(blocks, _tokens(), 2)
+        _close(self, ranks[0]["fsdp_losses"] + ranks[1]["fsdp_losses"],
+               losses * 2, 1e-5)
+        for r in ranks:
+            for p, q in zip(r["fsdp_weights"], blocks.parameters()):
                 _close(self, p, q, 1e-5)
 
 
