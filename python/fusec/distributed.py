@@ -9,11 +9,14 @@ links no collective library of its own.
   forward   stats plan: S1 = sum(x - K), S2 = sum((x - K)^2) per channel,
                         K = the running mean (the same on every rank)
             all_reduce([S1, S2, count])
-            apply plan: act(x * a + b), a = weight * invstd,
-                        b = bias - mean * a
+            apply plan: the statistics from the sums (mean, variance,
+                        a = weight * invstd, b = bias - mean * a), then
+                        act(x * a + b)
   backward  sums plan:  sum(dt), sum(dt * (x - mean)), dt = act'(dz)
             all_reduce of both
-            input plan: dx = dt * P + (x - mean) * R + Q
+            input plan: dx = a * (dt - mean(dt) - (x - mean) * invstd^2 *
+                        mean(dt * (x - mean))), the means over the global
+                        batch; dweight and dbias from this rank's sums
 
 Ranks may hold different batch sizes: the counts are summed with the sums,
 so the statistics are those of the global batch. The weight and bias
