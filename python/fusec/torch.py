@@ -660,16 +660,16 @@ def _trace(gm, example_inputs):
         with mode:
             traced = make_fx(functionalize(
                 gm, remove="mutations_and_views"))(*fakes)
-    # detach_copy has no autograd formula ("not implemented"); with the
-    # mutations gone, detach (a view) does what it did in the program.
     placeholders = [n for n in traced.graph.nodes if n.op == "placeholder"]
-    constant = {n for n, x in zip(placeholders, example_inputs)
-                if not (isinstance(x, torch.Tensor) and x.requires_grad)}
+    no_grad_inputs = {n for n, x in zip(placeholders, example_inputs)
+                      if not (isinstance(x, torch.Tensor) and x.requires_grad)}
     for node in traced.graph.nodes:
         if node.target is torch.ops.aten.detach_copy.default:
+            # No autograd formula ("not implemented"); with the mutations
+            # gone, detach (a view) does what it did in the program.
             node.target = torch.ops.aten.detach.default
         elif node.target is torch.ops.aten.copy_.default and \
-                node.args[0] in constant:
+                node.args[0] in no_grad_inputs:
             node.target = _write_back
     traced.graph.eliminate_dead_code()
     traced.recompile()
