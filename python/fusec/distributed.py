@@ -35,7 +35,7 @@ import torch.nn.functional as F
 from . import Graph, _f64
 from . import torch as _ft
 
-__all__ = ["SyncBatchNorm", "convert_sync_batchnorm", "merge_statistics"]
+__all__ = ["SyncBatchNorm", "batch_norm", "convert_sync_batchnorm"]
 
 _F32 = torch.float32
 _DTYPES = {torch.float32: "f32", torch.float16: "f16",
@@ -47,17 +47,6 @@ _ACTIVATIONS = {None: None, "relu": "result", "relu6": "result",
 _TORCH_ACTIVATIONS = {None: lambda x: x, "relu": F.relu, "relu6": F.relu6,
                       "silu": F.silu, "gelu": F.gelu,
                       "hardswish": F.hardswish}
-
-
-def merge_statistics(count, sums, sums_sq, shift):
-    """The mean and biased variance per channel of a batch split across
-    ranks, from each rank's partial sums about a common shift K:
-    count = sum of the ranks' value counts, sums = sum of sum(x - K) and
-    sums_sq = sum of sum((x - K)^2). Shifting by a value near the mean keeps
-    the precision that E[x^2] - E[x]^2 loses to a large mean."""
-    m1 = sums / count
-    var = (sums_sq / count - m1 * m1).clamp_min(0)
-    return shift + m1, var
 
 
 #===----------------------------------------------------------------------===#

@@ -50,31 +50,36 @@ _ACTS = {None: lambda t: t, "relu": F.relu, "silu": F.silu,
 class MergeTest(unittest.TestCase):
     def test_uneven_counts_match_numpy(self):
         # Three ranks hold 5, 1 and 12 samples of 4 channels whose mean is
-        # far from zero; each sums about the common shift.
+        # far from zero. Each rank's stats plan sums about the common shift;
+        # the apply plan merges the added sums, as after an all-reduce.
         rng = np.random.default_rng(0)
         parts = [rng.normal(1000.0, 0.5, size=(n, 4, 3, 2))
                  for n in (5, 1, 12)]
-        shift = np.array([999.0, 1000.5, 0.0, 1000.0])
-        count = s1 = s2 = 0
+        shift = torch.tensor([999.0, 1000.5, 0.0, 1000.0])
+        s1 = s2 = count = 0
         for p in parts:
-            d = p.astype(np.float32) - shift.astype(np.float32)[:, None,
-                                                                None]
-            count += p.size // 4
-            s1 = s1 + d.sum(axis=(0, 2, 3), dtype=np.float32)
-            s2 = s2 + (d * d).sum(axis=(0, 2, 3), dtype=np.float32)
-        mean, var = fd.merge_statistics(
-            torch.tensor(float(count)), torch.from_numpy(s1),
-            torch.from_numpy(s2), torch.from_numpy(shift).float())
-        whole = np.concatenate(parts)
-        want_mean = whole.mean(axis=(0, 2, 3))
-        want_var = whole.var(axis=(0, 2, 3))
-        np.testing.assert_allclose(mean.double().numpy(), want_mean,
-                                   rtol=1e-6)
+            x = torch.from_numpy(p).float()
+            a, b = fd._run("stats", x, None, 1e-5, x, shift)
+            s1, s2, count = s1 + a, s2 + b, count + x.numel() // 4
+        whole = torch.from_numpy(np.concatenate(parts)).float()
+        packed = torch.cat([s1, s2, torch.tensor([float(count)])])
+        ones, zeros = torch.ones(4), torch.zeros(4)
+        y, saved = fd._run("apply", whole, None, 1e-5, whole, packed, shift,
+                           ones, zeros, ones)
+        want = np.concatenate(parts)
+        np.testing.assert_allclose(saved[2].double().numpy(),
+                                   want.mean(axis=(0, 2, 3)), rtol=1e-6)
+        self.assertEqual(saved[4].tolist(), [float(count)] * 4)
         # Channel 2 is not shifted: E[x^2] - E[x]^2 at 1000 loses f32's
         # digits; the shifted channels keep them.
         shifted = [0, 1, 3]
-        np.testing.assert_allclose(var.double().numpy()[shifted],
-                                   want_var[shifted], rtol=1e-3)
+        var = want.var(axis=(0, 2, 3), ddof=1)
+        np.testing.assert_allclose(saved[5].double().numpy()[shifted],
+                                   var[shifted], rtol=1e-3)
+        normalised = (want - want.mean(axis=(0, 2, 3))[:, None, None]) / \
+            np.sqrt(want.var(axis=(0, 2, 3)) + 1e-5)[:, None, None]
+        np.testing.assert_allclose(y.double().numpy()[:, shifted],
+                                   normalised[:, shifted], atol=2e-3)
 
 
 @unittest.skipUnless(torch is not None, "needs PyTorch")
