@@ -69,17 +69,19 @@ def _group_id(group):
         return k
 
 
-def _all_reduce(t, group_id):
-    """Sums t across the group's ranks in place; the identity with no
-    process group, one rank, or group -1 (no synchronisation)."""
+def _world_size(group_id):
     dist = torch.distributed
     if group_id < 0 or not dist.is_available() or \
             not dist.is_initialized():
-        return
-    group = _groups[group_id]
-    if dist.get_world_size(group) == 1:
-        return
-    dist.all_reduce(t, group=group)
+        return 1
+    return dist.get_world_size(_groups[group_id])
+
+
+def _all_reduce(t, group_id):
+    """Sums t across the group's ranks in place; the identity with no
+    process group, one rank, or group -1 (no synchronisation)."""
+    if _world_size(group_id) > 1:
+        torch.distributed.all_reduce(t, group=_groups[group_id])
 
 
 #===----------------------------------------------------------------------===#
@@ -235,8 +237,11 @@ def _const(value, n, device):
     t = _consts.get(key)
     if t is None:
         t = torch.full((n,), float(value), dtype=_F32, device=device)
-        with _consts_lock:
-            _consts[key] = t
+        # One made while a CUDA graph is captured lives in the graph's pool.
+        if device.type != "cuda" or \
+                not torch.cuda.is_current_stream_capturing():
+            with _consts_lock:
+                _consts[key] = t
     return t
 
 
@@ -269,15 +274,24 @@ def sync_batch_norm(x: torch.Tensor, weight: torch.Tensor | None,
     x = x.contiguous()
     c, dev = x.shape[1], x.device
     shift = shift.to(_F32) if shift is not None else _const(0, c, dev)
-    s1, s2 = _run("stats", x, activation, eps, x, shift)
-    packed = torch.cat([s1, s2, _const(x.numel() // c, 1, dev)])
+    empty = x.numel() == 0
+    if empty:
+        result = torch.empty_like(x)
+        # This rank adds nothing to the sums but takes part in the
+        # all-reduce; the apply plan runs on one value a channel for the
+        # statistics.
+        packed = torch.zeros(2 * c + 1, dtype=_F32, device=dev)
+        x = x.new_zeros([1, c] + [1] * (x.dim() - 2))
+    else:
+        s1, s2 = _run("stats", x, activation, eps, x, shift)
+        packed = torch.cat([s1, s2, _const(x.numel() // c, 1, dev)])
     _all_reduce(packed, group)
     ones = _const(1, c, dev)
     weight = weight.to(_F32) if weight is not None else ones
     bias = bias.to(_F32) if bias is not None else _const(0, c, dev)
     y, saved = _run("apply", x, activation, eps, x, packed, shift, weight,
                     bias, ones)
-    return y, saved
+    return (result if empty else y), saved
 
 
 @sync_batch_norm.register_fake
@@ -294,12 +308,17 @@ def sync_batch_norm_backward(
         group: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """(input, weight and bias gradients); the last two are this rank's."""
     x, dz = x.contiguous(), dz.contiguous()
+    wdt = weight.dtype if weight is not None else _F32
+    c = x.shape[1]
+    if x.numel() == 0:  # no sums to add, but the all-reduce all the same
+        _all_reduce(torch.zeros(2 * c, dtype=_F32, device=x.device), group)
+        zero = torch.zeros(c, dtype=wdt, device=x.device)
+        return torch.empty_like(x), zero, zero.clone()
     sdy, sdyx = _run("grad_sums", x, activation, eps, dz, x, saved)
     packed = torch.cat([sdy, sdyx])
     _all_reduce(packed, group)
     dx, dweight = _run("input_grad", x, activation, eps, dz, x, saved, sdyx,
                        packed)
-    wdt = weight.dtype if weight is not None else _F32
     return dx, dweight.to(wdt), sdy.to(wdt)
 
 
@@ -344,6 +363,9 @@ def batch_norm(bn, x, activation, group):
                         "the input is %s" % (bn.num_features,
                                              bn.num_features,
                                              list(x.shape)))
+    if bn.training and x.numel() == x.shape[1] and _world_size(group) < 2:
+        raise ValueError("Expected more than 1 value per channel when "
+                         "training, got input size %s" % (x.size(),))
     if not bn.training and bn.running_mean is not None:
         y = F.batch_norm(x, bn.running_mean, bn.running_var, bn.weight,
                          bn.bias, False, 0.0, bn.eps)
@@ -355,6 +377,8 @@ def batch_norm(bn, x, activation, group):
         group if bn.training else -1)
     if bn.training and bn.track_running_stats:
         bn.num_batches_tracked.add_(1)
+        if x.numel() == 0 and _world_size(group) < 2:
+            return y  # no values: the running statistics stay, as PyTorch's
         factor = 1.0 / float(bn.num_batches_tracked) \
             if bn.momentum is None else bn.momentum
         with torch.no_grad():

@@ -122,6 +122,20 @@ class WorldSizeOneTest(unittest.TestCase):
         x = torch.randn(2, 4, 3, 3)
         _close(self, sync(x), ref(x), 1e-6)
 
+    def test_empty_batch_and_one_value(self):
+        sync = fd.convert_sync_batchnorm(_bn(4))
+        before = sync.running_var.clone()
+        x = torch.randn(0, 4, 3, 3, requires_grad=True)
+        y = sync(x)
+        self.assertEqual(y.shape, x.shape)
+        y.sum().backward()
+        self.assertEqual(x.grad.shape, x.shape)
+        self.assertEqual(sync.weight.grad.abs().sum().item(), 0.0)
+        self.assertTrue(torch.equal(sync.running_var, before))
+        with self.assertRaisesRegex(ValueError, "more than 1 value per "
+                                    "channel"):
+            sync(torch.randn(1, 4, 1, 1))
+
     def test_opcheck(self):
         x = torch.randn(4, 3, 2, 5)
         w, b = torch.rand(3).requires_grad_(), torch.rand(3).requires_grad_()
@@ -293,6 +307,24 @@ def _rank(rank, world, init, out):
         dist.destroy_process_group()
 
 
+def _rank_empty(rank, world, init, out):
+    """Rank 0 holds no samples, rank 1 all 6."""
+    import torch.distributed as dist
+    dist.init_process_group("gloo", init_method=init, rank=rank,
+                            world_size=world)
+    try:
+        x = _global_batch()[:6] if rank else _global_batch()[:0]
+        bn = fd.convert_sync_batchnorm(_bn(3, seed=2))
+        xr = x.clone().requires_grad_()
+        y = bn(xr)
+        (y * torch.arange(y.numel()).reshape(y.shape).cos()).sum() \
+            .backward()
+        torch.save({"y": y.detach(), "dx": xr.grad, "dweight": bn.weight.grad,
+                    "running_var": bn.running_var}, out % rank)
+    finally:
+        dist.destroy_process_group()
+
+
 @unittest.skipUnless(torch is not None and
                      torch.distributed.is_available(), "needs PyTorch")
 class TwoRanksTest(unittest.TestCase):
@@ -353,6 +385,26 @@ class TwoRanksTest(unittest.TestCase):
         for r in ranks:
             for p, q in zip(r["fsdp_weights"], blocks.parameters()):
                 _close(self, p, q, 1e-5)
+
+    def test_a_rank_without_samples(self):
+        import torch.multiprocessing as mp
+        with tempfile.TemporaryDirectory() as tmp:
+            init = "file://" + os.path.join(tmp, "store")
+            out = os.path.join(tmp, "rank%d.pt")
+            mp.spawn(_rank_empty, args=(2, init, out), nprocs=2, join=True)
+            ranks = [torch.load(out % r) for r in range(2)]
+        bn = _bn(3, seed=2)
+        x = _global_batch()[:6].requires_grad_()
+        y = bn(x)
+        (y * torch.arange(y.numel()).reshape(y.shape).cos()).sum() \
+            .backward()
+        self.assertEqual(tuple(ranks[0]["y"].shape), (0, 3, 6, 6))
+        _close(self, ranks[1]["y"], y, 1e-5)
+        _close(self, ranks[1]["dx"], x.grad, 1e-4)
+        _close(self, ranks[0]["dweight"] + ranks[1]["dweight"],
+               bn.weight.grad, 1e-4)
+        for r in ranks:
+            _close(self, r["running_var"], bn.running_var, 1e-6)
 
 
 @unittest.skipUnless(torch is not None and torch.cuda.is_available(),
