@@ -325,6 +325,17 @@ def _rank_empty(rank, world, init, out):
         dist.destroy_process_group()
 
 
+def _spawn(fn, world=2):
+    """Runs fn(rank, world, init, out) in `world` processes; returns what
+    each saved to out % rank."""
+    import torch.multiprocessing as mp
+    with tempfile.TemporaryDirectory() as tmp:
+        init = "file://" + os.path.join(tmp, "store")
+        out = os.path.join(tmp, "rank%d.pt")
+        mp.spawn(fn, args=(world, init, out), nprocs=world, join=True)
+        return [torch.load(out % r) for r in range(world)]
+
+
 @unittest.skipUnless(torch is not None and
                      torch.distributed.is_available(), "needs PyTorch")
 class TwoRanksTest(unittest.TestCase):
@@ -333,12 +344,7 @@ class TwoRanksTest(unittest.TestCase):
     "fusec")."""
 
     def test_uneven_batches_match_the_global_batch(self):
-        import torch.multiprocessing as mp
-        with tempfile.TemporaryDirectory() as tmp:
-            init = "file://" + os.path.join(tmp, "store")
-            out = os.path.join(tmp, "rank%d.pt")
-            mp.spawn(_rank, args=(2, init, out), nprocs=2, join=True)
-            ranks = [torch.load(out % r) for r in range(2)]
+        ranks = _spawn(_rank)
 
         x = _global_batch()
         bn = _bn(3, seed=2)
@@ -387,12 +393,7 @@ class TwoRanksTest(unittest.TestCase):
                 _close(self, p, q, 1e-5)
 
     def test_a_rank_without_samples(self):
-        import torch.multiprocessing as mp
-        with tempfile.TemporaryDirectory() as tmp:
-            init = "file://" + os.path.join(tmp, "store")
-            out = os.path.join(tmp, "rank%d.pt")
-            mp.spawn(_rank_empty, args=(2, init, out), nprocs=2, join=True)
-            ranks = [torch.load(out % r) for r in range(2)]
+        ranks = _spawn(_rank_empty)
         bn = _bn(3, seed=2)
         x = _global_batch()[:6].requires_grad_()
         y = bn(x)
