@@ -109,6 +109,39 @@ class WorldSizeOneTest(unittest.TestCase):
                     _close(self, sync.running_var, ref.running_var, 1e-6)
                     self.assertEqual(int(sync.num_batches_tracked), 1)
 
+    def test_finite_differences(self):
+        # Directional derivatives of a loss against the gradients, for the
+        # input, weight and bias (float32: central differences, h = 1e-2).
+        gen = torch.Generator().manual_seed(7)
+        for act in (None, "silu"):
+            with self.subTest(act=act):
+                sync = fd.SyncBatchNorm(3, activation=act)
+                with torch.no_grad():
+                    sync.weight.copy_(torch.rand(3, generator=gen) + 0.5)
+                    sync.bias.copy_(torch.rand(3, generator=gen) - 0.5)
+                x = torch.randn(4, 3, 2, 3, generator=gen) * 2 + 1
+                g = torch.randn(4, 3, 2, 3, generator=gen)
+                params = [x, sync.weight, sync.bias]
+                dirs = [torch.randn(p.shape, generator=gen) for p in params]
+
+                def loss(shift):
+                    with torch.no_grad():
+                        for p, d in zip(params, dirs):
+                            p.add_(d, alpha=shift)
+                        value = (sync(x) * g).sum()
+                        for p, d in zip(params, dirs):
+                            p.sub_(d, alpha=shift)
+                    return value
+
+                x.requires_grad_()
+                (sync(x) * g).sum().backward()
+                analytic = sum((p.grad * d).sum() for p, d in
+                               zip(params, dirs)).item()
+                numeric = ((loss(1e-2) - loss(-1e-2)) / 2e-2).item()
+                self.assertLess(abs(numeric - analytic),
+                                2e-3 * max(abs(analytic), 1.0),
+                                "%g against %g" % (numeric, analytic))
+
     def test_eval_and_cumulative_momentum(self):
         ref = _bn(4)
         ref.momentum = None
