@@ -34,12 +34,11 @@ import torch.nn.functional as F
 
 from . import Graph, _f64
 from . import torch as _ft
+from .nn import _DTYPES, ConvBNAct, _dtype
 
 __all__ = ["SyncBatchNorm", "batch_norm", "convert_sync_batchnorm"]
 
 _F32 = torch.float32
-_DTYPES = {torch.float32: "f32", torch.float16: "f16",
-           torch.bfloat16: "bf16"}
 # Activations applied after the normalisation, and what their gradient is
 # computed from (fuse.activation_grad): the result or the input.
 _ACTIVATIONS = {None: None, "relu": "result", "relu6": "result",
@@ -120,11 +119,7 @@ def _row(g, t, i, c):
 
 
 def _activate(g, t, activation):
-    if activation is None:
-        return t
-    if activation == "gelu":
-        return g.gelu(t)
-    return getattr(g, activation)(t)
+    return t if activation is None else getattr(g, activation)(t)
 
 
 def _f32(g, v, dt):
@@ -246,9 +241,7 @@ def _const(value, n, device):
 
 
 def _check(x, activation):
-    if x.dtype not in _DTYPES:
-        raise TypeError("sync batch norm: the input is %s; fusec takes "
-                        "float32, float16 and bfloat16" % x.dtype)
+    _dtype(x, "the input of sync batch norm")
     if x.dim() < 2:
         raise TypeError("sync batch norm takes [N, C, ...]; the input is %s"
                         % list(x.shape))
@@ -429,7 +422,6 @@ def convert_sync_batchnorm(module, process_group=None):
     buffers, and makes each fusec.nn.ConvBNAct synchronise its batch norm.
     Returns the converted module (the same object unless `module` itself is
     a batch norm)."""
-    from .nn import ConvBNAct
     if isinstance(module, ConvBNAct):
         module.sync = True
         module.process_group = process_group

@@ -442,7 +442,6 @@ class ConvBNAct(_Compiled):
 
     def _synchronised(self, x, params, dt, attributes):
         from . import distributed
-        conv = self.conv
 
         def build():
             g = Graph("conv")
