@@ -34,6 +34,14 @@
 #       all of them with the same global batch, then their comparisons
 #       (loss curves, final weights, scaling efficiency);
 #       $OUT/ddp/*.json and ddp-compare.jsonl. Not part of `all`.
+#   bench/gpu-session.sh run torch [infer|train|both] [ARGS...]
+#       (there) torch.compile(model, backend="fusec") through the wheel:
+#       python/tests/test_torch.py, then bench/torch_models.py (ARGS go to
+#       it, e.g. --models resnet50 --repeat 20) against eager, a CUDA-graph
+#       replay of eager and the torch.compile modes in $FUSEC_AGAINST
+#       (default,reduce-overhead), fusec in its default and reduce-overhead
+#       modes; $OUT/torch-{infer,train}.json and .log, a line per model.
+#       Not part of `all`.
 #   bench/gpu-session.sh tune [-k SUBSTR[,SUBSTR...]]
 #       (there) `fusec tune` on the benchmark graphs (those matching -k) into
 #       $OUT/tuning.json, each graph compiled again with that database into
@@ -62,7 +70,7 @@
 #       speed of light, occupancy, warp stall reasons; into $OUT/profile.txt.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-STAGE=.gpu
+STAGE=${FUSEC_STAGE:-.gpu}  # where prepare gathers, and run reads
 
 case "${1:-}" in
 prepare)
@@ -138,6 +146,40 @@ run)
       done
     done
     cat "$out/ddp-compare.jsonl"
+    exit "$status"
+  fi
+  if [ "$what" = torch ]; then
+    # torch.compile(model, backend="fusec") end to end through the wheel:
+    # the backend's tests, then bench/torch_models.py (infer, train or both;
+    # the rest of the arguments go to it, e.g. --models resnet50).
+    part=${1:-both}
+    shift $(($# >= 1 ? 1 : 0))
+    rm -rf /tmp/fusec-site
+    python3 -m pip install --no-deps --no-index --target /tmp/fusec-site "$STAGE"/fusec-*.whl \
+      >"$out/pip.log" 2>&1 || { echo "the wheel did not install (pip.log)"; exit 1; }
+    export PYTHONPATH=/tmp/fusec-site FUSEC_CACHE_DIR=/tmp/fusec-kernel-cache
+    status=0
+    (cd /tmp && python3 -m unittest discover -s "$OLDPWD/python/tests" -p test_torch.py) \
+      >"$out/torch-tests.log" 2>&1 || { status=1; echo "test_torch failed (torch-tests.log)"; }
+    tail -n 3 "$out/torch-tests.log"
+    against=${FUSEC_AGAINST:-default,reduce-overhead}
+    for p in infer train; do
+      [ "$part" = both ] || [ "$part" = "$p" ] || continue
+      python3 bench/torch_models.py "$p" --against "$against" --json "$out/torch-$p.json" "$@" \
+        >"$out/torch-$p.log" 2>&1 || { status=1; echo "torch_models $p failed (torch-$p.log)"; }
+      python3 - "$out/torch-$p.json" <<'PY' || true
+import json, sys
+for r in json.load(open(sys.argv[1]))["rows"]:
+    t = r.get("step_ms") or dict(r.get("alternatives_ms", {}),
+                                 fusec=r.get("fusec_ms"), **{
+        "fusec-reduce-overhead": r.get("fusec-reduce-overhead_ms")})
+    print("%-16s %s  best %s  ratio %.2f (reduce-overhead %.2f)" % (
+        r["model"], " ".join("%s=%.2f" % kv for kv in sorted(t.items())
+                             if kv[1] is not None),
+        r.get("best_alternative"), r.get("ratio", 0),
+        r.get("ratio_reduce_overhead", 0)))
+PY
+    done
     exit "$status"
   fi
   if [ "$what" = training ]; then

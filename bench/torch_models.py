@@ -7,13 +7,16 @@ downloads.
     python3 bench/torch_models.py train [--steps 200] [--json F]
     python3 bench/torch_models.py coverage --device cpu --quick
 
-infer: each model's forward under no_grad and bf16 autocast, with fusec,
-  eager and the torch.compile alternatives named by --against; the error
+infer: each model's forward under no_grad and bf16 autocast, with fusec
+  (default and reduce-overhead), eager, a CUDA-graph replay of eager and
+  the torch.compile alternatives named by --against; the error
   against eager, the share of ATen ops and FLOPs fusec took, graph breaks,
   recompiles, cold compile time and the time from fusec's kernel cache.
 train: training steps with AMP bf16 (forward and backward compiled, the
   optimizer eager), the loss of each step beside eager's from the same
-  weights and data, and the final weights' distance; then step times.
+  weights and data, and the final weights' distance (also for fusec's
+  reduce-overhead); then step times beside eager, a CUDA-graph replay of
+  eager's step and the --against modes.
 coverage: what the backend takes of each model, without timing (on CPU the
   partitions run on the reference interpreter, so keep --quick shapes).
 Times are CUDA-event medians over --repeat calls after warm-up, in one
@@ -242,15 +245,34 @@ def _fresh_cache():
     fusec.clear_memory_cache()
 
 
-def _compile_fusec(model, args, device, options):
+def _compile_fusec(model, args, device, options, mode=None):
     """Compiles (dynamo + fusec) by the first call; returns (fn, seconds)."""
     import torch._dynamo
     torch._dynamo.reset()
-    fn = torch.compile(model, backend="fusec", options=options)
+    fn = torch.compile(model, backend="fusec", options=options, mode=mode)
     t = time.perf_counter()
     fn(*args)
     _sync(device)
     return fn, time.perf_counter() - t
+
+
+def _replayed(fn, warmup=3):
+    """A CUDA graph of fn() (eager PyTorch, kernel for kernel), captured
+    after warm-up on a side stream; returns its replay. Autocast must not
+    cache casts (cache_enabled=False) for the capture."""
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(warmup):
+            fn()
+    torch.cuda.current_stream().wait_stream(s)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out = fn()
+    return graph, out
+
+
+_FUSEC_MODES = {"fusec": None, "fusec-reduce-overhead": "reduce-overhead"}
 
 
 def infer(name, device, quick, against, repeat, out):
@@ -283,8 +305,22 @@ def infer(name, device, quick, against, repeat, out):
         fn, _ = _compile_fusec(model, args, device, {})
         if device == "cuda":
             row["fusec_ms"] = _time(lambda: fn(*args), device, repeat)
+            # The same kernels replayed from CUDA graphs.
+            ro, t = _compile_fusec(model, args, device, {},
+                                   "reduce-overhead")
+            row["compile_fusec-reduce-overhead_s"] = t
+            row["fusec-reduce-overhead_relerr"] = _relerr(
+                ro(*args).clone(), ref)
+            row["fusec-reduce-overhead_ms"] = _time(lambda: ro(*args),
+                                                    device, repeat)
             row["eager_ms"] = _time(lambda: model(*args), device, repeat)
             alternatives = {"eager": row["eager_ms"]}
+            with torch.autocast(device, dtype=torch.bfloat16,
+                                cache_enabled=False):
+                graph, _ = _replayed(lambda: model(*args))
+            alternatives["cuda-graph-eager"] = _time(graph.replay, device,
+                                                     repeat)
+            del graph
             for mode in against:
                 torch._dynamo.reset()
                 t = time.perf_counter()
@@ -300,6 +336,8 @@ def infer(name, device, quick, against, repeat, out):
             best = min(alternatives, key=alternatives.get)
             row["best_alternative"] = best
             row["ratio"] = alternatives[best] / row["fusec_ms"]
+            row["ratio_reduce_overhead"] = \
+                alternatives[best] / row["fusec-reduce-overhead_ms"]
     out.append(row)
     print(json.dumps(row), flush=True)
 
@@ -377,6 +415,40 @@ def train(name, device, quick, steps, repeat, against, out):
         step(fn)
         torch.cuda.synchronize()
         row["fusec_peak_bytes"] = torch.cuda.max_memory_allocated()
+        # fusec's kernels replayed from CUDA graphs: its loss curve too.
+        torch._dynamo.reset()
+        ro = torch.compile(model, backend="fusec", mode="reduce-overhead")
+        t = time.perf_counter()
+        ro_losses, _ = run(ro, steps)
+        row["fusec-reduce-overhead_run_s"] = time.perf_counter() - t
+        row["fusec-reduce-overhead_loss"] = ro_losses
+        row["fusec-reduce-overhead_max_loss_diff"] = max(
+            abs(a - b) for a, b in zip(eager_losses, ro_losses))
+        times["fusec-reduce-overhead"] = _time(lambda: step(ro), device,
+                                               repeat)
+        torch.cuda.reset_peak_memory_stats()
+        step(ro)
+        torch.cuda.synchronize()
+        row["fusec-reduce-overhead_peak_bytes"] = \
+            torch.cuda.max_memory_allocated()
+        torch._dynamo.reset()
+        # Eager's step (forward, loss, backward) replayed from one CUDA
+        # graph; the warm-up makes the gradients before the capture, so the
+        # replay accumulates into them.
+        model.zero_grad(set_to_none=True)
+
+        def eager_step():
+            xb, yb = batches[0]
+            with torch.autocast(device, dtype=torch.bfloat16,
+                                cache_enabled=False):
+                logits = model(xb)
+                loss = F.cross_entropy(logits.float().flatten(0, -2)
+                                       if logits.dim() > 2 else
+                                       logits.float(), yb.flatten())
+            loss.backward()
+        graph, _ = _replayed(eager_step)
+        times["cuda-graph-eager"] = _time(graph.replay, device, repeat)
+        del graph
         for mode in against:
             torch._dynamo.reset()
             alt = torch.compile(model, mode=None if mode == "default"
@@ -394,10 +466,13 @@ def train(name, device, quick, steps, repeat, against, out):
             torch.cuda.synchronize()
             row["%s_peak_bytes" % mode] = torch.cuda.max_memory_allocated()
         row["step_ms"] = times
-        alternatives = {k: v for k, v in times.items() if k != "fusec"}
+        alternatives = {k: v for k, v in times.items()
+                        if k not in _FUSEC_MODES}
         best = min(alternatives, key=alternatives.get)
         row["best_alternative"] = best
         row["ratio"] = alternatives[best] / times["fusec"]
+        row["ratio_reduce_overhead"] = \
+            alternatives[best] / times["fusec-reduce-overhead"]
     out.append(row)
     short = dict(row)
     for k in [k for k in row if k.endswith("_loss")]:

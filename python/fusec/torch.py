@@ -428,14 +428,16 @@ class Report:
         self.training = False
         self.seconds = 0.0
         self.note = None        # why the whole graph went to PyTorch
+        self.cudagraphs = False  # replayed from CUDA graphs
 
     def leave(self, op, reason):
         counts = self.left.setdefault(reason, {})
         counts[op] = counts.get(op, 0) + 1
 
     def __str__(self):
-        lines = ["fusec backend: graph %s (%s)" % (
-            self.name, "training" if self.training else "inference")]
+        lines = ["fusec backend: graph %s (%s%s)" % (
+            self.name, "training" if self.training else "inference",
+            ", CUDA graphs" if self.cudagraphs else "")]
         if self.note:
             lines.append("  left whole to PyTorch: " + self.note)
         share = 100.0 * self.taken / self.ops if self.ops else 0.0
@@ -495,9 +497,12 @@ class _Runner(torch.nn.Module):
             device = args[0].device
             made = self._made.get(device)
             if made is None:
-                made = self._made[device] = [
-                    torch.full([1], value, dtype=dtype, device=device)
-                    for value, dtype in self.constants]
+                made = [torch.full([1], value, dtype=dtype, device=device)
+                        for value, dtype in self.constants]
+                # Traced (AOTAutograd, for CUDA graphs), they are fake:
+                # the real ones are made by the traced graph.
+                if not _is_fake(args[0]):
+                    self._made[device] = made
             args = args + tuple(made)
         out = self.fusec_op(*args)
         if targets:
@@ -768,10 +773,30 @@ def _partition_op(text, train, real, compile_options):
         return op(text, **compile_options)
 
 
+def _is_fake(x):
+    from torch._subclasses.fake_tensor import is_fake
+    return is_fake(x)
+
+
+def _graphed(fused, inputs):
+    """The rewritten graph replayed from CUDA graphs, by the machinery of
+    torch.compile's reduce-overhead: AOTAutograd splits it into a forward
+    and a backward (fusec's ops carry their autograd rules), and cudagraph
+    trees capture each. Anything that cannot be captured (a CPU tensor, a
+    mutated input that is not a parameter or buffer) runs uncaptured, and
+    PyTorch logs why ("skipping cudagraphs due to ...")."""
+    from torch._dynamo.backends.cudagraphs import cudagraphs
+    # Traced with autocast off: the graph already holds autocast's casts.
+    with torch.autocast("cuda", enabled=False), \
+            torch.autocast("cpu", enabled=False):
+        return cudagraphs(fused, inputs)
+
+
 class _Compiled:
     """What the backend returns: the rewritten graph, run with autocast off
     (the trace already holds autocast's casts), specialised per input
-    shape when dynamo hands a graph with symbolic shapes."""
+    shape when dynamo hands a graph with symbolic shapes, and replayed from
+    CUDA graphs with the "cudagraphs" option."""
 
     def __init__(self, gm, example_inputs, options):
         self.gm, self.options = gm, options
@@ -783,6 +808,10 @@ class _Compiled:
 
     def _build(self, inputs):
         fused, rep, start = _compile_graph(self.gm, inputs, self.options)
+        if self.options.get("cudagraphs") and any(
+                isinstance(x, torch.Tensor) and x.is_cuda for x in inputs):
+            fused = _graphed(fused, inputs)
+            rep.cudagraphs = True
         import time
         rep.seconds = time.perf_counter() - start
         _reports.append(rep)
@@ -818,13 +847,33 @@ def _env_flag(name):
     return os.environ.get(name, "") not in ("", "0")
 
 
-def backend(gm, example_inputs, options=None):
+_MODES = {"default": {}, "reduce-overhead": {"cudagraphs": True}}
+
+
+def backend(gm, example_inputs, options=None, mode=None, name=None):
     """The torch.compile backend: torch.compile(model, backend="fusec",
-    options={...}). Options: "report": print the coverage report of each
-    graph (also $FUSEC_TORCH_REPORT=1); "compile_options": a dict of
-    fusec.compile options (arch, fp32_math, tuning_db, ...); "name": the
-    graphs' name in reports."""
-    return _Compiled(gm, list(example_inputs), dict(options or {}))
+    mode=..., options={...}). Modes: "default"; "reduce-overhead": replay
+    from CUDA graphs (the option "cudagraphs"). Options: "report": print
+    the coverage report of each graph (also $FUSEC_TORCH_REPORT=1);
+    "compile_options": a dict of fusec.compile options (arch, fp32_math,
+    tuning_db, ...); "name": the graphs' name in reports; "cudagraphs"."""
+    options = dict(options or {})
+    if name and "name" not in options:
+        options["name"] = name
+    if mode is not None:
+        if mode not in _MODES:
+            raise ValueError(
+                'torch.compile(backend="fusec", mode=%r): fusec\'s modes '
+                'are %s' % (mode, ", ".join(repr(m) for m in _MODES)))
+        options.update(_MODES[mode])
+    unknown = set(options) - {"report", "compile_options", "name",
+                              "cudagraphs"}
+    if unknown:
+        raise ValueError('torch.compile(backend="fusec", options=...): '
+                         'unknown option %s; the options are report, '
+                         'compile_options, name and cudagraphs'
+                         % ", ".join(sorted(map(repr, unknown))))
+    return _Compiled(gm, list(example_inputs), options)
 
 
 def _register():

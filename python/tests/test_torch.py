@@ -7,6 +7,7 @@ whole without PyTorch.
     python3 -m unittest discover -s python/tests -p test_torch.py -v
 """
 
+import copy
 import io
 import unittest
 from contextlib import redirect_stdout
@@ -396,6 +397,71 @@ class BackendTest(unittest.TestCase):
         self.assertEqual(counters["stats"]["unique_graphs"], 1)
         self.assertEqual(len(ft.reports()) - before, 3)
 
+    def test_graph_traces_through_aot_autograd(self):
+        # mode="reduce-overhead" hands the rewritten graph to AOTAutograd
+        # (then to cudagraph trees): fusec's ops, their constants and the
+        # running-statistics write-backs must trace. Here with no-op
+        # compilers, on the CPU.
+        import torch._dynamo
+        from functorch.compile import make_boxed_func
+        from torch._dynamo.backends.common import aot_autograd
+        traced = []
+
+        def nop(gm, inputs):
+            traced.append(gm)
+            return make_boxed_func(gm)
+
+        def via_aot(gm, inputs):
+            fused, _, _ = ft._compile_graph(
+                gm, inputs, {"compile_options": {"arch": "sm_90"}})
+            return aot_autograd(fw_compiler=nop, bw_compiler=nop)(
+                fused, inputs)
+
+        for m, x in ((_Block(), torch.randn(2, 16, 32)),
+                     (_ConvNet().train(), torch.randn(8, 3, 16, 16))):
+            x.requires_grad_()
+            state = {k: v.clone() for k, v in m.state_dict().items()}
+            ref = m(x)
+            ref.square().sum().backward()
+            want = [x.grad.clone()] + [p.grad.clone()
+                                       for p in m.parameters()]
+            buffers = [b.clone() for b in m.buffers()]
+            m.load_state_dict(state)
+            m.zero_grad()
+            x.grad = None
+            torch._dynamo.reset()
+            y = torch.compile(m, backend=via_aot)(x)
+            y.square().sum().backward()
+            _close(self, y, ref, 1e-5)
+            for g, w in zip([x.grad] + [p.grad for p in m.parameters()],
+                            want):
+                _close(self, g, w, 1e-4)
+            for b, w in zip(m.buffers(), buffers):
+                _close(self, b.float(), w.float(), 1e-6)
+        code = "".join(g.code for g in traced)
+        self.assertIn("torch.ops.fusec.", code)
+        self.assertIn("_bwd.default", code)
+
+    def test_modes_and_options_are_checked(self):
+        import torch._dynamo
+        m = torch.nn.Linear(4, 4)
+        x = torch.randn(2, 4)
+        for kwargs, words in (({"mode": "max-autotune"}, "fusec's modes"),
+                              ({"options": {"cudagraph": True}},
+                               "unknown option 'cudagraph'")):
+            torch._dynamo.reset()
+            with self.assertRaises(Exception) as caught:
+                torch.compile(m, backend="fusec", **kwargs)(x)
+            self.assertIn(words, str(caught.exception))
+
+    def test_reduce_overhead_on_cpu_runs_uncaptured(self):
+        m = _Block()
+        x = torch.randn(2, 16, 32)
+        with torch.no_grad():
+            y = torch.compile(m, backend="fusec", mode="reduce-overhead")(x)
+            _close(self, y, m(x), 1e-6)
+        self.assertFalse(ft.reports()[-1].cudagraphs)
+
     def test_autocast_bfloat16(self):
         m = _Block()
         x = torch.randn(2, 16, 32)
@@ -622,6 +688,38 @@ class CudaTest(unittest.TestCase):
         graph.replay()
         torch.cuda.synchronize()
         _close(self, y, _mlp_eager(*args), 1e-5)
+
+    def test_reduce_overhead_replays_cuda_graphs(self):
+        # Three training steps and an inference call, replayed from CUDA
+        # graphs, against the same steps in eager mode.
+        import torch._dynamo
+        from torch._dynamo.utils import counters
+        for make, shape in ((_Block, (4, 128, 64)), (_ConvNet, (8, 3, 16, 16))):
+            torch.manual_seed(0)
+            m = (make(64, 4) if make is _Block else make()).cuda().train()
+            eager = copy.deepcopy(m)
+            xs = [torch.randn(shape, device="cuda") for _ in range(3)]
+            torch._dynamo.reset()
+            counters.clear()
+            f = torch.compile(m, backend="fusec", mode="reduce-overhead")
+            for module, fn in ((eager, eager), (m, f)):
+                opt = torch.optim.SGD(module.parameters(), lr=0.1)
+                for x in xs:
+                    opt.zero_grad()
+                    fn(x).square().mean().backward()
+                    opt.step()
+            for p, w in zip(m.parameters(), eager.parameters()):
+                _close(self, p, w, 1e-4)
+            for b, w in zip(m.buffers(), eager.buffers()):
+                _close(self, b.float(), w.float(), 1e-4)
+            self.assertTrue(ft.reports()[-1].cudagraphs)
+            self.assertEqual(dict(counters["inductor"]).get(
+                "cudagraph_skips", 0), 0, dict(counters["inductor"]))
+            with torch.no_grad():
+                m.eval()
+                eager.eval()
+                for x in xs:
+                    _close(self, f(x).clone(), eager(x), 1e-4)
 
     def test_backend_block_trains_like_eager(self):
         m = _Block(64, 4).cuda()
