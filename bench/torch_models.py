@@ -497,21 +497,28 @@ def main():
     a = p.parse_args()
     against = [m for m in a.against.split(",") if m]
     out = []
+
+    def save():
+        # After each model: a run cut short keeps the rows it finished.
+        if a.json:
+            with open(a.json + ".tmp", "w") as f:
+                json.dump({"torch": torch.__version__, "device": a.device,
+                           "gpu": torch.cuda.get_device_name()
+                           if a.device == "cuda" else None,
+                           "rows": out}, f, indent=1)
+            os.replace(a.json + ".tmp", a.json)
+
     if a.what == "train":
         models = a.models.split(",") if a.models else TRAIN
         for m in models:
             train(m, a.device, a.quick, a.steps, a.repeat, against, out)
+            save()
     else:
         models = a.models.split(",") if a.models else INFER + TRAIN
         for m in models:
             infer(m, a.device, a.quick, against if a.what == "infer" else [],
                   a.repeat, out)
-    if a.json:
-        with open(a.json, "w") as f:
-            json.dump({"torch": torch.__version__, "device": a.device,
-                       "gpu": torch.cuda.get_device_name()
-                       if a.device == "cuda" else None,
-                       "rows": out}, f, indent=1)
+            save()
 
 
 if __name__ == "__main__":
