@@ -249,7 +249,8 @@ def _compile_fusec(model, args, device, options, mode=None):
     """Compiles (dynamo + fusec) by the first call; returns (fn, seconds)."""
     import torch._dynamo
     torch._dynamo.reset()
-    fn = torch.compile(model, backend="fusec", options=options, mode=mode)
+    fn = torch.compile(model, backend="fusec", mode=mode,
+                       options=dict(_FUSEC_OPTIONS, **options))
     t = time.perf_counter()
     fn(*args)
     _sync(device)
@@ -273,6 +274,7 @@ def _replayed(fn, warmup=3):
 
 
 _FUSEC_MODES = {"fusec": None, "fusec-reduce-overhead": "reduce-overhead"}
+_FUSEC_OPTIONS = {}  # --fusec-options
 
 
 def infer(name, device, quick, against, repeat, out):
@@ -283,7 +285,7 @@ def infer(name, device, quick, against, repeat, out):
     model = model.to(device).eval()
     args = tuple(a.to(device) for a in args)
     amp = torch.autocast(device, dtype=torch.bfloat16)
-    row = {"model": name}
+    row = {"model": name, "fusec_options": _FUSEC_OPTIONS}
     with torch.no_grad(), amp:
         ref = model(*args)
         counters.clear()
@@ -381,13 +383,13 @@ def train(name, device, quick, steps, repeat, against, out):
         return losses, {k: v.detach().clone() for k, v in
                         model.state_dict().items()}
 
-    row = {"model": name, "steps": steps}
+    row = {"model": name, "steps": steps, "fusec_options": _FUSEC_OPTIONS}
     eager_losses, eager_weights = run(model, steps)
     counters.clear()
     first = len(ft.reports())
     _fresh_cache()
     torch._dynamo.reset()
-    fn = torch.compile(model, backend="fusec")
+    fn = torch.compile(model, backend="fusec", options=_FUSEC_OPTIONS)
     t = time.perf_counter()
     fusec_losses, fusec_weights = run(fn, steps)
     row["run_s"] = time.perf_counter() - t
@@ -417,7 +419,8 @@ def train(name, device, quick, steps, repeat, against, out):
         row["fusec_peak_bytes"] = torch.cuda.max_memory_allocated()
         # fusec's kernels replayed from CUDA graphs: its loss curve too.
         torch._dynamo.reset()
-        ro = torch.compile(model, backend="fusec", mode="reduce-overhead")
+        ro = torch.compile(model, backend="fusec", mode="reduce-overhead",
+                           options=_FUSEC_OPTIONS)
         t = time.perf_counter()
         ro_losses, _ = run(ro, steps)
         row["fusec-reduce-overhead_run_s"] = time.perf_counter() - t
@@ -494,7 +497,11 @@ def main():
                    help="torch.compile modes to time beside eager: "
                         "default,max-autotune-no-cudagraphs,reduce-overhead")
     p.add_argument("--json", default=None)
+    p.add_argument("--fusec-options", default="{}",
+                   help="the backend's options, as JSON (e.g. "
+                        "'{\"channels_last\": false}')")
     a = p.parse_args()
+    _FUSEC_OPTIONS.update(json.loads(a.fusec_options))
     against = [m for m in a.against.split(",") if m]
     out = []
 

@@ -53,14 +53,39 @@ def _tensor_meta(node):
     return tuple(shape), _FUSE_DTYPES[v.dtype]
 
 
+# The permutations between PyTorch's NCHW and the NHWC fusec's kernels read
+# fastest (convolutions as implicit GEMMs load whole channel runs).
+_TO_NHWC, _TO_NCHW = [0, 2, 3, 1], [0, 3, 1, 2]
+
+
+class ChannelsLast:
+    """A rule's 4-D result given as its NHWC permutation."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+
+def _same(value):
+    return value
+
+
 class Translator:
     """Builds one fuse graph from FX nodes. Inputs are the partition's
     placeholders, in order, then the scalar constants the rules need (each
-    a [1] tensor the caller passes)."""
+    a [1] tensor the caller passes).
 
-    def __init__(self, name):
+    With channels_last, convolutions, batch norms and pools run in NHWC,
+    and the elementwise ops between them stay in it: a 4-D value lives in
+    the layout its producer gave it, and a transpose makes the other one
+    where a consumer needs it (each made once)."""
+
+    def __init__(self, name, channels_last=False):
         self.g = Graph(name)
+        self.channels_last = channels_last
         self.values = {}
+        self.nhwc = {}  # node -> its NHWC value
         self.constants = []  # (value, torch dtype)
         # (an input node, its new value): buffers a node updates in place in
         # PyTorch (batch norm's running statistics), as extra graph results.
@@ -76,6 +101,9 @@ class Translator:
         constant input of `like`'s dtype."""
         if isinstance(arg, torch.fx.Node):
             value = self.values.get(arg)
+            if value is None and arg in self.nhwc:
+                value = self.values[arg] = self.g.transpose(self.nhwc[arg],
+                                                            _TO_NCHW)
             if value is None:
                 raise Unsupported("%s has no fuse value" % arg.name)
             if isinstance(value, tuple):
@@ -84,6 +112,33 @@ class Translator:
         if isinstance(arg, (int, float)) and not isinstance(arg, bool):
             return self.constant(arg, like)
         raise Unsupported("argument %r is not a tensor or a number" % (arg,))
+
+    def v_nhwc(self, node):
+        """The NHWC value of a 4-D node."""
+        value = self.nhwc.get(node)
+        if value is None:
+            value = self.nhwc[node] = self.g.transpose(self.v(node), _TO_NHWC)
+        return value
+
+    def spatial(self, node):
+        """(the value a convolution, batch norm or pool reads, its layout
+        attribute, the wrapper of its result)."""
+        if self.channels_last:
+            return self.v_nhwc(node), "nhwc", ChannelsLast
+        return self.v(node), "nchw", _same
+
+    def layout_of(self, node):
+        """(the value of `node` in the layout it has, the wrapper that gives
+        an elementwise result of it the same layout)."""
+        if isinstance(node, torch.fx.Node) and node in self.nhwc:
+            return self.nhwc[node], ChannelsLast
+        return self.v(node), _same
+
+    def _keep(self, node, result):
+        if isinstance(result, ChannelsLast):
+            self.nhwc[node] = result.value
+        else:
+            self.values[node] = result
 
     def constant(self, number, like):
         dtype = _val(like).dtype if like is not None else torch.float32
@@ -101,6 +156,8 @@ class Translator:
                 raise Unsupported("%s: output %d of %s is not taken"
                                   % (node.name, index, base.name))
             result = value[index]
+            self._keep(node, result)
+            return result
         else:
             rule = RULES.get(getattr(node.target, "overloadpacket", None))
             if rule is None:
@@ -111,7 +168,7 @@ class Translator:
                 raise Unsupported("fusec: %s" % str(e).strip()) from None
             except TypeError as e:  # the rule's arguments do not match
                 raise Unsupported("%s: %s" % (_op_name(node), e)) from None
-        self.values[node] = result
+        self._keep(node, result)
         return result
 
 
@@ -173,34 +230,54 @@ def _transpose(t, node, x, d0, d1):
       aten.unsqueeze_copy, aten.flatten)
 def _reshape(t, node, x, *args, **kwargs):
     shape, _ = _tensor_meta(node)
-    return t.g.reshape(t.v(x), list(shape))
+    value = t.values.get(x)
+    if value is None and x in t.nhwc and tuple(_val(x).shape[2:]) == (1, 1):
+        value = t.nhwc[x]  # [N, 1, 1, C]: the elements in NCHW's order
+    return t.g.reshape(t.v(x) if value is None else value, list(shape))
 
 
 @rule(aten.clone, aten.alias, aten.alias_copy, aten.detach,
       aten.detach_copy, aten.contiguous, aten.lift_fresh_copy)
 def _identity(t, node, x, *args, **kwargs):
-    return t.v(x)
+    value, same = t.layout_of(x)
+    return same(value)
 
 
 # ---- Elementwise -------------------------------------------------------------
 
-def _promoted(t, node, arg):
+def _promoted(t, node, arg, nhwc=False):
     """The fuse value of `arg` in the node's result dtype (PyTorch's type
-    promotion of a float operand, or of a number)."""
+    promotion of a float operand, or of a number); with nhwc, a 4-D
+    tensor's NHWC value."""
     _, target = _tensor_meta(node)
     if not isinstance(arg, torch.fx.Node):
         return t.v(arg, node)
-    value = t.v(arg)
+    value = t.v_nhwc(arg) if nhwc and _rank(arg) == 4 else t.v(arg)
     _, dtype = _tensor_meta(arg)
     return value if dtype == target else t.g.cast(value, target)
 
 
+def _in_nhwc(t, node, operands):
+    """Whether an elementwise node runs on NHWC values: one operand has
+    them, and every tensor operand has the node's 4-D shape or one
+    element (which broadcasts the same in either layout)."""
+    tensors = [a for a in operands if isinstance(a, torch.fx.Node)]
+    if not any(a in t.nhwc for a in tensors):
+        return False
+    shape = tuple(_val(node).shape)
+    return len(shape) == 4 and all(
+        tuple(_val(a).shape) == shape or
+        (_rank(a) <= 1 and _val(a).numel() == 1) for a in tensors)
+
+
 def _binary(name):
     def fn(t, node, a, b, alpha=1):
-        lhs, rhs = _promoted(t, node, a), _promoted(t, node, b)
+        nhwc = _in_nhwc(t, node, (a, b))
+        lhs, rhs = _promoted(t, node, a, nhwc), _promoted(t, node, b, nhwc)
         if alpha != 1:
             rhs = t.g.mul(rhs, t.constant(alpha, node))
-        return getattr(t.g, name)(lhs, rhs)
+        out = getattr(t.g, name)(lhs, rhs)
+        return ChannelsLast(out) if nhwc else out
     return fn
 
 
@@ -212,18 +289,22 @@ for _name in ("add", "sub", "mul", "div"):
 def _pow(t, node, x, exponent):
     if exponent != 2 or not isinstance(x, torch.fx.Node):
         raise Unsupported("pow other than a tensor squared")
-    value = _promoted(t, node, x)
-    return t.g.mul(value, value)
+    nhwc = _in_nhwc(t, node, (x,))
+    value = _promoted(t, node, x, nhwc)
+    out = t.g.mul(value, value)
+    return ChannelsLast(out) if nhwc else out
 
 
 @rule(aten.neg)
 def _neg(t, node, x):
-    return t.g.op("fuse.neg", [t.v(x)])
+    value, same = t.layout_of(x)
+    return same(t.g.op("fuse.neg", [value]))
 
 
 def _unary(name):
     def fn(t, node, x):
-        return getattr(t.g, name)(t.v(x))
+        value, same = t.layout_of(x)
+        return same(getattr(t.g, name)(value))
     return fn
 
 
@@ -233,26 +314,30 @@ for _name in ("relu", "silu", "sigmoid", "tanh", "hardswish"):
 
 @rule(aten.gelu)
 def _gelu(t, node, x, approximate="none"):
-    return t.g.gelu(t.v(x), approximate)
+    value, same = t.layout_of(x)
+    return same(t.g.gelu(value, approximate))
 
 
 @rule(aten.hardtanh)
 def _hardtanh(t, node, x, min_val=-1.0, max_val=1.0):
+    value, same = t.layout_of(x)
     if min_val == 0 and max_val == 6:
-        return t.g.relu6(t.v(x))
-    return t.g.clamp(t.v(x), min_val, max_val)
+        return same(t.g.relu6(value))
+    return same(t.g.clamp(value, min_val, max_val))
 
 
 @rule(aten.clamp)
 def _clamp(t, node, x, min=None, max=None):
     if min is None or max is None or isinstance(min, torch.fx.Node):
         raise Unsupported("clamp without both bounds as numbers")
-    return t.g.clamp(t.v(x), min, max)
+    value, same = t.layout_of(x)
+    return same(t.g.clamp(value, min, max))
 
 
 @rule(aten.leaky_relu)
 def _leaky_relu(t, node, x, negative_slope=0.01):
-    return t.g.leaky_relu(t.v(x), negative_slope)
+    value, same = t.layout_of(x)
+    return same(t.g.leaky_relu(value, negative_slope))
 
 
 @rule(aten._to_copy)
@@ -264,7 +349,8 @@ def _to_copy(t, node, x, dtype=None, layout=None, device=None,
                              torch.contiguous_format):
         raise Unsupported("a copy to %s" % memory_format)
     _, target = _tensor_meta(node)
-    return t.g.cast(t.v(x), target)
+    value, same = t.layout_of(x)
+    return same(t.g.cast(value, target))
 
 
 # ---- Normalisation and reductions -----------------------------------------
@@ -307,12 +393,14 @@ def _inference_batch_norm(t, node, x, weight, bias, mean, var, eps):
         value = t.v(p)
         params.append(value if _tensor_meta(p)[1] == dtype else
                       t.g.cast(value, dtype))
-    y = t.g.op("fuse.batch_norm", [t.v(x)] + params,
-               "epsilon = %s, layout = #fuse.layout<nchw>" % _f64(eps))
+    value, layout, wrap = t.spatial(x)
+    y = t.g.op("fuse.batch_norm", [value] + params,
+               "epsilon = %s, layout = #fuse.layout<%s>" % (_f64(eps),
+                                                           layout))
     out = _FUSE_DTYPES.get(_val(node)[0].dtype)
     if out != dtype:
         y = t.g.cast(y, out)
-    return (y, None, None)
+    return (wrap(y), None, None)
 
 
 @rule(aten._native_batch_norm_legit_no_training)
@@ -342,14 +430,15 @@ def _native_batch_norm(t, node, x, weight, bias, mean, var, training,
     for stat in (mean, var):
         if len(stat.users) != 1:
             raise Unsupported("the running statistics are read elsewhere")
+    value, layout, wrap = t.spatial(x)
     outs = t.g.op_results(
         "fuse.batch_norm_train",
-        [t.v(x), t.v(mean), t.v(var), t.v(weight), t.v(bias)],
-        "epsilon = %s, momentum = %s, layout = #fuse.layout<nchw>"
-        % (_f64(eps), _f64(momentum)))
+        [value, t.v(mean), t.v(var), t.v(weight), t.v(bias)],
+        "epsilon = %s, momentum = %s, layout = #fuse.layout<%s>"
+        % (_f64(eps), _f64(momentum), layout))
     t.updates.append((mean, outs[3]))
     t.updates.append((var, outs[4]))
-    return (outs[0], None, None)
+    return (wrap(outs[0]), None, None)
 
 
 @rule(aten.sum)
@@ -368,9 +457,16 @@ def _mean(t, node, x, dims=None, keepdim=False, dtype=None):
     shape, _ = _tensor_meta(x)
     axes = sorted(_axis(x, d) for d in dims)
     count = math.prod(shape[a] for a in axes)
-    total = t.g.op("fuse.reduce_sum", [t.v(x)], "axes = %s%s" % (
+    if axes == [2, 3] and x in t.nhwc:
+        # A spatial mean of an NHWC value: [N, 1, 1, C] is NHWC, [N, C] is
+        # the same in both.
+        value, axes = t.nhwc[x], [1, 2]
+        wrap = ChannelsLast if keepdim else _same
+    else:
+        value, wrap = t.v(x), _same
+    total = t.g.op("fuse.reduce_sum", [value], "axes = %s%s" % (
         _i64(axes), ", keep_dims" if keepdim else ""))
-    return t.g.mul(total, t.constant(1.0 / count, x))
+    return wrap(t.g.mul(total, t.constant(1.0 / count, x)))
 
 
 # ---- GEMMs and convolutions -----------------------------------------------
@@ -412,11 +508,15 @@ def _convolution(t, node, x, w, bias, stride, padding, dilation, transposed,
                  output_padding, groups):
     if transposed or _rank(x) != 4:
         raise Unsupported("only 2-D, non-transposed convolutions")
-    operands = [t.v(x), t.v(w)] + ([] if bias is None else [t.v(bias)])
-    return t.g.op("fuse.conv2d", operands,
-                  "strides = %s, padding = %s, dilation = %s, groups = %d, "
-                  "layout = #fuse.layout<nchw>" % (
-                      _i64(stride), _i64(padding), _i64(dilation), groups))
+    value, layout, wrap = t.spatial(x)
+    # NHWC's filter is [out, kh, kw, in]: the same permutation.
+    weight = t.v_nhwc(w) if layout == "nhwc" else t.v(w)
+    operands = [value, weight] + ([] if bias is None else [t.v(bias)])
+    return wrap(t.g.op("fuse.conv2d", operands,
+                       "strides = %s, padding = %s, dilation = %s, "
+                       "groups = %d, layout = #fuse.layout<%s>" % (
+                           _i64(stride), _i64(padding), _i64(dilation),
+                           groups, layout)))
 
 
 @rule(aten.max_pool2d_with_indices)
@@ -428,11 +528,12 @@ def _max_pool(t, node, x, kernel, stride=(), padding=(0, 0),
     kernel = list(kernel) * (2 // len(kernel))
     stride = list(stride or kernel) * (2 // len(stride or kernel))
     padding = list(padding) * (2 // len(padding))
-    y = t.g.op("fuse.max_pool2d", [t.v(x)],
+    value, layout, wrap = t.spatial(x)
+    y = t.g.op("fuse.max_pool2d", [value],
                "kernel = %s, strides = %s, padding = %s, layout = "
-               "#fuse.layout<nchw>" % (_i64(kernel), _i64(stride),
-                                       _i64(padding)))
-    return (y, None)
+               "#fuse.layout<%s>" % (_i64(kernel), _i64(stride),
+                                     _i64(padding), layout))
+    return (wrap(y), None)
 
 
 @rule(aten.avg_pool2d)
@@ -444,12 +545,13 @@ def _avg_pool(t, node, x, kernel, stride=(), padding=(0, 0),
     kernel = list(kernel) * (2 // len(kernel))
     stride = list(stride or kernel) * (2 // len(stride or kernel))
     padding = list(padding) * (2 // len(padding))
-    return t.g.op("fuse.avg_pool2d", [t.v(x)],
-                  "kernel = %s, strides = %s, padding = %s, layout = "
-                  "#fuse.layout<nchw>%s" % (
-                      _i64(kernel), _i64(stride), _i64(padding),
-                      ", count_include_pad" if count_include_pad else
-                      ", count_include_pad = false"))
+    value, layout, wrap = t.spatial(x)
+    return wrap(t.g.op("fuse.avg_pool2d", [value],
+                       "kernel = %s, strides = %s, padding = %s, layout = "
+                       "#fuse.layout<%s>%s" % (
+                           _i64(kernel), _i64(stride), _i64(padding), layout,
+                           ", count_include_pad" if count_include_pad else
+                           ", count_include_pad = false")))
 
 
 @rule(aten.split, aten.split_copy, aten.split_with_sizes,

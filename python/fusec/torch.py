@@ -429,14 +429,16 @@ class Report:
         self.seconds = 0.0
         self.note = None        # why the whole graph went to PyTorch
         self.cudagraphs = False  # replayed from CUDA graphs
+        self.channels_last = False  # 4-D values in NHWC inside fusec
 
     def leave(self, op, reason):
         counts = self.left.setdefault(reason, {})
         counts[op] = counts.get(op, 0) + 1
 
     def __str__(self):
-        lines = ["fusec backend: graph %s (%s%s)" % (
+        lines = ["fusec backend: graph %s (%s%s%s)" % (
             self.name, "training" if self.training else "inference",
+            ", NHWC inside" if self.channels_last else "",
             ", CUDA graphs" if self.cudagraphs else "")]
         if self.note:
             lines.append("  left whole to PyTorch: " + self.note)
@@ -535,11 +537,12 @@ class _Support:
     node on inputs of its arguments' types, which the rule and fusec's
     verifier accept or refuse (with the reason)."""
 
-    def __init__(self, training=False):
+    def __init__(self, training=False, channels_last=False):
         from . import _fx
         self._fx = _fx
         self.reasons = {}
         self.training = training
+        self.channels_last = channels_last
 
     def reason(self, node):
         if node in self.reasons:
@@ -573,11 +576,13 @@ class _Support:
 
     def _alone(self, node):
         fx = self._fx
-        t = fx.Translator("probe")
+        t = fx.Translator("probe", self.channels_last)
         for arg in node.all_input_nodes:
             t.input(arg)
         result = t.node(node)
         for value in (result if isinstance(result, tuple) else (result,)):
+            if isinstance(value, fx.ChannelsLast):
+                value = value.value
             if value is not None:
                 t.g.output(value)
         text = t.g.mlir()  # fusec's verifier on the whole one-node graph
@@ -603,11 +608,11 @@ def _partitions(gm, support):
     return partitioner.fuse_partitions(proposed) if proposed else gm
 
 
-def _translate(sub, name):
+def _translate(sub, name, channels_last=False):
     """A fused partition's submodule as a fuse graph: (MLIR text, scalar
     constants, whether it returns one value)."""
     from . import _fx
-    t = _fx.Translator(name)
+    t = _fx.Translator(name, channels_last)
     outputs = None
     # The placeholders first (FX may interleave them with the nodes): the
     # graph's arguments are the partition's inputs in order, then the
@@ -715,7 +720,14 @@ def _compile_once(gm, example_inputs, options, train):
         rep.note = "tracing to ATen failed: %s: %s" % (type(e).__name__, e)
         return gm, rep
     from . import _fx
-    support = _Support(train)
+    channels_last = options.get("channels_last")
+    if channels_last is None:
+        channels_last = any(
+            n.op == "call_function" and _short(n) == "convolution" and
+            getattr(n.args[0].meta.get("val"), "dim", lambda: 0)() == 4
+            for n in traced.graph.nodes)
+    rep.channels_last = bool(channels_last)
+    support = _Support(train, channels_last)
     for node in traced.graph.nodes:
         if node.op != "call_function" or node.target is operator.getitem:
             continue
@@ -734,7 +746,8 @@ def _compile_once(gm, example_inputs, options, train):
                n.target is not operator.getitem]
         label = "%s_%s" % (prefix, node.target)
         try:
-            text, constants, single, updates = _translate(sub, label)
+            text, constants, single, updates = _translate(sub, label,
+                                                          channels_last)
             real = len([n for n in sub.graph.nodes
                         if n.op == "placeholder"])
             fop = _partition_op(text, train, real, compile_options)
@@ -856,7 +869,10 @@ def backend(gm, example_inputs, options=None, mode=None, name=None):
     from CUDA graphs (the option "cudagraphs"). Options: "report": print
     the coverage report of each graph (also $FUSEC_TORCH_REPORT=1);
     "compile_options": a dict of fusec.compile options (arch, fp32_math,
-    tuning_db, ...); "name": the graphs' name in reports; "cudagraphs"."""
+    tuning_db, ...); "name": the graphs' name in reports; "cudagraphs";
+    "channels_last": run convolutions, batch norms, pools and the
+    elementwise ops between them in NHWC inside fusec (None, the default:
+    where the graph has a 2-D convolution; True; False)."""
     options = dict(options or {})
     if name and "name" not in options:
         options["name"] = name
@@ -867,12 +883,13 @@ def backend(gm, example_inputs, options=None, mode=None, name=None):
                 'are %s' % (mode, ", ".join(repr(m) for m in _MODES)))
         options.update(_MODES[mode])
     unknown = set(options) - {"report", "compile_options", "name",
-                              "cudagraphs"}
+                              "cudagraphs", "channels_last"}
     if unknown:
         raise ValueError('torch.compile(backend="fusec", options=...): '
                          'unknown option %s; the options are report, '
-                         'compile_options, name and cudagraphs'
-                         % ", ".join(sorted(map(repr, unknown))))
+                         'compile_options, name, cudagraphs and '
+                         'channels_last' % ", ".join(sorted(map(repr,
+                                                               unknown))))
     return _Compiled(gm, list(example_inputs), options)
 
 
