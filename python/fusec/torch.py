@@ -738,6 +738,7 @@ def _compile_once(gm, example_inputs, options, train):
         if why is not None:
             rep.leave(_short(node), why)
     fused = _partitions(traced, support)
+    needs = _needs_grad(fused, example_inputs) if train else set()
     for node in list(fused.graph.nodes):
         if node.op != "call_module" or not node.target.startswith("fused_"):
             continue
@@ -748,9 +749,9 @@ def _compile_once(gm, example_inputs, options, train):
         try:
             text, constants, single, updates = _translate(sub, label,
                                                           channels_last)
-            real = len([n for n in sub.graph.nodes
-                        if n.op == "placeholder"])
-            fop = _partition_op(text, train, real, compile_options)
+            # Gradients for the arguments that need one (not the images).
+            wrt = [i for i, a in enumerate(node.args) if a in needs]
+            fop = _partition_op(text, train, wrt, compile_options)
         except Exception as e:  # noqa: BLE001 - PyTorch runs the partition
             message = str(e).strip().splitlines()
             missing = _NO_RULE.search(str(e))
@@ -775,13 +776,31 @@ def _compile_once(gm, example_inputs, options, train):
     return fused, rep
 
 
-def _partition_op(text, train, real, compile_options):
-    """The fusec Op of a partition; its arguments past `real` are scalar
-    constants, which need no gradient."""
-    if not train:
+def _needs_grad(gm, example_inputs):
+    """The nodes of the partitioned graph whose values may need a gradient:
+    those that depend on an input that requires one (the trace's fake
+    values do not say). Over-approximates: a gradient more costs time,
+    one less would be wrong."""
+    needs = set()
+    inputs = iter(example_inputs)
+    for n in gm.graph.nodes:
+        if n.op == "placeholder":
+            x = next(inputs, None)
+            if isinstance(x, torch.Tensor) and x.requires_grad:
+                needs.add(n)
+        elif n.op != "output" and _short(n) not in ("detach", "_write_back") \
+                and any(a in needs for a in n.all_input_nodes):
+            needs.add(n)
+    return needs
+
+
+def _partition_op(text, train, wrt, compile_options):
+    """The fusec Op of a partition, differentiated for the arguments in
+    `wrt` (the scalar constants after the real ones need none)."""
+    if not train or not wrt:
         return op(text, train=False, **compile_options)
     try:
-        return op(text, wrt=list(range(real)), **compile_options)
+        return op(text, wrt=wrt, **compile_options)
     except Error:
         return op(text, **compile_options)
 

@@ -237,6 +237,28 @@ func.func @gather(%x: tensor<2x3x7x32xbf16>, %c: tensor<7x16xbf16>, %s: tensor<7
   return %0, %1 : tensor<2x3x7x32xbf16>, tensor<3x45x37xf16>
 }
 
+// -----
+
+// A transpose whose tile would be mostly padding (NCHW's 3-channel image to
+// NHWC: 3 of a 64-wide tile's columns; a filter's 3 x 3 taps moved before
+// its channels) runs one thread per output element, with no shared tile.
+// CHECK-LABEL: func.func @narrow_transposes(
+// CHECK: gpu.func @k0_transpose({{.+}}) kernel attributes {fusec.family = "gather"
+// CHECK-NOT: memref.view
+// CHECK-NOT: gpu.barrier
+// CHECK: memref.load %arg0{{.+}} : memref<2x3x40x40xbf16>
+// CHECK: memref.store {{.+}} : memref<2x40x40x3xbf16>
+// CHECK: gpu.func @k1_transpose({{.+}}) kernel attributes {fusec.family = "gather"
+// CHECK-NOT: gpu.barrier
+// CHECK: memref.store {{.+}} : memref<64x3x3x96xbf16>
+// CHECK: gpu.return
+func.func @narrow_transposes(%x: tensor<2x3x40x40xbf16>, %w: tensor<64x96x3x3xbf16>)
+    -> (tensor<2x40x40x3xbf16>, tensor<64x3x3x96xbf16>) {
+  %0 = fuse.transpose %x {permutation = array<i64: 0, 2, 3, 1>} : tensor<2x3x40x40xbf16>
+  %1 = fuse.transpose %w {permutation = array<i64: 0, 2, 3, 1>} : tensor<64x96x3x3xbf16>
+  return %0, %1 : tensor<2x40x40x3xbf16>, tensor<64x3x3x96xbf16>
+}
+
 
 // -----
 
