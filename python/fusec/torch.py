@@ -814,14 +814,79 @@ def _graphed(fused, inputs):
     """The rewritten graph replayed from CUDA graphs, by the machinery of
     torch.compile's reduce-overhead: AOTAutograd splits it into a forward
     and a backward (fusec's ops carry their autograd rules), and cudagraph
-    trees capture each. Anything that cannot be captured (a CPU tensor, a
-    mutated input that is not a parameter or buffer) runs uncaptured, and
-    PyTorch logs why ("skipping cudagraphs due to ...")."""
-    from torch._dynamo.backends.cudagraphs import cudagraphs
+    trees capture each. This is PyTorch's "cudagraphs" backend, except that
+    parameters and buffers are static inputs, read in place (that backend
+    copies them into the graph at every replay when dynamo inlines the
+    modules: 0.8 GB a call for a LLaMA layer's f32 weights). Anything that
+    cannot be captured (a CPU tensor, a mutated input that is not a
+    parameter or buffer) runs uncaptured, and PyTorch logs why ("skipping
+    cudagraphs due to ...")."""
+    import functools
+    from torch._dynamo.backends import cudagraphs as cg
+    from torch._dynamo.backends.common import aot_autograd
+    from torch._dynamo.utils import get_static_address_type
+    from torch._inductor.cudagraph_trees import cudagraphify_impl
+    static = [i for i, x in enumerate(inputs)
+              if isinstance(x, torch.nn.Parameter) or
+              get_static_address_type(x) is not None]
+    device = cg.BoxedDeviceIndex(None)
+    graphed = cg.BoxedBool(True)
+
+    def capture(model, aot_inputs, static_idxs, is_backward, is_inference):
+        mutated = cg.find_input_mutations(model.graph) - set(static_idxs)
+        if mutated and not torch._dynamo.config.\
+                cudagraph_backend_support_input_mutation:
+            return None
+        out = cudagraphify_impl(
+            cg.boxed_nop(model, aot_inputs), aot_inputs, static_idxs,
+            device_index=device.value, is_backward=is_backward,
+            is_inference=is_inference,
+            stack_traces=cg.get_stack_traces(model),
+            placeholders=cg.get_placeholder_info(model.graph),
+            mutated_input_idxs=cg.find_input_mutations(model.graph))
+        out._boxed_call = True
+        return out
+
+    def forward(model, aot_inputs, is_inference=False):
+        # Inputs AOTAutograd adds (lifted parameters) come first.
+        extra = len(aot_inputs) - len(inputs)
+        device.set(cg.get_device_index(model))
+        out = capture(model, aot_inputs,
+                      list(range(extra)) + [extra + i for i in static],
+                      False, is_inference)
+        if out is None:
+            cg.BoxedBool.disable(graphed)
+            cg.log_cudagraph_skip_and_bump_counter(
+                "skipping cudagraphs due to mutated inputs")
+            return cg.boxed_nop(model, aot_inputs)
+        return out
+
+    def backward(model, aot_inputs):
+        if not graphed:
+            return model
+        out = capture(model, aot_inputs,
+                      list(range(cg.count_tangents(model))), True, False)
+        if out is None:
+            # As PyTorch's backend: the forward ran in the tree.
+            manager = torch._inductor.cudagraph_trees.get_manager(
+                device.value or 0, create_if_none_exists=False)
+
+            def run(args):
+                manager.set_to_running_backward()
+                return model(args)
+            run._boxed_call = True
+            return run
+        return out
+
+    compiler = aot_autograd(
+        fw_compiler=forward, bw_compiler=backward,
+        inference_compiler=functools.partial(forward, is_inference=True),
+        keep_inference_input_mutations=torch._dynamo.config.
+        cudagraph_backend_keep_input_mutation)
     # Traced with autocast off: the graph already holds autocast's casts.
     with torch.autocast("cuda", enabled=False), \
             torch.autocast("cpu", enabled=False):
-        return cudagraphs(fused, inputs)
+        return compiler(fused, inputs)
 
 
 class _Compiled:
