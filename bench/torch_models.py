@@ -35,6 +35,9 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import timing  # noqa: E402
+
 
 # ---- Models ------------------------------------------------------------------
 
@@ -260,22 +263,6 @@ def _compile_fusec(model, args, device, options, mode=None):
     return fn, time.perf_counter() - t
 
 
-def _replayed(fn, warmup=3):
-    """A CUDA graph of fn() (eager PyTorch, kernel for kernel), captured
-    after warm-up on a side stream; returns its replay. Autocast must not
-    cache casts (cache_enabled=False) for the capture."""
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        for _ in range(warmup):
-            fn()
-    torch.cuda.current_stream().wait_stream(s)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        out = fn()
-    return graph, out
-
-
 _FUSEC_MODES = {"fusec": None, "fusec-reduce-overhead": "reduce-overhead"}
 _FUSEC_OPTIONS = {}  # --fusec-options
 
@@ -320,12 +307,12 @@ def infer(name, device, quick, against, repeat, out):
                                                     device, repeat)
             row["eager_ms"] = _time(lambda: model(*args), device, repeat)
             alternatives = {"eager": row["eager_ms"]}
+            # Autocast may not cache its casts in a capture.
             with torch.autocast(device, dtype=torch.bfloat16,
                                 cache_enabled=False):
-                graph, _ = _replayed(lambda: model(*args))
-            alternatives["cuda-graph-eager"] = _time(graph.replay, device,
-                                                     repeat)
-            del graph
+                replay, _ = timing.cuda_graph(torch, lambda: model(*args))
+            alternatives["cuda-graph-eager"] = _time(replay, device, repeat)
+            del replay
             for mode in against:
                 torch._dynamo.reset()
                 t = time.perf_counter()
@@ -452,9 +439,9 @@ def train(name, device, quick, steps, repeat, against, out):
                                        if logits.dim() > 2 else
                                        logits.float(), yb.flatten())
             loss.backward()
-        graph, _ = _replayed(eager_step)
-        times["cuda-graph-eager"] = _time(graph.replay, device, repeat)
-        del graph
+        replay, _ = timing.cuda_graph(torch, eager_step)
+        times["cuda-graph-eager"] = _time(replay, device, repeat)
+        del replay
         for mode in against:
             torch._dynamo.reset()
             alt = torch.compile(model, mode=None if mode == "default"
