@@ -456,17 +456,21 @@ def _mean(t, node, x, dims=None, keepdim=False, dtype=None):
         raise Unsupported("mean over every axis or to another dtype")
     shape, _ = _tensor_meta(x)
     axes = sorted(_axis(x, d) for d in dims)
+    if len(shape) == 4 and axes == [2, 3]:
+        # A spatial mean (adaptive average pooling to 1 x 1), which has a
+        # gradient rule: [N, C, 1, 1], or [N, 1, 1, C] from an NHWC value;
+        # without the kept axes, [N, C] is the same in both.
+        nhwc = x in t.nhwc
+        value = t.nhwc[x] if nhwc else t.v(x)
+        y = t.g.op("fuse.global_avg_pool", [value],
+                   "layout = #fuse.layout<%s>" % ("nhwc" if nhwc else "nchw"))
+        if not keepdim:
+            return t.g.reshape(y, [shape[0], shape[1]])
+        return ChannelsLast(y) if nhwc else y
     count = math.prod(shape[a] for a in axes)
-    if axes == [2, 3] and x in t.nhwc:
-        # A spatial mean of an NHWC value: [N, 1, 1, C] is NHWC, [N, C] is
-        # the same in both.
-        value, axes = t.nhwc[x], [1, 2]
-        wrap = ChannelsLast if keepdim else _same
-    else:
-        value, wrap = t.v(x), _same
-    total = t.g.op("fuse.reduce_sum", [value], "axes = %s%s" % (
+    total = t.g.op("fuse.reduce_sum", [t.v(x)], "axes = %s%s" % (
         _i64(axes), ", keep_dims" if keepdim else ""))
-    return wrap(t.g.mul(total, t.constant(1.0 / count, x)))
+    return t.g.mul(total, t.constant(1.0 / count, x))
 
 
 # ---- GEMMs and convolutions -----------------------------------------------
