@@ -159,7 +159,8 @@ class Translator:
             self._keep(node, result)
             return result
         else:
-            rule = RULES.get(getattr(node.target, "overloadpacket", None))
+            rule = RULES.get(getattr(node.target, "overloadpacket",
+                                     node.target))
             if rule is None:
                 raise Unsupported("no rule for %s" % _op_name(node))
             try:
@@ -234,6 +235,103 @@ def _reshape(t, node, x, *args, **kwargs):
     if value is None and x in t.nhwc and tuple(_val(x).shape[2:]) == (1, 1):
         value = t.nhwc[x]  # [N, 1, 1, C]: the elements in NCHW's order
     return t.g.reshape(t.v(x) if value is None else value, list(shape))
+
+
+# Copies of a broadcast value, at most: past it, the concatenation's operand
+# list grows without bound.
+_EXPAND_COPIES = 256
+
+
+@rule(aten.expand, aten.expand_copy)
+def _expand(t, node, x, size, implicit=False):
+    """Size-1 axes broadcast to n: n copies concatenated (a class token
+    expanded to the batch); new leading axes are size-1 axes first."""
+    shape, _ = _tensor_meta(node)
+    value = t.v(x)
+    rank = _rank(x)
+    if rank < len(shape):
+        value = t.g.reshape(value, [1] * (len(shape) - rank) +
+                            list(_val(x).shape))
+    current = [1] * (len(shape) - rank) + list(_val(x).shape)
+    for axis, (have, want) in enumerate(zip(current, shape)):
+        if have == want:
+            continue
+        if have != 1 or want > _EXPAND_COPIES:
+            raise Unsupported("expand of an axis of %d to %d (fusec copies "
+                              "a size-1 axis up to %d times)"
+                              % (have, want, _EXPAND_COPIES))
+        value = t.g.concat([value] * want, axis)
+    return value
+
+
+def rms_norm(x, eps, weight=None):
+    """x / sqrt(mean(x^2 over the last axis) + eps), times weight if given:
+    what the backend puts in place of a hand-written RMSNorm's ATen ops
+    (fusec.torch), so that one fuse.rms_norm takes them. PyTorch runs this
+    where fusec does not."""
+    y = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)
+    return y if weight is None else y * weight
+
+
+@rule(rms_norm)
+def _rms_norm(t, node, x, eps, weight=None):
+    return t.g.rms_norm(t.v(x), None if weight is None else t.v(weight),
+                        float(eps))
+
+
+def fold_rms_norms(graph):
+    """Rewrites x * rsqrt(mean(x^2, -1, keepdim) + eps) (either order of the
+    product) into rms_norm(x, eps), where the rsqrt has no other users.
+    Returns how many it rewrote."""
+    def target(n, *packets):
+        return isinstance(n, torch.fx.Node) and n.op == "call_function" and \
+            getattr(n.target, "overloadpacket", None) in packets
+
+    folded = 0
+    for r in list(graph.nodes):
+        if not target(r, aten.rsqrt):
+            continue
+        a = r.args[0]
+        if not (target(a, aten.add) and len(a.args) == 2 and
+                isinstance(a.args[1], (int, float)) and
+                a.kwargs.get("alpha", 1) == 1):
+            continue
+        m = a.args[0]
+        if not (target(m, aten.mean) and len(m.args) >= 2 and
+                list(m.args[1]) in ([-1], [_rank(m.args[0]) - 1]) and
+                (m.args[2] if len(m.args) > 2 else
+                 m.kwargs.get("keepdim", False))):
+            continue
+        p = m.args[0]
+        if not (target(p, aten.pow) and p.args[1] == 2):
+            continue
+        x = p.args[0]
+        muls = list(r.users)
+        if not muls or any(
+                not target(u, aten.mul) or set(u.args) != {x, r}
+                or u.kwargs for u in muls):
+            continue
+        for u in muls:
+            with graph.inserting_before(u):
+                n = graph.call_function(rms_norm, (x, a.args[1]))
+            n.meta.update(u.meta)
+            u.replace_all_uses_with(n)
+            graph.erase_node(u)
+            folded += 1
+            # The learned scale: a product with a vector along the last axis
+            # of the same dtype.
+            (s,) = n.users if len(n.users) == 1 else (None,)
+            if target(s, aten.mul) and not s.kwargs and n in s.args:
+                w = s.args[1] if s.args[0] is n else s.args[0]
+                if isinstance(w, torch.fx.Node) and _val(w) is not None and \
+                        _val(w).dim() == 1 and \
+                        _val(w).shape[0] == _val(n).shape[-1] and \
+                        _val(w).dtype == _val(n).dtype == _val(s).dtype:
+                    n.args = (x, a.args[1], w)
+                    n.meta.update(s.meta)
+                    s.replace_all_uses_with(n)
+                    graph.erase_node(s)
+    return folded
 
 
 @rule(aten.clone, aten.alias, aten.alias_copy, aten.detach,

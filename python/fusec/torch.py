@@ -673,6 +673,9 @@ def _trace(gm, example_inputs):
     placeholders = [n for n in traced.graph.nodes if n.op == "placeholder"]
     no_grad_inputs = {n for n, x in zip(placeholders, example_inputs)
                       if not (isinstance(x, torch.Tensor) and x.requires_grad)}
+    from . import _fx
+    traced.graph.eliminate_dead_code()  # functionalization's dead aliases
+    _fx.fold_rms_norms(traced.graph)
     for node in traced.graph.nodes:
         if node.target is torch.ops.aten.detach_copy.default:
             # No autograd formula ("not implemented"); with the mutations

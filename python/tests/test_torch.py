@@ -396,6 +396,47 @@ class BackendTest(unittest.TestCase):
         self.assertEqual(counters["stats"]["unique_graphs"], 1)
         self.assertEqual(len(ft.reports()) - before, 3)
 
+    def test_rms_norm_and_class_token_are_taken(self):
+        # A hand-written RMSNorm (x * rsqrt(mean(x^2) + eps) * w) becomes one
+        # fuse.rms_norm; a class token expanded to the batch, copies
+        # concatenated. Both in training, against eager.
+        class M(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.token = torch.nn.Parameter(torch.randn(1, 1, 24))
+                self.weight = torch.nn.Parameter(torch.rand(24) + 0.5)
+                self.fc = torch.nn.Linear(24, 16)
+
+            def forward(self, x):
+                x = torch.cat([self.token.expand(x.shape[0], -1, -1), x], 1)
+                y = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6)
+                return self.fc(y * self.weight)
+
+        m = M()
+        x = torch.randn(3, 7, 24, requires_grad=True)
+        ref = m(x)
+        ref.square().sum().backward()
+        want = [x.grad.clone()] + [p.grad.clone() for p in m.parameters()]
+        m.zero_grad()
+        x.grad = None
+        y = self._compile(m)(x)
+        y.square().sum().backward()
+        _close(self, y, ref, 1e-5)
+        for g, w in zip([x.grad] + [p.grad for p in m.parameters()], want):
+            _close(self, g, w, 1e-4)
+        rep = ft.reports()[-1]
+        self.assertEqual(rep.taken, rep.ops, str(rep))
+        self.assertIn("rms_norm", str(rep))
+        self.assertNotIn("rsqrt", str(rep))
+
+    def test_a_wide_expand_is_left_with_the_reason(self):
+        def f(x, w):
+            return x.expand(300, 8) * w
+        x, w = torch.randn(1, 8), torch.randn(300, 8)
+        _close(self, self._compile(f)(x, w), f(x, w), 1e-6)
+        self.assertIn("expand of an axis of 1 to 300",
+                      str(ft.reports()[-1]))
+
     def test_graph_traces_through_aot_autograd(self):
         # mode="reduce-overhead" hands the rewritten graph to AOTAutograd
         # (then to cudagraph trees): fusec's ops, their constants and the
