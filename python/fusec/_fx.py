@@ -350,22 +350,43 @@ def _promoted(t, node, arg, nhwc=False):
     _, target = _tensor_meta(node)
     if not isinstance(arg, torch.fx.Node):
         return t.v(arg, node)
-    value = t.v_nhwc(arg) if nhwc and _rank(arg) == 4 else t.v(arg)
+    value = _nhwc_operand(t, arg) if nhwc else t.v(arg)
     _, dtype = _tensor_meta(arg)
     return value if dtype == target else t.g.cast(value, target)
 
 
+def _nhwc_operand(t, arg):
+    """An operand of a 4-D elementwise node in NHWC: a 4-D value's
+    permutation (which broadcasts as it did); a lower-rank one (a [C, 1, 1]
+    bias) with the leading size-1 axes broadcasting adds, then permuted;
+    one element as it is."""
+    shape = list(_val(arg).shape)
+    if len(shape) == 4:
+        return t.v_nhwc(arg)
+    if len(shape) <= 1 and _val(arg).numel() == 1:
+        return t.v(arg)
+    full = [1] * (4 - len(shape)) + shape
+    return t.g.transpose(t.g.reshape(t.v(arg), full), _TO_NHWC)
+
+
 def _in_nhwc(t, node, operands):
     """Whether an elementwise node runs on NHWC values: one operand has
-    them, and every tensor operand has the node's 4-D shape or one
-    element (which broadcasts the same in either layout)."""
+    them, the result is 4-D, and every tensor operand broadcasts to it (a
+    squeeze-and-excitation scale [N, C, 1, 1], a [C, 1, 1] bias)."""
     tensors = [a for a in operands if isinstance(a, torch.fx.Node)]
     if not any(a in t.nhwc for a in tensors):
         return False
     shape = tuple(_val(node).shape)
-    return len(shape) == 4 and all(
-        tuple(_val(a).shape) == shape or
-        (_rank(a) <= 1 and _val(a).numel() == 1) for a in tensors)
+    if len(shape) != 4:
+        return False
+    for a in tensors:
+        have = tuple(_val(a).shape)
+        if len(have) > 4:
+            return False
+        have = (1,) * (4 - len(have)) + have
+        if any(h not in (1, s) for h, s in zip(have, shape)):
+            return False
+    return True
 
 
 def _binary(name):

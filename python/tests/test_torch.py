@@ -334,6 +334,44 @@ class BackendTest(unittest.TestCase):
         self.assertEqual(len(rep.kernels), 1, str(rep))
         self.assertEqual(rep.failed, [])
 
+    def test_squeeze_excitation_in_nhwc(self):
+        # Inside, NHWC: a [N, C, 1, 1] scale and a [C, 1, 1] bias broadcast
+        # against NHWC values; training gradients and statistics as eager's.
+        class SE(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.c = torch.nn.Conv2d(3, 16, 3, padding=1, bias=False)
+                self.bn = torch.nn.BatchNorm2d(16)
+                self.fc1 = torch.nn.Conv2d(16, 4, 1)
+                self.fc2 = torch.nn.Conv2d(4, 16, 1)
+                self.bias = torch.nn.Parameter(torch.randn(16, 1, 1))
+
+            def forward(self, x):
+                y = F.relu(self.bn(self.c(x)))
+                w = torch.sigmoid(self.fc2(F.relu(self.fc1(
+                    y.mean((2, 3), keepdim=True)))))
+                return (y * w + self.bias).mean((2, 3))
+
+        m = SE().train()
+        x = torch.randn(4, 3, 10, 10)
+        state = {k: v.clone() for k, v in m.state_dict().items()}
+        ref = m(x)
+        ref.square().sum().backward()
+        want = [p.grad.clone() for p in m.parameters()]
+        stats = [b.clone() for b in m.buffers()]
+        m.load_state_dict(state)
+        m.zero_grad()
+        y = self._compile(m)(x)
+        y.square().sum().backward()
+        _close(self, y, ref, 1e-5)
+        for p, w in zip(m.parameters(), want):
+            _close(self, p.grad, w, 1e-4)
+        for b, w in zip(m.buffers(), stats):
+            _close(self, b.float(), w.float(), 1e-6)
+        rep = ft.reports()[-1]
+        self.assertTrue(rep.channels_last)
+        self.assertEqual(len(rep.kernels), 1, str(rep))
+
     def test_channels_last_input(self):
         m = _ConvNet().eval()
         x = torch.randn(2, 3, 16, 16).to(memory_format=torch.channels_last)
