@@ -247,6 +247,25 @@ class BackendTest(unittest.TestCase):
         options.setdefault("compile_options", {"arch": "sm_90"})
         return torch.compile(model, backend="fusec", options=options)
 
+    def _trains_like_eager(self, m, x):
+        """One step of `m` compiled against eager from the same state: the
+        output, every parameter's gradient and every buffer (running
+        statistics, num_batches_tracked)."""
+        state = {k: v.clone() for k, v in m.state_dict().items()}
+        ref = m(x)
+        ref.square().sum().backward()
+        want = [p.grad.clone() for p in m.parameters()]
+        buffers = [b.clone() for b in m.buffers()]
+        m.load_state_dict(state)
+        m.zero_grad()
+        y = self._compile(m)(x)
+        y.square().sum().backward()
+        _close(self, y, ref, 1e-5)
+        for p, w in zip(m.parameters(), want):
+            _close(self, p.grad, w, 1e-4)
+        for b, w in zip(m.buffers(), buffers):
+            _close(self, b.float(), w.float(), 1e-6)
+
     def test_transformer_block_trains_like_eager(self):
         m = _Block()
         x = torch.randn(2, 16, 32, requires_grad=True)
@@ -312,21 +331,7 @@ class BackendTest(unittest.TestCase):
         # included, and the spatial mean a global average pool: one
         # partition; only num_batches_tracked's int64 update is PyTorch's.
         m = _ConvNet().train()
-        x = torch.randn(8, 3, 16, 16)
-        state = {k: v.clone() for k, v in m.state_dict().items()}
-        ref = m(x)
-        ref.square().sum().backward()
-        want = [p.grad.clone() for p in m.parameters()]
-        stats = [m.bn.running_mean.clone(), m.bn.running_var.clone()]
-        m.load_state_dict(state)
-        m.zero_grad()
-        y = self._compile(m)(x)
-        y.square().sum().backward()
-        _close(self, y, ref, 1e-5)
-        for p, w in zip(m.parameters(), want):
-            _close(self, p.grad, w, 1e-4)
-        _close(self, m.bn.running_mean, stats[0], 1e-6)
-        _close(self, m.bn.running_var, stats[1], 1e-6)
+        self._trains_like_eager(m, torch.randn(8, 3, 16, 16))
         self.assertEqual(int(m.bn.num_batches_tracked), 1)
         rep = ft.reports()[-1]
         self.assertNotIn("native_batch_norm", str(rep))
@@ -352,22 +357,7 @@ class BackendTest(unittest.TestCase):
                     y.mean((2, 3), keepdim=True)))))
                 return (y * w + self.bias).mean((2, 3))
 
-        m = SE().train()
-        x = torch.randn(4, 3, 10, 10)
-        state = {k: v.clone() for k, v in m.state_dict().items()}
-        ref = m(x)
-        ref.square().sum().backward()
-        want = [p.grad.clone() for p in m.parameters()]
-        stats = [b.clone() for b in m.buffers()]
-        m.load_state_dict(state)
-        m.zero_grad()
-        y = self._compile(m)(x)
-        y.square().sum().backward()
-        _close(self, y, ref, 1e-5)
-        for p, w in zip(m.parameters(), want):
-            _close(self, p.grad, w, 1e-4)
-        for b, w in zip(m.buffers(), stats):
-            _close(self, b.float(), w.float(), 1e-6)
+        self._trains_like_eager(SE().train(), torch.randn(4, 3, 10, 10))
         rep = ft.reports()[-1]
         self.assertTrue(rep.channels_last)
         self.assertEqual(len(rep.kernels), 1, str(rep))
