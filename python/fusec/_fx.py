@@ -281,7 +281,8 @@ def _rms_norm(t, node, x, eps, weight=None):
 
 def fold_rms_norms(graph):
     """Rewrites x * rsqrt(mean(x^2, -1, keepdim) + eps) (either order of the
-    product) into rms_norm(x, eps), where the rsqrt has no other users.
+    product) into rms_norm(x, eps), where the rsqrt has no other users, and a
+    following product with a weight vector into rms_norm(x, eps, weight).
     Returns how many it rewrote."""
     def target(n, *packets):
         return isinstance(n, torch.fx.Node) and n.op == "call_function" and \
