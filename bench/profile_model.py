@@ -9,7 +9,7 @@ bench/torch_models.py.
     python3 bench/profile_model.py resnet50 --impl inductor --device cuda
 
 Prints, per call (inference) or step (forward, loss and backward):
-- the wall time (CUDA events) and the sum of the kernels' durations; their
+- the wall time (CUDA events, with and without the profiler) and the sum of the kernels' durations; their
   difference is time the GPU waited on the host or on launches;
 - the kernels with the most time;
 - the host operators with the most self time (what the CPU did between
@@ -68,6 +68,10 @@ def main():
     amp = torch.autocast(a.device, dtype=torch.bfloat16)
 
     def step():
+        if a.mode == "reduce-overhead":
+            # A new iteration: cudagraph trees may reuse the last one's
+            # outputs (what a training loop's optimizer step would mark).
+            torch.compiler.cudagraph_mark_step_begin()
         if not a.train:
             with torch.no_grad(), amp:
                 fn(*args)
@@ -77,14 +81,24 @@ def main():
             loss = F.cross_entropy(
                 logits.float().flatten(0, -2) if logits.dim() > 2
                 else logits.float(), labels.to(a.device).flatten())
+        model.zero_grad(set_to_none=True)
         loss.backward()
 
     for _ in range(3):  # compiles, captures, warms up
         step()
+    out = {"model": a.model, "train": a.train, "impl": a.impl,
+           "mode": a.mode, "device": a.device, "steps": a.steps}
     if cuda:
         torch.cuda.synchronize()
         start = torch.cuda.Event(enable_timing=True)
         end = torch.cuda.Event(enable_timing=True)
+        # The profiler slows the host down: the wall time without it first.
+        start.record()
+        for _ in range(a.steps):
+            step()
+        end.record()
+        torch.cuda.synchronize()
+        out["unprofiled_wall_ms"] = start.elapsed_time(end) / a.steps
     from torch.profiler import ProfilerActivity, profile
     activities = [ProfilerActivity.CPU] + \
         ([ProfilerActivity.CUDA] if cuda else [])
@@ -97,8 +111,6 @@ def main():
             end.record()
             torch.cuda.synchronize()
     events = prof.key_averages()
-    out = {"model": a.model, "train": a.train, "impl": a.impl,
-           "mode": a.mode, "device": a.device, "steps": a.steps}
     what = "step" if a.train else "call"
     print("== %s %s, %s %s" % (a.model, what, a.impl, a.mode))
     if cuda:
@@ -107,8 +119,10 @@ def main():
         kernel_us = sum(e.device_time_total for e in kernels) / a.steps
         out["wall_ms"] = start.elapsed_time(end) / a.steps
         out["kernel_ms"] = kernel_us / 1e3
-        print("wall %.3f ms per %s, kernels %.3f ms (the GPU idle %.0f%%)"
-              % (out["wall_ms"], what, out["kernel_ms"],
+        print("wall %.3f ms per %s (%.3f ms unprofiled), kernels %.3f ms "
+              "(the GPU idle %.0f%% under the profiler)"
+              % (out["wall_ms"], what, out["unprofiled_wall_ms"],
+                 out["kernel_ms"],
                  100 * max(0.0, 1 - out["kernel_ms"] / out["wall_ms"])))
         kernels.sort(key=lambda e: -e.device_time_total)
         out["kernels"] = [(e.key, e.device_time_total / a.steps,
