@@ -328,20 +328,41 @@ class Op:
         saved = output[len(self.results):]
         if saved:
             ctx.mark_non_differentiable(*saved)
+        # Results without a gradient stay None (not zeros the size of each
+        # result and saved tensor, made and filled at every backward).
+        ctx.set_materialize_grads(False)
         # Only the results the backward plan reads: fewer tensors kept, and
         # an in-place op on another result (a ReLU(inplace=True)) is fine.
         ctx.kept = sorted(set(self.forward_results))
-        ctx.save_for_backward(*args, *[output[r] for r in ctx.kept], *saved)
+        # Likewise only the arguments it reads on CUDA (the CPU backward
+        # recomputes the forward from all of them).
+        ctx.args = self._kept_args(args[0].device)
+        ctx.device = args[0].device
+        ctx.save_for_backward(*[args[a] for a in ctx.args],
+                              *[output[r] for r in ctx.kept], *saved)
+
+    def _kept_args(self, device):
+        if device.type == "cpu":
+            return list(range(len(self.args)))
+        return sorted(set(self.forward_args))
 
     def _backward(self, ctx, grads):
         tensors = ctx.saved_tensors
-        n_args, n_kept = len(self.args), len(ctx.kept)
-        args = tensors[:n_args]
+        n_args, n_kept = len(ctx.args), len(ctx.kept)
+        device = ctx.device
+        # The backward reads no other argument or result: empty stand-ins,
+        # one per dtype.
+        empty = {}
+
+        def stand_in(dtype):
+            if dtype not in empty:
+                empty[dtype] = torch.empty(0, dtype=dtype, device=device)
+            return empty[dtype]
+        args = [stand_in(dtype) for _, dtype in self.args]
+        for a, t in zip(ctx.args, tensors[:n_args]):
+            args[a] = t
         kept, saved = tensors[n_args:n_args + n_kept], tensors[n_args + n_kept:]
-        device = args[0].device
-        # The backward reads no other result: empty stand-ins.
-        results = [torch.empty(0, dtype=dtype, device=device)
-                   for _, dtype in self.results]
+        results = [stand_in(dtype) for _, dtype in self.results]
         for r, t in zip(ctx.kept, kept):
             results[r] = t
         given = []
@@ -351,7 +372,7 @@ class Op:
             given.append(torch.zeros(shape, dtype=dtype, device=device)
                          if g is None else g)
         out = self.bwd_op([*args, *results, *saved, *given])
-        gradients = [None] * n_args
+        gradients = [None] * len(self.args)
         for a, g in zip(self.wrt, out):
             gradients[a] = g
         return gradients
@@ -488,11 +509,15 @@ class _Runner(torch.nn.Module):
 
     def forward(self, *args):
         targets = [args[i] for i in self.updates]
-        if targets:
-            # Autograd keeps the op's inputs for its backward; the buffers
-            # change below, so the op reads copies.
+        # Autograd keeps the inputs the op's backward reads; those of the
+        # buffers, which change below, must be copies.
+        kept = set()
+        if targets and torch.is_grad_enabled() and \
+                getattr(self.fusec_op, "training", None) is not None:
+            kept = set(self.fusec_op._kept_args(args[0].device))
+        if kept.intersection(self.updates):
             args = list(args)
-            for i in self.updates:
+            for i in kept.intersection(self.updates):
                 args[i] = args[i].clone()
             args = tuple(args)
         if self.constants:
@@ -813,6 +838,71 @@ def _is_fake(x):
     return is_fake(x)
 
 
+def _batch_write_backs(gm):
+    """The writes into inputs (running statistics, batch counters) at the
+    end of an AOTAutograd forward, as few CUDA graph nodes as possible:
+    - copy_(p, copy(p, v)) -> copy_(p, v) (functionalization copies each
+      new value twice);
+    - copy_(p, add(p, c)) for a scalar c -> one _foreach_add_ per dtype;
+    - the other copy_ into inputs -> one _foreach_copy_ per pair of dtypes.
+    A ResNet-18 step's 120 small copies and 20 adds become 3 kernels."""
+    aten = torch.ops.aten
+    graph = gm.graph
+    placeholders = {n for n in graph.nodes if n.op == "placeholder"}
+    output = next(n for n in graph.nodes if n.op == "output")
+
+    def val(n):
+        return n.meta.get("val") if isinstance(n, torch.fx.Node) else None
+
+    def same(a, b):
+        a, b = val(a), val(b)
+        return a is not None and b is not None and a.shape == b.shape and \
+            a.dtype == b.dtype and a.device == b.device
+
+    writes = [n for n in graph.nodes if n.target is aten.copy_.default and
+              n.args[0] in placeholders and not n.users]
+    for w in writes:
+        src = w.args[1]
+        if src.target is aten.copy.default and same(src, src.args[1]) and \
+                len(src.users) == 1:
+            w.replace_input_with(src, src.args[1])
+            graph.erase_node(src)
+    adds, copies = {}, {}
+    for w in writes:
+        dst, src = w.args[0], w.args[1]
+        if src.target is aten.add.Tensor and src.args[0] is dst and \
+                len(src.users) == 1 and isinstance(src.args[1], (int, float)) \
+                and same(src, dst) and not src.kwargs:
+            adds.setdefault((val(dst).dtype, src.args[1]), []).append(w)
+        elif val(dst) is not None and val(src) is not None:
+            copies.setdefault((val(dst).dtype, val(src).dtype, val(dst).device),
+                              []).append(w)
+    changed = False
+    with graph.inserting_before(output):
+        for (_, c), ws in adds.items():
+            if len(ws) < 2:
+                continue
+            graph.call_function(aten._foreach_add_.Scalar,
+                                ([w.args[0] for w in ws], c))
+            for w in ws:
+                add = w.args[1]
+                graph.erase_node(w)
+                graph.erase_node(add)
+            changed = True
+        for ws in copies.values():
+            if len(ws) < 2:
+                continue
+            graph.call_function(aten._foreach_copy_.default,
+                                ([w.args[0] for w in ws],
+                                 [w.args[1] for w in ws]))
+            for w in ws:
+                graph.erase_node(w)
+            changed = True
+    if changed or writes:
+        graph.lint()
+        gm.recompile()
+
+
 def _graphed(fused, inputs):
     """The rewritten graph replayed from CUDA graphs, by the machinery of
     torch.compile's reduce-overhead: AOTAutograd splits it into a forward
@@ -835,8 +925,9 @@ def _graphed(fused, inputs):
     device = cg.BoxedDeviceIndex(None)
     graphed = cg.BoxedBool(True)
 
-    def capture(model, aot_inputs, static_idxs, is_backward, is_inference):
-        mutated = cg.find_input_mutations(model.graph) - set(static_idxs)
+    def capture(model, aot_inputs, static_idxs, is_backward, is_inference,
+                mutated_idxs):
+        mutated = mutated_idxs - set(static_idxs)
         if mutated and not torch._dynamo.config.\
                 cudagraph_backend_support_input_mutation:
             return None
@@ -846,17 +937,21 @@ def _graphed(fused, inputs):
             is_inference=is_inference,
             stack_traces=cg.get_stack_traces(model),
             placeholders=cg.get_placeholder_info(model.graph),
-            mutated_input_idxs=cg.find_input_mutations(model.graph))
+            mutated_input_idxs=mutated_idxs)
         out._boxed_call = True
         return out
 
     def forward(model, aot_inputs, is_inference=False):
+        # Found before batching: find_input_mutations reads single tensors,
+        # not the lists of the _foreach ops.
+        mutated = cg.find_input_mutations(model.graph)
+        _batch_write_backs(model)
         # Inputs AOTAutograd adds (lifted parameters) come first.
         extra = len(aot_inputs) - len(inputs)
         device.set(cg.get_device_index(model))
         out = capture(model, aot_inputs,
                       list(range(extra)) + [extra + i for i in static],
-                      False, is_inference)
+                      False, is_inference, mutated)
         if out is None:
             cg.BoxedBool.disable(graphed)
             cg.log_cudagraph_skip_and_bump_counter(
@@ -868,7 +963,8 @@ def _graphed(fused, inputs):
         if not graphed:
             return model
         out = capture(model, aot_inputs,
-                      list(range(cg.count_tangents(model))), True, False)
+                      list(range(cg.count_tangents(model))), True, False,
+                      cg.find_input_mutations(model.graph))
         if out is None:
             # As PyTorch's backend: the forward ran in the tree.
             manager = torch._inductor.cudagraph_trees.get_manager(
@@ -884,8 +980,9 @@ def _graphed(fused, inputs):
     compiler = aot_autograd(
         fw_compiler=forward, bw_compiler=backward,
         inference_compiler=functools.partial(forward, is_inference=True),
-        keep_inference_input_mutations=torch._dynamo.config.
-        cudagraph_backend_keep_input_mutation)
+        # Writes into parameters and buffers (running statistics) stay in
+        # the graph, replayed with it, rather than copied after each call.
+        keep_inference_input_mutations=True)
     # Traced with autocast off: the graph already holds autocast's casts.
     with torch.autocast("cuda", enabled=False), \
             torch.autocast("cpu", enabled=False):

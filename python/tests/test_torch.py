@@ -469,7 +469,8 @@ class BackendTest(unittest.TestCase):
         # mode="reduce-overhead" hands the rewritten graph to AOTAutograd
         # (then to cudagraph trees): fusec's ops, their constants and the
         # running-statistics write-backs must trace. Here with no-op
-        # compilers, on the CPU.
+        # compilers, on the CPU; the forward's writes into buffers batched
+        # as reduce-overhead batches them.
         import torch._dynamo
         from functorch.compile import make_boxed_func
         from torch._dynamo.backends.common import aot_autograd
@@ -479,14 +480,24 @@ class BackendTest(unittest.TestCase):
             traced.append(gm)
             return make_boxed_func(gm)
 
+        def fw(gm, inputs):
+            ft._batch_write_backs(gm)
+            return nop(gm, inputs)
+
         def via_aot(gm, inputs):
             fused, _, _ = ft._compile_graph(
                 gm, inputs, {"compile_options": {"arch": "sm_90"}})
-            return aot_autograd(fw_compiler=nop, bw_compiler=nop)(
+            return aot_autograd(fw_compiler=fw, bw_compiler=nop,
+                                keep_inference_input_mutations=True)(
                 fused, inputs)
 
+        two_bns = torch.nn.Sequential(
+            torch.nn.Conv2d(3, 8, 3, bias=False), torch.nn.BatchNorm2d(8),
+            torch.nn.ReLU(), torch.nn.Conv2d(8, 4, 3, bias=False),
+            torch.nn.BatchNorm2d(4), torch.nn.Conv2d(4, 2, 1)).train()
         for m, x in ((_Block(), torch.randn(2, 16, 32)),
-                     (_ConvNet().train(), torch.randn(8, 3, 16, 16))):
+                     (_ConvNet().train(), torch.randn(8, 3, 16, 16)),
+                     (two_bns, torch.randn(4, 3, 9, 9))):
             x.requires_grad_()
             state = {k: v.clone() for k, v in m.state_dict().items()}
             ref = m(x)
@@ -508,6 +519,12 @@ class BackendTest(unittest.TestCase):
                 _close(self, b.float(), w.float(), 1e-6)
         code = "".join(g.code for g in traced)
         self.assertIn("torch.ops.fusec.", code)
+        # Two batch norms: their four running statistics in one copy, the
+        # two batch counters in one add.
+        self.assertIn("torch.ops.aten._foreach_copy_", traced[-2].code)
+        self.assertIn("torch.ops.aten._foreach_add_", traced[-2].code)
+        self.assertNotIn("aten.copy", traced[-2].code.replace(
+            "_foreach_copy_", ""))
         self.assertIn("_bwd.default", code)
 
     def test_modes_and_options_are_checked(self):
