@@ -15,8 +15,9 @@ infer: each model's forward under no_grad and bf16 autocast, with fusec
 train: training steps with AMP bf16 (forward and backward compiled, the
   optimizer eager), the loss of each step beside eager's from the same
   weights and data, and the final weights' distance (also for fusec's
-  reduce-overhead); then step times beside eager, a CUDA-graph replay of
-  eager's step and the --against modes.
+  reduce-overhead); then the times of a step (gradients set to None,
+  forward, loss, backward; no optimizer) beside eager, a CUDA-graph replay
+  of eager's step and the --against modes.
 coverage: what the backend takes of each model, without timing (on CPU the
   partitions run on the reference interpreter, so keep --quick shapes).
 Times are CUDA-event medians over --repeat calls after warm-up, in one
@@ -394,6 +395,12 @@ def train(name, device, quick, steps, repeat, against, out):
     row["max_weight_relerr"] = max(dists)
     if device == "cuda":
         def step(f):
+            # A training loop's step without the optimizer: a new
+            # iteration for cudagraph trees (reduce-overhead modes), the
+            # gradients cleared (zero_grad's set_to_none), forward, loss
+            # and backward.
+            torch.compiler.cudagraph_mark_step_begin()
+            model.zero_grad(set_to_none=True)
             xb, yb = batches[0]
             with torch.autocast(device, dtype=torch.bfloat16):
                 logits = f(xb)
