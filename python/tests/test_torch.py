@@ -105,6 +105,15 @@ class _ConvNet(torch.nn.Module if torch else object):
         return self.fc(x.mean((2, 3)))
 
 
+def _two_bns():
+    # Two batch norms: running statistics and batch counters that the
+    # reduce-overhead forward writes back in batches.
+    return torch.nn.Sequential(
+        torch.nn.Conv2d(3, 8, 3, bias=False), torch.nn.BatchNorm2d(8),
+        torch.nn.ReLU(), torch.nn.Conv2d(8, 4, 3, bias=False),
+        torch.nn.BatchNorm2d(4), torch.nn.Conv2d(4, 2, 1))
+
+
 @unittest.skipUnless(torch is not None, "needs PyTorch")
 class CustomOpTest(unittest.TestCase):
     """fusec.torch.op on CPU tensors (the reference interpreter)."""
@@ -491,13 +500,9 @@ class BackendTest(unittest.TestCase):
                                 keep_inference_input_mutations=True)(
                 fused, inputs)
 
-        two_bns = torch.nn.Sequential(
-            torch.nn.Conv2d(3, 8, 3, bias=False), torch.nn.BatchNorm2d(8),
-            torch.nn.ReLU(), torch.nn.Conv2d(8, 4, 3, bias=False),
-            torch.nn.BatchNorm2d(4), torch.nn.Conv2d(4, 2, 1)).train()
         for m, x in ((_Block(), torch.randn(2, 16, 32)),
                      (_ConvNet().train(), torch.randn(8, 3, 16, 16)),
-                     (two_bns, torch.randn(4, 3, 9, 9))):
+                     (_two_bns().train(), torch.randn(4, 3, 9, 9))):
             x.requires_grad_()
             state = {k: v.clone() for k, v in m.state_dict().items()}
             ref = m(x)
@@ -809,9 +814,11 @@ class CudaTest(unittest.TestCase):
         # graphs, against the same steps in eager mode.
         import torch._dynamo
         from torch._dynamo.utils import counters
-        for make, shape in ((_Block, (4, 128, 64)), (_ConvNet, (8, 3, 16, 16))):
+        for make, shape in ((lambda: _Block(64, 4), (4, 128, 64)),
+                            (_ConvNet, (8, 3, 16, 16)),
+                            (_two_bns, (4, 3, 9, 9))):
             torch.manual_seed(0)
-            m = (make(64, 4) if make is _Block else make()).cuda().train()
+            m = make().cuda().train()
             eager = copy.deepcopy(m)
             xs = [torch.randn(shape, device="cuda") for _ in range(3)]
             torch._dynamo.reset()
