@@ -595,11 +595,26 @@ def _mean(t, node, x, dims=None, keepdim=False, dtype=None):
 
 # ---- GEMMs and convolutions -----------------------------------------------
 
+def _packet(node):
+    return getattr(node.target, "overloadpacket", None) \
+        if isinstance(node, torch.fx.Node) and node.op == "call_function" \
+        else None
+
+
 def _transposed_weight(t, w):
-    """The [out, in] weight W when `w` is t(W) of a 2-D W, else None."""
-    if isinstance(w, torch.fx.Node) and w.op == "call_function" and \
-            getattr(w.target, "overloadpacket", None) in (aten.t, aten.t_copy) \
-            and w.args[0] in t.values and _rank(w.args[0]) == 2:
+    """The [out, in] weight W when `w` is t(W) of a 2-D W, else None. Also
+    when `w` is a cast of t(W) (autocast casts the transposed weight): then
+    the cast of W, so that the GEMM reads W's [out, in] layout and no
+    kernel transposes the weight at every call."""
+    if _packet(w) is aten._to_copy and len(w.args) == 1 and \
+            set(w.kwargs) <= {"dtype"} and len(w.args[0].users) == 1:
+        weight = _transposed_weight(t, w.args[0])
+        if weight is None:
+            return None
+        _, target = _tensor_meta(w)
+        return t.g.cast(weight, target)
+    if _packet(w) in (aten.t, aten.t_copy) and w.args[0] in t.values and \
+            _rank(w.args[0]) == 2:
         return t.values[w.args[0]]
     return None
 

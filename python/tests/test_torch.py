@@ -552,6 +552,38 @@ class BackendTest(unittest.TestCase):
             _close(self, y, m(x), 1e-6)
         self.assertFalse(ft.reports()[-1].cudagraphs)
 
+    def test_autocast_linear_reads_its_weight_in_place(self):
+        # Autocast's trace casts the transposed weight, _to_copy(t(W)): the
+        # partition casts W and its GEMM reads W's [out, in] layout, with
+        # no kernel transposing the weight at every call.
+        torch.manual_seed(0)
+        m = torch.nn.Sequential(torch.nn.Linear(32, 48, bias=False),
+                                torch.nn.GELU(), torch.nn.Linear(48, 16))
+        x = torch.randn(4, 32)
+        with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
+            ref = m(x)
+            y = self._compile(m)(x)
+        _close(self, y.float(), ref.float(), 3e-2)
+        kernels = [k for _, _, names, _, _ in ft.reports()[-1].kernels
+                   for k in names]
+        self.assertEqual(sum("linear" in k for k in kernels), 2, kernels)
+        self.assertFalse(any("transpose" in k for k in kernels), kernels)
+        # The same in a training step: the gradients of both weights.
+        xs = x.clone().requires_grad_()
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            ref = m(xs)
+        ref.float().square().sum().backward()
+        want = [xs.grad.clone()] + [p.grad.clone() for p in m.parameters()]
+        m.zero_grad()
+        xs.grad = None
+        torch._dynamo.reset()
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            y = self._compile(m)(xs)
+        y.float().square().sum().backward()
+        self.assertTrue(ft.reports()[-1].training)
+        for g, w in zip([xs.grad] + [p.grad for p in m.parameters()], want):
+            _close(self, g, w, 3e-2)
+
     def test_autocast_bfloat16(self):
         m = _Block()
         x = torch.randn(2, 16, 32)
