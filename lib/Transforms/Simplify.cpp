@@ -284,6 +284,35 @@ static SmallVector<Operation *> elementwiseUsers(Value v) {
   return found;
 }
 
+/// unary(reshape(x)) -> reshape(unary(x)) for an elementwise op of one
+/// operand (an activation, a cast): a kernel ends at a reshape, so the op
+/// after it would start one more pass over memory; moved above, it joins
+/// the epilogue of the kernel that produces x (a GEMM's GELU).
+struct UnaryBeforeReshape : OpRewritePattern<ReshapeOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(ReshapeOp op,
+                                PatternRewriter &rewriter) const override {
+    if (!op->hasOneUse())
+      return failure();
+    Operation *user = *op->user_begin();
+    if (!isElementwise(user) || user->getNumOperands() != 1 ||
+        user->getNumResults() != 1 || user->getNumRegions() != 0)
+      return failure();
+    auto resultType = dyn_cast<RankedTensorType>(user->getResult(0).getType());
+    if (!resultType)
+      return failure();
+    ArrayRef<int64_t> shape = op.getInput().getType().getShape();
+    rewriter.setInsertionPoint(user);
+    Operation *moved = rewriter.clone(*user);
+    moved->setOperand(0, op.getInput());
+    moved->getResult(0).setType(
+        RankedTensorType::get(shape, resultType.getElementType()));
+    rewriter.replaceOpWithNewOp<ReshapeOp>(user, resultType,
+                                           moved->getResult(0));
+    return success();
+  }
+};
+
 /// linear(x, w1), linear(x, w2), ... -> slices of linear(x, concat(w1, w2,
 /// ...)): projections of one input (Q, K and V; gate and up) become one
 /// GEMM, which reads the weights in place, as long as all are graph
@@ -376,5 +405,6 @@ void fusec::populateFuseSimplifyPatterns(RewritePatternSet &patterns) {
   patterns.add<BatchNormToScaleShift, FoldBiasIntoConv, FoldBiasIntoLinear,
                MergeScaleShifts, MergeBiasIntoScaleShift,
                MergeScaleShiftIntoBias, MergeBiases, SplitToSlices,
-               SliceBeforeReshape, MergeSharedInputLinears>(patterns.getContext());
+               SliceBeforeReshape, UnaryBeforeReshape,
+               MergeSharedInputLinears>(patterns.getContext());
 }

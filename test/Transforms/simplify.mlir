@@ -201,3 +201,26 @@ func.func @input_as_weight(%x: tensor<8x8xf32>) -> tensor<8x1x1x8xf32> {
   %o = fuse.attention %qr, %kr, %kr : tensor<8x1x1x8xf32>, tensor<8x1x1x8xf32>, tensor<8x1x1x8xf32>
   return %o : tensor<8x1x1x8xf32>
 }
+
+// -----
+
+// An activation and a cast after a reshape move above it, into the reach of
+// the GEMM's epilogue; a reshape with another user stays where it is.
+// CHECK-LABEL: func.func @unary_before_reshape
+// CHECK: %[[L:.+]] = fuse.linear %{{.+}}, %{{.+}} : tensor<6x8xbf16>, tensor<12x8xbf16>
+// CHECK: %[[G:.+]] = fuse.gelu %[[L]] : tensor<6x12xbf16>
+// CHECK: %[[C:.+]] = fuse.cast %[[G]] : tensor<6x12xbf16> to tensor<6x12xf32>
+// CHECK: %[[R:.+]] = fuse.reshape %[[C]] : tensor<6x12xf32> to tensor<2x3x12xf32>
+// CHECK: %[[S:.+]] = fuse.reshape %[[L]] : tensor<6x12xbf16> to tensor<2x3x12xbf16>
+// CHECK: %[[T:.+]] = fuse.tanh %[[S]] : tensor<2x3x12xbf16>
+// CHECK: return %[[R]], %[[T]], %[[S]]
+func.func @unary_before_reshape(%x: tensor<6x8xbf16>, %w: tensor<12x8xbf16>)
+    -> (tensor<2x3x12xf32>, tensor<2x3x12xbf16>, tensor<2x3x12xbf16>) {
+  %0 = fuse.linear %x, %w : tensor<6x8xbf16>, tensor<12x8xbf16>
+  %1 = fuse.reshape %0 : tensor<6x12xbf16> to tensor<2x3x12xbf16>
+  %2 = fuse.gelu %1 : tensor<2x3x12xbf16>
+  %3 = fuse.cast %2 : tensor<2x3x12xbf16> to tensor<2x3x12xf32>
+  %4 = fuse.reshape %0 : tensor<6x12xbf16> to tensor<2x3x12xbf16>
+  %5 = fuse.tanh %4 : tensor<2x3x12xbf16>
+  return %3, %5, %4 : tensor<2x3x12xf32>, tensor<2x3x12xbf16>, tensor<2x3x12xbf16>
+}
