@@ -875,12 +875,14 @@ def _batch_write_backs(gm):
                 and same(src, dst) and not src.kwargs:
             adds.setdefault((val(dst).dtype, src.args[1]), []).append(w)
         elif val(dst) is not None and val(src) is not None:
-            copies.setdefault((val(dst).dtype, val(src).dtype, val(dst).device),
-                              []).append(w)
+            copies.setdefault((val(dst).dtype, val(src).dtype, val(dst).device,
+                               val(src).device), []).append(w)
     changed = False
     with graph.inserting_before(output):
         for (_, c), ws in adds.items():
-            if len(ws) < 2:
+            # One write per input in a batch: a _foreach op may run its
+            # tensors in any order.
+            if len(ws) < 2 or len({w.args[0] for w in ws}) < len(ws):
                 continue
             graph.call_function(aten._foreach_add_.Scalar,
                                 ([w.args[0] for w in ws], c))
@@ -890,7 +892,7 @@ def _batch_write_backs(gm):
                 graph.erase_node(add)
             changed = True
         for ws in copies.values():
-            if len(ws) < 2:
+            if len(ws) < 2 or len({w.args[0] for w in ws}) < len(ws):
                 continue
             graph.call_function(aten._foreach_copy_.default,
                                 ([w.args[0] for w in ws],

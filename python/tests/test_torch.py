@@ -474,6 +474,38 @@ class BackendTest(unittest.TestCase):
         self.assertIn("expand of an axis of 1 to 300",
                       str(ft.reports()[-1]))
 
+    def test_write_backs_batch(self):
+        # The writes at the end of a reduce-overhead forward: copies into
+        # inputs become one _foreach_copy_ per pair of dtypes, counter
+        # adds one _foreach_add_; an input written twice stays unbatched.
+        from torch.fx.experimental.proxy_tensor import make_fx
+        aten = torch.ops.aten
+
+        def writes(p1, p2, p3, c1, c2, v1, v2, v3):
+            p1.copy_(aten.copy(p1, v1))
+            p2.copy_(v2)
+            p3.copy_(v3)
+            p3.copy_(v3 * 2)
+            c1.copy_(c1 + 1)
+            c2.copy_(c2 + 1)
+
+        def inputs():
+            g = torch.Generator().manual_seed(0)
+            return [torch.zeros(4), torch.zeros(3), torch.zeros(2),
+                    torch.tensor(5), torch.tensor(7),
+                    torch.randn(4, generator=g), torch.randn(3, generator=g),
+                    torch.randn(2, generator=g)]
+        gm = make_fx(writes)(*inputs())
+        ft._batch_write_backs(gm)
+        self.assertEqual(gm.code.count("aten._foreach_copy_"), 1, gm.code)
+        self.assertEqual(gm.code.count("aten._foreach_add_"), 1, gm.code)
+        self.assertNotIn("aten.copy.default", gm.code)
+        want, got = inputs(), inputs()
+        writes(*want)
+        gm(*got)
+        for w, g in zip(want, got):
+            self.assertTrue(torch.equal(w, g), (w, g))
+
     def test_graph_traces_through_aot_autograd(self):
         # mode="reduce-overhead" hands the rewritten graph to AOTAutograd
         # (then to cudagraph trees): fusec's ops, their constants and the
