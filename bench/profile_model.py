@@ -11,7 +11,8 @@ bench/torch_models.py.
 Prints, per call (inference) or step (forward, loss and backward):
 - the wall time (CUDA events, with and without the profiler) and the sum of the kernels' durations; their
   difference is time the GPU waited on the host or on launches;
-- the kernels with the most time;
+- every kernel's time by kind (fusec's by the op each is anchored on,
+  the others by library), and the kernels with the most time;
 - the host operators with the most self time (what the CPU did between
   launches: PyTorch ops, fusec's custom ops, copies of inputs into CUDA
   graphs, autograd).
@@ -28,6 +29,29 @@ import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import torch_models  # noqa: E402
+
+
+_LIBRARY_KINDS = [
+    (r"nvjet|gemm|xmma|cutlass|cublas|s16816|wgmma", "library GEMM/conv"),
+    (r"sdpa|flash|fmha|attention", "library attention"),
+    (r"^triton_", "triton"),
+    (r"[Mm]emcpy|[Mm]emset", "copy/memset"),
+    (r"at::native", "ATen"),
+]
+
+
+def kind_of(name):
+    """A kernel's kind for the per-kind totals: fusec's kernels by the op
+    they are anchored on (k12_linear, bwd_k3_conv2d_filter_grad_splitk:
+    "fusec linear", "fusec conv2d_filter_grad"), the others by library."""
+    import re
+    m = re.match(r"^(?:fwd_|bwd_)?k\d+_([a-z0-9_]+?)(?:_splitk)?$", name)
+    if m:
+        return "fusec " + m.group(1)
+    for pattern, kind in _LIBRARY_KINDS:
+        if re.search(pattern, name):
+            return kind
+    return "other"
 
 
 def contender(model, impl, mode):
@@ -125,6 +149,18 @@ def main():
                  out["kernel_ms"],
                  100 * max(0.0, 1 - out["kernel_ms"] / out["wall_ms"])))
         kernels.sort(key=lambda e: -e.device_time_total)
+        # Every kernel, by kind (the list below shows the top ones only).
+        kinds = {}
+        for e in kernels:
+            us, n = kinds.get(kind_of(e.key), (0.0, 0))
+            kinds[kind_of(e.key)] = (us + e.device_time_total / a.steps,
+                                     n + e.count // a.steps)
+        out["by_kind"] = sorted(([k, us, n] for k, (us, n) in kinds.items()),
+                                key=lambda r: -r[1])
+        print("-- kernels by kind (us per %s, launches per %s)"
+              % (what, what))
+        for k, us, n in out["by_kind"]:
+            print("%9.1f  x%-4d %s" % (us, n, k))
         out["kernels"] = [(e.key, e.device_time_total / a.steps,
                            e.count // a.steps) for e in kernels[:a.top]]
         print("-- kernels (us per %s, launches per %s)" % (what, what))
