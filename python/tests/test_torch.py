@@ -506,6 +506,39 @@ class BackendTest(unittest.TestCase):
         for w, g in zip(want, got):
             self.assertTrue(torch.equal(w, g), (w, g))
 
+    def test_write_backs_keep_reads_before_writes(self):
+        # A buffer keeping another's old value (prev.copy_(cur) before
+        # cur.add_(1)), directly and through a view, through AOTAutograd
+        # as reduce-overhead runs it: the batched writes come last, so the
+        # values read from written inputs must stay copies made before.
+        from functorch.compile import aot_function, make_boxed_func
+        codes = []
+
+        def fw(gm, inputs):
+            ft._batch_write_backs(gm)
+            codes.append(gm.code)
+            return make_boxed_func(gm)
+
+        def f(x, cur, prev, prev_t, c1, c2):
+            prev.copy_(cur)
+            prev_t.copy_(cur.t())
+            cur.add_(1)
+            c1.add_(1)
+            c2.add_(1)
+            return x * 2
+
+        def inputs():
+            return [torch.randn(3), torch.arange(4.).reshape(2, 2),
+                    torch.zeros(2, 2), torch.zeros(2, 2), torch.tensor(3),
+                    torch.tensor(4)]
+        want, got = inputs(), inputs()
+        f(*want)
+        aot_function(f, fw_compiler=fw, bw_compiler=make_boxed_func,
+                     keep_inference_input_mutations=True)(*got)
+        for w, g in zip(want[1:], got[1:]):
+            self.assertTrue(torch.equal(w, g), (w, g, codes))
+        self.assertIn("aten._foreach_add_", codes[0])
+
     def test_graph_traces_through_aot_autograd(self):
         # mode="reduce-overhead" hands the rewritten graph to AOTAutograd
         # (then to cudagraph trees): fusec's ops, their constants and the
