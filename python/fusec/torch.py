@@ -338,8 +338,14 @@ class Op:
         # recomputes the forward from all of them).
         ctx.args = self._kept_args(args[0].device)
         ctx.device = args[0].device
-        ctx.save_for_backward(*[args[a] for a in ctx.args],
-                              *[output[r] for r in ctx.kept], *saved)
+        kept_args = [args[a] for a in ctx.args]
+        if ctx.device.type == "cpu":
+            # Copies: the graph may write into an argument after the call
+            # (acc.add_(x) on an input), and the CPU backward needs the
+            # values the forward read. The interpreter is for checking.
+            kept_args = [a.detach().clone() for a in kept_args]
+        ctx.save_for_backward(*kept_args, *[output[r] for r in ctx.kept],
+                              *saved)
 
     def _kept_args(self, device):
         if device.type == "cpu":
@@ -923,6 +929,12 @@ def _batch_write_backs(gm):
         gm.recompile()
 
 
+class _InputWritesOutside(Exception):
+    """A forward writes into an input that is not a parameter or buffer:
+    cudagraph trees copy such inputs in, so the write cannot replay inside
+    the graph."""
+
+
 def _graphed(fused, inputs):
     """The rewritten graph replayed from CUDA graphs, by the machinery of
     torch.compile's reduce-overhead: AOTAutograd splits it into a forward
@@ -930,18 +942,27 @@ def _graphed(fused, inputs):
     trees capture each. This is PyTorch's "cudagraphs" backend, except that
     parameters and buffers are static inputs, read in place (that backend
     copies them into the graph at every replay when dynamo inlines the
-    modules: 0.8 GB a call for a LLaMA layer's f32 weights). Anything that
-    cannot be captured (a CPU tensor, a mutated input that is not a
-    parameter or buffer) runs uncaptured, and PyTorch logs why ("skipping
-    cudagraphs due to ...")."""
-    import functools
-    from torch._dynamo.backends import cudagraphs as cg
-    from torch._dynamo.backends.common import aot_autograd
+    modules: 0.8 GB a call for a LLaMA layer's f32 weights), and that
+    writes into them (running statistics) replay inside the forward's
+    graph. A graph that writes into another input is traced again with
+    every write outside the graphs, after each replay, as that backend
+    does. Anything that cannot be captured (a CPU tensor) runs uncaptured,
+    and PyTorch logs why ("skipping cudagraphs due to ...")."""
     from torch._dynamo.utils import get_static_address_type
-    from torch._inductor.cudagraph_trees import cudagraphify_impl
     static = [i for i, x in enumerate(inputs)
               if isinstance(x, torch.nn.Parameter) or
               get_static_address_type(x) is not None]
+    try:
+        return _aot_graphed(fused, inputs, static, keep_mutations=True)
+    except _InputWritesOutside:
+        return _aot_graphed(fused, inputs, static, keep_mutations=False)
+
+
+def _aot_graphed(fused, inputs, static, keep_mutations):
+    import functools
+    from torch._dynamo.backends import cudagraphs as cg
+    from torch._dynamo.backends.common import aot_autograd
+    from torch._inductor.cudagraph_trees import cudagraphify_impl
     device = cg.BoxedDeviceIndex(None)
     graphed = cg.BoxedBool(True)
 
@@ -962,16 +983,18 @@ def _graphed(fused, inputs):
         return out
 
     def forward(model, aot_inputs, is_inference=False):
+        # Inputs AOTAutograd adds (lifted parameters) come first.
+        extra = len(aot_inputs) - len(inputs)
+        static_idxs = list(range(extra)) + [extra + i for i in static]
         # Found before batching: find_input_mutations reads single tensors,
         # not the lists of the _foreach ops.
         mutated = cg.find_input_mutations(model.graph)
+        if keep_mutations and mutated - set(static_idxs):
+            raise _InputWritesOutside()
         _batch_write_backs(model)
-        # Inputs AOTAutograd adds (lifted parameters) come first.
-        extra = len(aot_inputs) - len(inputs)
         device.set(cg.get_device_index(model))
-        out = capture(model, aot_inputs,
-                      list(range(extra)) + [extra + i for i in static],
-                      False, is_inference, mutated)
+        out = capture(model, aot_inputs, static_idxs, False, is_inference,
+                      mutated)
         if out is None:
             cg.BoxedBool.disable(graphed)
             cg.log_cudagraph_skip_and_bump_counter(
@@ -1000,9 +1023,7 @@ def _graphed(fused, inputs):
     compiler = aot_autograd(
         fw_compiler=forward, bw_compiler=backward,
         inference_compiler=functools.partial(forward, is_inference=True),
-        # Writes into parameters and buffers (running statistics) stay in
-        # the graph, replayed with it, rather than copied after each call.
-        keep_inference_input_mutations=True)
+        keep_inference_input_mutations=keep_mutations)
     # Traced with autocast off: the graph already holds autocast's casts.
     with torch.autocast("cuda", enabled=False), \
             torch.autocast("cpu", enabled=False):

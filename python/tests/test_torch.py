@@ -539,6 +539,73 @@ class BackendTest(unittest.TestCase):
             self.assertTrue(torch.equal(w, g), (w, g, codes))
         self.assertIn("aten._foreach_add_", codes[0])
 
+    def test_reduce_overhead_input_writes(self):
+        # Writes into batch norm's buffers replay inside the captured
+        # forward; a write into a plain input (cudagraph trees copy those
+        # in) makes reduce-overhead trace again with every write outside
+        # the graphs. On the CPU, with cudagraphify_impl replaced by a
+        # recorder of what it would capture.
+        import torch._dynamo
+        import torch._inductor.cudagraph_trees as trees
+
+        class Accumulating(torch.nn.Module):
+            def __init__(self, write_input):
+                super().__init__()
+                self.bn = torch.nn.BatchNorm1d(4)
+                self.fc = torch.nn.Linear(4, 3)
+                self.write_input = write_input
+
+            def forward(self, x, acc):
+                if self.write_input:
+                    acc.add_(x.sum(0))
+                return self.fc(self.bn(x)) + acc.sum()
+
+        captured = []
+
+        def record(model, inputs, static_input_idxs, **kw):
+            captured.append((kw["is_backward"], set(kw["mutated_input_idxs"]),
+                             "_foreach_" in model.__self__.code
+                             if hasattr(model, "__self__") else None))
+            return model
+        from torch._dynamo.backends import cudagraphs as cg
+        real = trees.cudagraphify_impl, cg.get_device_index
+        trees.cudagraphify_impl = record
+        cg.get_device_index = lambda gm: 0
+        try:
+            for write_input in (False, True):
+                torch.manual_seed(0)
+                m = Accumulating(write_input).train()
+                eager = copy.deepcopy(m)
+                x = torch.randn(6, 4)
+                acc, acc_eager = torch.ones(4), torch.ones(4)
+                captured.clear()
+
+                def via_graphed(gm, inputs):
+                    fused, _, _ = ft._compile_graph(
+                        gm, inputs, {"compile_options": {"arch": "sm_90"}})
+                    return ft._graphed(fused, inputs)
+                torch._dynamo.reset()
+                y = torch.compile(m, backend=via_graphed)(x, acc)
+                y.square().sum().backward()
+                ref = eager(x, acc_eager)
+                ref.square().sum().backward()
+                _close(self, y, ref, 1e-5)
+                _close(self, acc, acc_eager, 1e-6)
+                for b, w in zip(m.buffers(), eager.buffers()):
+                    _close(self, b.float(), w.float(), 1e-6)
+                for p, w in zip(m.parameters(), eager.parameters()):
+                    _close(self, p.grad, w.grad, 1e-4)
+                forward = [c for c in captured if not c[0]]
+                self.assertEqual(len(forward), 1, captured)
+                if write_input:
+                    # Traced again: no write left inside the forward.
+                    self.assertEqual(forward[0][1], set(), captured)
+                else:
+                    # The three buffers, written inside the forward.
+                    self.assertEqual(len(forward[0][1]), 3, captured)
+        finally:
+            trees.cudagraphify_impl, cg.get_device_index = real
+
     def test_graph_traces_through_aot_autograd(self):
         # mode="reduce-overhead" hands the rewritten graph to AOTAutograd
         # (then to cudagraph trees): fusec's ops, their constants and the
@@ -963,3 +1030,5 @@ class CudaTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
