@@ -740,6 +740,34 @@ def _compile_graph(gm, example_inputs, options):
 
 
 
+def _aliased_write(gm, traced, example_inputs):
+    """Why the graph must stay whole with PyTorch when it writes into an
+    input that shares memory with another (a buffer and a view of it,
+    both passed in), else None: the trace functionalizes each input on
+    its own, so the other would not see the write."""
+    from torch.multiprocessing.reductions import StorageWeakRef
+    placeholders = [n for n in traced.graph.nodes if n.op == "placeholder"]
+    # Named as in dynamo's graph (L_self_buffers_buf_, L_v_).
+    names = dict(zip(placeholders, (n.name for n in gm.graph.nodes
+                                    if n.op == "placeholder")))
+    storages = {}
+    for node, x in zip(placeholders, example_inputs):
+        if isinstance(x, torch.Tensor):
+            storages.setdefault(StorageWeakRef(x.untyped_storage()),
+                                []).append(node)
+    written = {n.args[0] for n in traced.graph.nodes
+               if n.op == "call_function" and
+               (n.target is _write_back or
+                n.target is torch.ops.aten.copy_.default)}
+    for nodes in storages.values():
+        hit = [n for n in nodes if n in written]
+        if len(nodes) > 1 and hit:
+            return ("inputs %s share memory and the graph writes into %s"
+                    % (", ".join(names.get(n, n.name) for n in nodes),
+                       ", ".join(names.get(n, n.name) for n in hit)))
+    return None
+
+
 def _compile_once(gm, example_inputs, options, train):
     name = options.get("name") or "graph%d" % len(_reports)
     rep = Report(name)
@@ -752,6 +780,9 @@ def _compile_once(gm, example_inputs, options, train):
         traced = _trace(gm, example_inputs)
     except Exception as e:  # noqa: BLE001 - PyTorch runs the graph
         rep.note = "tracing to ATen failed: %s: %s" % (type(e).__name__, e)
+        return gm, rep
+    rep.note = _aliased_write(gm, traced, example_inputs)
+    if rep.note:
         return gm, rep
     from . import _fx
     channels_last = options.get("channels_last")

@@ -474,6 +474,32 @@ class BackendTest(unittest.TestCase):
         self.assertIn("expand of an axis of 1 to 300",
                       str(ft.reports()[-1]))
 
+    def test_write_into_an_input_another_input_views(self):
+        # A buffer and a view of it both reach the graph, which writes into
+        # the buffer: functionalized apart, the view would miss the write
+        # (the output was 2.0 off). The graph stays whole with PyTorch.
+        class Viewed(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = torch.nn.Linear(4, 4)
+                self.register_buffer("buf", torch.arange(4.))
+
+            def forward(self, x, v):
+                self.buf.add_(1)
+                return self.fc(x + self.buf).relu() + v.sum()
+
+        torch.manual_seed(0)
+        m = Viewed()
+        eager = copy.deepcopy(m)
+        x = torch.randn(6, 4)
+        with torch.no_grad():
+            y = self._compile(m)(x, m.buf[:2])
+            ref = eager(x, eager.buf[:2])
+        _close(self, y, ref, 1e-6)
+        self.assertTrue(torch.equal(m.buf, eager.buf))
+        self.assertIn("share memory and the graph writes into",
+                      ft.reports()[-1].note)
+
     def test_write_backs_batch(self):
         # The writes at the end of a reduce-overhead forward: copies into
         # inputs become one _foreach_copy_ per pair of dtypes, counter
