@@ -1013,10 +1013,20 @@ def _aot_graphed(fused, inputs, static, keep_mutations):
         out._boxed_call = True
         return out
 
-    def forward(model, aot_inputs, is_inference=False):
-        # Inputs AOTAutograd adds (lifted parameters) come first.
+    def static_indices(aot_inputs):
+        # Inputs AOTAutograd adds (lifted parameters) come first. When it
+        # merges inputs that alias (a synthetic base), the positions move:
+        # then none is static (copied in at each replay, which is right).
         extra = len(aot_inputs) - len(inputs)
-        static_idxs = list(range(extra)) + [extra + i for i in static]
+        if extra < 0 or any(
+                tuple(aot_inputs[extra + i].shape) != tuple(inputs[i].shape) or
+                aot_inputs[extra + i].dtype != inputs[i].dtype
+                for i in static):
+            return []
+        return list(range(extra)) + [extra + i for i in static]
+
+    def forward(model, aot_inputs, is_inference=False):
+        static_idxs = static_indices(aot_inputs)
         # Found before batching: find_input_mutations reads single tensors,
         # not the lists of the _foreach ops.
         mutated = cg.find_input_mutations(model.graph)

@@ -569,41 +569,48 @@ class BackendTest(unittest.TestCase):
         # Writes into batch norm's buffers replay inside the captured
         # forward; a write into a plain input (cudagraph trees copy those
         # in) makes reduce-overhead trace again with every write outside
-        # the graphs. On the CPU, with cudagraphify_impl replaced by a
-        # recorder of what it would capture.
+        # the graphs; so does a write into a buffer that another input
+        # views (AOTAutograd merges the two, moving input positions). On
+        # the CPU, with cudagraphify_impl replaced by a recorder of what it
+        # would capture.
         import torch._dynamo
         import torch._inductor.cudagraph_trees as trees
 
         class Accumulating(torch.nn.Module):
-            def __init__(self, write_input):
+            def __init__(self, write):
                 super().__init__()
                 self.bn = torch.nn.BatchNorm1d(4)
                 self.fc = torch.nn.Linear(4, 3)
-                self.write_input = write_input
+                self.register_buffer("total", torch.ones(4))
+                self.write = write
 
             def forward(self, x, acc):
-                if self.write_input:
+                if self.write == "input":
                     acc.add_(x.sum(0))
+                elif self.write == "viewed buffer":
+                    self.total.add_(x.sum(0))
                 return self.fc(self.bn(x)) + acc.sum()
 
         captured = []
 
         def record(model, inputs, static_input_idxs, **kw):
             captured.append((kw["is_backward"], set(kw["mutated_input_idxs"]),
-                             "_foreach_" in model.__self__.code
-                             if hasattr(model, "__self__") else None))
+                             list(static_input_idxs), len(inputs)))
             return model
         from torch._dynamo.backends import cudagraphs as cg
         real = trees.cudagraphify_impl, cg.get_device_index
         trees.cudagraphify_impl = record
         cg.get_device_index = lambda gm: 0
         try:
-            for write_input in (False, True):
+            for write in ("buffers", "input", "viewed buffer"):
                 torch.manual_seed(0)
-                m = Accumulating(write_input).train()
+                m = Accumulating(write).train()
                 eager = copy.deepcopy(m)
                 x = torch.randn(6, 4)
-                acc, acc_eager = torch.ones(4), torch.ones(4)
+                if write == "viewed buffer":
+                    acc, acc_eager = m.total[:4], eager.total[:4]
+                else:
+                    acc, acc_eager = torch.ones(4), torch.ones(4)
                 captured.clear()
 
                 def via_graphed(gm, inputs):
@@ -623,12 +630,14 @@ class BackendTest(unittest.TestCase):
                     _close(self, p.grad, w.grad, 1e-4)
                 forward = [c for c in captured if not c[0]]
                 self.assertEqual(len(forward), 1, captured)
-                if write_input:
-                    # Traced again: no write left inside the forward.
-                    self.assertEqual(forward[0][1], set(), captured)
-                else:
+                for _, _, static, n in captured:
+                    self.assertTrue(all(0 <= i < n for i in static), captured)
+                if write == "buffers":
                     # The three buffers, written inside the forward.
                     self.assertEqual(len(forward[0][1]), 3, captured)
+                else:
+                    # Traced again: no write left inside the forward.
+                    self.assertEqual(forward[0][1], set(), captured)
         finally:
             trees.cudagraphify_impl, cg.get_device_index = real
 
