@@ -914,12 +914,14 @@ def _batch_write_backs(gm):
     def fresh(n):
         s = storage(n)
         return s is not None and s not in written
+    changed = False
     for w in writes:
         src = w.args[1]
         if src.target is aten.copy.default and same(src, src.args[1]) and \
                 len(src.users) == 1 and fresh(src.args[1]):
             w.replace_input_with(src, src.args[1])
             graph.erase_node(src)
+            changed = True
     adds, copies = {}, {}
     for w in writes:
         dst, src = w.args[0], w.args[1]
@@ -932,7 +934,6 @@ def _batch_write_backs(gm):
         elif val(dst) is not None and val(src) is not None:
             copies.setdefault((val(dst).dtype, val(src).dtype, val(dst).device,
                                val(src).device), []).append(w)
-    changed = False
     with graph.inserting_before(output):
         for (_, c), ws in adds.items():
             # One write per input in a batch: a _foreach op may run its
@@ -955,7 +956,7 @@ def _batch_write_backs(gm):
             for w in ws:
                 graph.erase_node(w)
             changed = True
-    if changed or writes:
+    if changed:
         graph.lint()
         gm.recompile()
 
