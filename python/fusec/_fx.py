@@ -279,37 +279,40 @@ def _rms_norm(t, node, x, eps, weight=None):
                         float(eps))
 
 
+def _packet(node):
+    """The ATen overload packet a call node runs (aten.mm), else None."""
+    return getattr(node.target, "overloadpacket", None) \
+        if isinstance(node, torch.fx.Node) and node.op == "call_function" \
+        else None
+
+
 def fold_rms_norms(graph):
     """Rewrites x * rsqrt(mean(x^2, -1, keepdim) + eps) (either order of the
     product) into rms_norm(x, eps), where the rsqrt has no other users, and a
     following product with a weight vector into rms_norm(x, eps, weight).
     Returns how many it rewrote."""
-    def target(n, *packets):
-        return isinstance(n, torch.fx.Node) and n.op == "call_function" and \
-            getattr(n.target, "overloadpacket", None) in packets
-
     folded = 0
     for r in list(graph.nodes):
-        if not target(r, aten.rsqrt):
+        if _packet(r) is not aten.rsqrt:
             continue
         a = r.args[0]
-        if not (target(a, aten.add) and len(a.args) == 2 and
+        if not (_packet(a) is aten.add and len(a.args) == 2 and
                 isinstance(a.args[1], (int, float)) and
                 a.kwargs.get("alpha", 1) == 1):
             continue
         m = a.args[0]
-        if not (target(m, aten.mean) and len(m.args) >= 2 and
+        if not (_packet(m) is aten.mean and len(m.args) >= 2 and
                 list(m.args[1]) in ([-1], [_rank(m.args[0]) - 1]) and
                 (m.args[2] if len(m.args) > 2 else
                  m.kwargs.get("keepdim", False))):
             continue
         p = m.args[0]
-        if not (target(p, aten.pow) and p.args[1] == 2):
+        if not (_packet(p) is aten.pow and p.args[1] == 2):
             continue
         x = p.args[0]
         muls = list(r.users)
         if not muls or any(
-                not target(u, aten.mul) or set(u.args) != {x, r}
+                _packet(u) is not aten.mul or set(u.args) != {x, r}
                 or u.kwargs for u in muls):
             continue
         for u in muls:
@@ -322,7 +325,7 @@ def fold_rms_norms(graph):
             # The learned scale: a product with a vector along the last axis
             # of the same dtype.
             (s,) = n.users if len(n.users) == 1 else (None,)
-            if target(s, aten.mul) and not s.kwargs and n in s.args:
+            if _packet(s) is aten.mul and not s.kwargs and n in s.args:
                 w = s.args[1] if s.args[0] is n else s.args[0]
                 if isinstance(w, torch.fx.Node) and _val(w) is not None and \
                         _val(w).dim() == 1 and \
@@ -594,12 +597,6 @@ def _mean(t, node, x, dims=None, keepdim=False, dtype=None):
 
 
 # ---- GEMMs and convolutions -----------------------------------------------
-
-def _packet(node):
-    return getattr(node.target, "overloadpacket", None) \
-        if isinstance(node, torch.fx.Node) and node.op == "call_function" \
-        else None
-
 
 def _transposed_weight(t, w):
     """The [out, in] weight W when `w` is t(W) of a 2-D W, else None. Also
