@@ -31,6 +31,18 @@ SWEEP.append(("ffn_up", "bf16"))
 ATTENTION = {bench.attention_tag(*shape, causal, "f16")[:-4]: (shape, causal)
              for shape in bench.ATTENTION for causal in (False, True)}
 SWEEP += [(name, "f16") for name in ATTENTION]
+# Linear layers of the transformer models of bench/torch_models.py (issue
+# 27): "lin_<tokens>x<in>x<out>", bf16, no bias; the wgmma tiles only.
+LINEARS = {"lin_8192x768x50304": (8192, 768, 50304),   # GPT's LM head
+           "lin_8192x768x2304": (8192, 768, 2304),     # GPT's QKV
+           "lin_8192x768x3072": (8192, 768, 3072),     # GPT's MLP up
+           "lin_8192x3072x768": (8192, 3072, 768),     # GPT's MLP down
+           "lin_6304x768x3072": (6304, 768, 3072),     # ViT-B's MLP up
+           "lin_6304x3072x768": (6304, 3072, 768),     # ViT-B's MLP down
+           "lin_2048x4096x11008": (2048, 4096, 11008),  # LLaMA's gate, up
+           "lin_2048x11008x4096": (2048, 11008, 4096),  # LLaMA's down
+           "lin_2048x4096x4096": (2048, 4096, 4096)}    # LLaMA's q, o
+SWEEP += [(name, "bf16") for name in LINEARS]
 
 
 def attention_tiles():
@@ -51,6 +63,20 @@ def tiles(dt):
                f"bm = {bm}, bn = {bn}, bk = {kb // byte}, warps_m = {wm}, warps_n = {wn}, stages = {st}, warps_k = {wk}")
 
 
+def wgmma_tiles(dt):
+    """Candidate wgmma tiles: bm x bn, a k-tile of 128 bytes, one
+    consumer warpgroup per 64 rows, each depth of pipeline that fits."""
+    byte = 4 if dt == "tf32" else 2
+    for bm in (64, 128):
+        for bn in (64, 128, 192, 256):
+            for st in (2, 3, 4, 5, 6):
+                if st * (bm + bn) * 128 > 227 * 1024:
+                    continue
+                yield (f"{bm}x{bn}_s{st}",
+                       f"bm = {bm}, bn = {bn}, bk = {128 // byte}, warps_m = {4 * bm // 64}, warps_n = 1, "
+                       f"stages = {st}, warps_k = 1")
+
+
 # Each tile with and without fragment prefetch (--mma-prefetch).
 PREFETCH = (("", []), ("_noprefetch", ["--mma-prefetch=false"]))
 
@@ -61,6 +87,11 @@ def graph(name, dt):
         return bench.attention_graph(*shape, causal, dt)
     if name == "ffn_up":
         return bench.ffn_graph("ffn_up")
+    if name in LINEARS:
+        m, k, n = LINEARS[name]
+        x, w, y = (f"tensor<{a}x{b}x{dt}>" for a, b in ((m, k), (n, k), (m, n)))
+        return (f"func.func @{name}(%x: {x}, %w: {w}) -> {y} {{\n"
+                f"  %0 = fuse.linear %x, %w : {x}, {w}\n  return %0 : {y}\n}}\n")
     c = CONV[name]
     return bench.conv_graph(*c, dt)
 
@@ -73,18 +104,21 @@ def prepare(args):
         d = os.path.join(args.out, tag)
         os.makedirs(d, exist_ok=True)
         flags = ["--fp32-math=tf32"] if dt == "tf32" else []
+        if name in LINEARS:
+            flags.append("--arch=sm_90a")
         src = os.path.join(d, "graph.mlir")
         with open(src, "w") as f:
             f.write(graph(name, dt))
         attention = name in ATTENTION
-        variants = PREFETCH[:1] if attention else PREFETCH
+        variants = PREFETCH[:1] if attention or name in LINEARS else PREFETCH
         for suffix, extra in variants:
             subprocess.run([args.fusec, src, "-o", os.path.join(d, f"default{suffix}.ptx")] + flags + extra,
                            check=True)
         kernels = subprocess.run([args.fusec, src, "--emit=kernels"] + flags, check=True, text=True,
                                  stdout=subprocess.PIPE).stdout
         made = 0
-        for tname, tile in attention_tiles() if attention else tiles(dt):
+        candidates = attention_tiles() if attention else wgmma_tiles(dt) if name in LINEARS else tiles(dt)
+        for tname, tile in candidates:
             text = re.sub(r'(fuse\.kernel "k0_[a-z0-9]+"\([^)]*\)) :', rf"\1 {{tile = #fuse.tile<{tile}>}} :",
                           kernels, count=1)
             path = os.path.join(d, tname + ".mlir")
@@ -131,6 +165,16 @@ def run(args):
             ref = F.gelu(F.linear(x.float(), w.float(), bb.float()), approximate="tanh")
             got = lambda: out.float()  # noqa: E731
             flops = 2 * tokens * dm * hidden
+        elif name in LINEARS:
+            tokens, dm, hidden = LINEARS[name]
+            x = torch.randn(tokens, dm, device=dev, dtype=tdt)
+            w = torch.randn(hidden, dm, device=dev, dtype=tdt) / dm ** 0.5
+            ins, out = [x, w], torch.empty(tokens, hidden, device=dev, dtype=tdt)
+            ref = F.linear(x.float(), w.float())
+            got = lambda: out.float()  # noqa: E731
+            flops = 2 * tokens * dm * hidden
+            # What PyTorch runs for it (cuBLAS), timed the same way.
+            cublas = bench_ms(lambda: torch.matmul(x, w.t(), out=out))
         else:
             _, n, ci, h, w_, co, k, s, pd, g = CONV[name]
             x = torch.randn(n, h, w_, ci, device=dev, dtype=tdt)
@@ -147,6 +191,8 @@ def run(args):
             flops = 2 * n * ho * wo * co * (ci // g) * k * k
         stream = torch.cuda.current_stream().cuda_stream
         rows = []
+        if name in LINEARS:
+            rows.append((cublas, "cublas", 0.0))
         for f in sorted(os.listdir(d)):
             if not f.endswith(".ptx"):
                 continue
@@ -164,9 +210,13 @@ def run(args):
         default = next(ms for ms, t, _ in rows if t == "default")
         print(f"\n{tag}: default {default:.4f} ms, best {rows[0][1]} {rows[0][0]:.4f} ms "
               f"({default / rows[0][0]:.2f}x)", flush=True)
-        for ms, t, e in rows[:8]:
+        for ms, t, e in rows[:8] + [r for r in rows[8:] if r[1] in ("default", "cublas")]:
             print(f"  {t:<30} {ms:.4f} ms {flops / ms / 1e9:6.0f} TFLOP/s relerr {e:.1e}"
                   f"{'  <- heuristic' if t == 'default' else ''}{'  BAD' if not e < 2e-2 else ''}", flush=True)
+        if name in LINEARS:
+            best = next(r for r in rows if r[1] != "cublas")
+            print(f"  cuBLAS / best fusec tile ({best[1]}): {cublas / best[0]:.2f}; "
+                  f"cuBLAS / heuristic: {cublas / default:.2f}", flush=True)
         bad = [t for _, t, e in rows if not e < 2e-2]
         if bad:
             print(f"  wrong results: {bad}", flush=True)

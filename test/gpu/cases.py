@@ -540,6 +540,21 @@ def wgmma_cases():
                           ("128x64_s8", "bm = 128, bn = 64, bk = 64, warps_m = 8, warps_n = 1, stages = 8")):
             # Tiles only the warpgroup GEMM takes: sm_90a alone.
             out.append((f"wgmma_tile{tag}_{dt}", tiled_linear_case(dt, 300, 520, 264, tile), dt, [], ["sm_90a"]))
+        # Persistent kernels (more tiles than blocks at once, few k-tiles),
+        # compiled for a GPU of 4 SMs so that small problems reach them:
+        # each block walks several tiles, the epilogue staged through memory
+        # of its own, or from the fragments (n odd); batches in the walk; a
+        # small forced tile, two blocks an SM; an implicit-GEMM convolution.
+        few = ["--sm-count=4"]
+        out.append((f"wgmma_linear_persistent_{dt}",
+                    linear_case(dt, [3, 100], 200, 700, residual=True), dt, few))
+        out.append((f"wgmma_linear_persistent_n701_{dt}", linear_case(dt, [300], 200, 701), dt, few))
+        out.append((f"wgmma_matmul_persistent_batched_{dt}",
+                    matmul_case(dt, [4], [4], 130, 300, 64, False, True, act="relu"), dt, few))
+        out.append((f"wgmma_tile64x64_persistent_{dt}", tiled_linear_case(
+            dt, 300, 200, 520, "bm = 64, bn = 64, bk = 64, warps_m = 4, warps_n = 1, stages = 4"), dt, few,
+            ["sm_90a"]))
+        out.append((f"wgmma_conv_persistent_{dt}", conv_case("g", dt, "nhwc", 2, 32, 20, 20, 256, 3, p=1), dt, few))
         add("matmul_broadcast_nn", matmul_case(dt, [2, 1], [3], 70, 200, 96, False, False, act="silu"))
         add("matmul_broadcast_tt", matmul_case(dt, [2, 1], [3], 72, 200, 96, True, True))
         # Folded batches (a 2-D rhs) with a GeLU gradient reading a full-size

@@ -136,6 +136,13 @@ static cl::opt<bool> mmaPrefetch(
              "one's mma.sync (a tuning knob, on by default)"),
     cl::init(true), cl::Hidden, cl::cat(fusecCat), cl::sub(everyCommand));
 
+static cl::opt<int64_t> smCount(
+    "sm-count",
+    cl::desc("SMs of the GPU the artifact runs on (0, the default: the "
+             "architecture's flagship part, 132 for sm_90a); persistent "
+             "GEMMs launch as many blocks as fit on them at once"),
+    cl::init(0), cl::cat(fusecCat));
+
 static cl::opt<bool>
     showRemarks("remarks",
                 cl::desc("Print the compiler's remarks (fusion decisions)"),
@@ -259,6 +266,7 @@ static FailureOr<std::string> lower(ModuleOp module, EmitKind kind,
   options.arch = target.chip;
   options.fp32Math = fp32Math;
   options.mmaPrefetch = mmaPrefetch;
+  options.smCount = smCount;
   options.tuningDb = tuningDbPath();
   options.train = train;
   options.wrt = llvm::to_vector(wrtArgs);
@@ -304,6 +312,10 @@ static LogicalResult emitGraph(ModuleOp module) {
   auto target = PTXTarget::parse(arch);
   if (!target)
     return fail(llvm::toString(target.takeError()));
+  if (smCount < 0)
+    return fail("--sm-count is the GPU's number of SMs: 0 (the "
+                "architecture's flagship part) or more, not " +
+                llvm::Twine(smCount));
   if (!wrtArgs.empty() && !train)
     return fail("--wrt names the arguments to differentiate; it needs "
                 "--train");

@@ -253,9 +253,9 @@ struct AccumulatorLayout {
   int64_t threads = 0;
   /// This thread among them, its lane, and its warp's place in the grid.
   mlir::Value tid, lane, warpM, warpN, warpK;
-  /// Bytes of shared memory, from offset 0, the staged epilogue may use
-  /// (the pipeline's, idle by then).
-  int64_t stagingBytes = 0;
+  /// Bytes of shared memory, from `stagingOffset`, the staged epilogue may
+  /// use (by default the pipeline's, idle by then).
+  int64_t stagingBytes = 0, stagingOffset = 0;
   /// Synchronises the threads holding accumulators.
   std::function<void()> barrier;
 
@@ -292,10 +292,11 @@ protected:
 
   GemmTile tile;
 
-  /// The m and n of this block's output tile, the block's x walking the
-  /// tiles of one batch in GemmSchedule's grouped raster.
-  std::pair<mlir::Value, mlir::Value> emitTileOrigin(const GemmShape &shape,
-                                                     const GemmTile &tile);
+  /// The m and n of output tile `pid` of one batch (by default the
+  /// block's x) in GemmSchedule's grouped raster.
+  std::pair<mlir::Value, mlir::Value>
+  emitTileOrigin(const GemmShape &shape, const GemmTile &tile,
+                 mlir::Value pid = mlir::Value());
 
   /// Stores the results at `coords` (channel coordinate of lane 0 along
   /// `axis`) from accumulators `acc` of `columns`.

@@ -102,7 +102,8 @@ void GemmKernel::emitStagedEpilogue(const GemmProblem &problem,
   int64_t passRows = l.bm / passes, warpRowsPerPass = l.warpsM / passes;
   // One slice per group of warps along k; the readers sum them.
   Value staging =
-      aliasShared(0, {l.kGroups, passRows, stride}, b.getF32Type());
+      aliasShared(l.stagingOffset, {l.kGroups, passRows, stride},
+                  b.getF32Type());
   Value g = divi(l.lane, 4), tq = remi(l.lane, 4);
   Value nWarp = muli(l.warpN, idx(l.bn / l.warpsN));
   auto pair = VectorType::get({2}, b.getF32Type());

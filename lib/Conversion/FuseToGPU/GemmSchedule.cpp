@@ -60,9 +60,11 @@ InFlightDiagnostic fusec::tiling::unsuitableTile(KernelOp kernel,
 }
 
 std::pair<Value, Value> GemmKernel::emitTileOrigin(const GemmShape &shape,
-                                                   const GemmTile &tile) {
+                                                   const GemmTile &tile,
+                                                   Value pid) {
   GemmSchedule s = GemmSchedule::of(shape, tile);
-  Value pid = blockId(gpu::Dimension::x);
+  if (!pid)
+    pid = blockId(gpu::Dimension::x);
   Value groupId = divi(pid, s.group * s.tilesN);
   Value firstM = muli(groupId, idx(s.group));
   Value rows = mini(subi(idx(s.tilesM), firstM), idx(s.group));

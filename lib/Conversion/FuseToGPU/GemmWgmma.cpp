@@ -290,6 +290,40 @@ int64_t residentOf(const GemmTile &tile, int64_t bytes,
   return twoFit ? 2 : 1;
 }
 
+/// Shared memory a block may take with `resident` blocks to an SM.
+int64_t blockSharedBudget(const TargetDescription &target, int64_t resident) {
+  return std::min(target.sharedBytesPerBlockOptIn,
+                  target.sharedBytesPerSM / resident - 1024);
+}
+
+/// Passes of the staged epilogue a persistent block may take (more kept
+/// the accumulators live across them: a 128 x 256 tile of 4 stages, 4
+/// passes, spilled 208 bytes and ran 10% slower than with 3 stages and 2).
+constexpr int64_t kPersistentPasses = 2;
+
+/// Shared memory the staged epilogue of a persistent block takes beside the
+/// pipeline, alignment included (none for the fragment epilogue).
+int64_t persistentStagingBytes(const GemmShape &shape, const GemmTile &tile) {
+  if (!canStageEpilogue(shape, tile.bn, 128 * consumersOf(tile)))
+    return 0;
+  return stagingBytesPerPass(tile.bm, tile.bn, 1, kPersistentPasses) + 128;
+}
+
+/// Whether the kernel is persistent, each block walking several output
+/// tiles: more tiles than blocks at once, no split-K, and few k-tiles a
+/// tile, where the pipeline's fill and the epilogue weigh the most. On the
+/// transformers' linear layers (H200, bench/sweep.py) it ran 4-7% faster at
+/// 12 k-tiles and no faster from 48.
+bool isPersistent(const GemmShape &shape, const GemmTile &tile, int64_t bytes,
+                  const TargetDescription &target, int64_t splits) {
+  int64_t resident = residentOf(tile, bytes, target);
+  return splits == 1 && ceilDiv(shape.k, tile.bk) <= 24 &&
+         GemmSchedule::of(shape, tile).tiles() > target.smCount * resident &&
+         sharedBytesOf(tile, bytes, tile.stages) +
+                 persistentStagingBytes(shape, tile) <=
+             blockSharedBudget(target, resident);
+}
+
 class GemmWgmmaKernel : public GemmKernel {
 public:
   GemmWgmmaKernel(KernelOp kernel, gpu::GPUModuleOp module,
@@ -407,6 +441,15 @@ GemmTile fusec::tiling::chooseWgmmaTile(Operation *anchor,
     t.stages = fitStages(
         deepest, 2, target.sharedBytesPerBlockOptIn,
         [&](int64_t stages) { return sharedBytesOf(t, bytes, stages); });
+    // A persistent kernel's epilogue stages through memory of its own: a
+    // stage fewer where that makes it one (isPersistent).
+    if (!shape.splitK && !isPersistent(shape, t, bytes, target, 1)) {
+      GemmTile shallower = t;
+      shallower.stages = t.stages - 1;
+      if (shallower.stages >= 2 &&
+          isPersistent(shape, shallower, bytes, target, 1))
+        t = shallower;
+    }
     if (!ops || !partsAligned(ops->b, t.bn) || isMostlyPadding(shape, t))
       continue;
     double time =
@@ -631,20 +674,6 @@ GemmWgmmaKernel::emitGemm(const GemmProblem &problem) {
   TmaPipeline pipeline(b, wgmma::sharedAddress(b, barrierSmem), pipe);
 
   Value tid = threadId();
-  Value tileM, tileN;
-  std::tie(tileM, tileN) = emitTileOrigin(shape, t);
-  Value batch = blockId(gpu::Dimension::y);
-  // Each operand's own batch coordinate (broadcast from the GEMM's).
-  auto batchCoord = [&](const WgmmaOperand &operand) -> Value {
-    if (operand.batchShape.empty())
-      return Value();
-    SmallVector<Value> coords = broadcastCoords(
-        delinearize(batch, operands.batchShape), operand.batchShape);
-    Value linear = idx(0);
-    for (auto [c, d] : llvm::zip_equal(coords, operand.batchShape))
-      linear = addi(muli(linear, idx(d)), c);
-    return toI32(linear);
-  };
   // Convolutions walk the taps, then blocks of channels (TMA's zero fill
   // pads the last block).
   int64_t numK = operands.a.conv ? operands.a.conv->kh * operands.a.conv->kw *
@@ -659,24 +688,81 @@ GemmWgmmaKernel::emitGemm(const GemmProblem &problem) {
     numK = ceilDiv(numK, splits);
   Value kBase = splits > 1 ? muli(split, idx(numK)) : Value();
 
+  // More tiles than blocks at once: each block walks tiles x, x + grid, ...
+  // (CUTLASS's persistent kernels), so that the producer loads the next
+  // tile's first k-tiles while the consumers run the epilogue, and no block
+  // starts with an empty pipeline. The staged epilogue then needs shared
+  // memory of its own.
+  GemmSchedule schedule = GemmSchedule::of(shape, t);
+  int64_t blocks = target.smCount * resident;
+  bool staged = canStageEpilogue(shape, t.bn, 128 * consumers);
+  bool persistent = isPersistent(shape, t, bytes, target, splits);
+  int64_t stagingBytes = 0;
+  if (persistent && staged) {
+    int64_t spare = blockSharedBudget(target, resident) -
+                    sharedBytesOf(t, bytes, t.stages) - 128;
+    stagingBytes = stagingBytesPerPass(
+        t.bm, t.bn, 1, stagingPasses(t.bm, t.bn, 4 * consumers, 1, spare));
+  }
+  // After the pipeline's buffers (the epilogue's view extends the launch's
+  // shared memory).
+  int64_t staging = persistent ? llvm::alignTo(sharedBytes, 128) : 0;
+
+  // Runs `body` on each tile of this block: its origin, batch and first
+  // pipeline iteration.
+  auto forEachTile = [&](function_ref<void(Value, Value, Value, Value)> body) {
+    if (!persistent) {
+      Value tileM, tileN;
+      std::tie(tileM, tileN) = emitTileOrigin(shape, t);
+      body(tileM, tileN, blockId(gpu::Dimension::y), idx(0));
+      return;
+    }
+    Value first = blockId(gpu::Dimension::x);
+    loop(first, idx(schedule.tiles()), idx(blocks), {},
+         [&](Value w, ValueRange) -> SmallVector<Value> {
+           Value tileM, tileN;
+           std::tie(tileM, tileN) = emitTileOrigin(
+               shape, t, remi(w, schedule.tilesPerBatch()));
+           Value round = divi(subi(w, first), blocks);
+           body(tileM, tileN, divi(w, schedule.tilesPerBatch()),
+                muli(round, idx(numK)));
+           return {};
+         });
+  };
+  // Each operand's own batch coordinate (broadcast from the GEMM's).
+  auto batchCoord = [&](const WgmmaOperand &operand, Value batch) -> Value {
+    if (operand.batchShape.empty())
+      return Value();
+    SmallVector<Value> coords = broadcastCoords(
+        delinearize(batch, operands.batchShape), operand.batchShape);
+    Value linear = idx(0);
+    for (auto [c, d] : llvm::zip_equal(coords, operand.batchShape))
+      linear = addi(muli(linear, idx(d)), c);
+    return toI32(linear);
+  };
+
   ifThen(cmpi(arith::CmpIPredicate::eq, tid, idx(0)), [&] { pipeline.init(); });
   gpu::BarrierOp::create(b);
 
   // The producer gives up registers, and its thread 0 streams the k-tiles.
   OpBuilder::InsertionGuard guard(b);
   auto producer = [&] {
-    Value aBatch = batchCoord(operands.a), bBatch = batchCoord(operands.b);
-    loop(0, numK, [&](Value kt) {
-      // The stage is free once its previous round's consumers released it.
-      PipelineState state = pipeline.producerState(kt);
-      pipeline.producerAcquire(state);
-      Value s = state.stage;
-      Value k = kBase ? addi(kBase, kt) : kt;
-      pipeline.expectBytes(pipeline.full(s), stage);
-      copyTile(operands.a, aMaps, t.bm, tileM, k, aBatch,
-               wgmma::offset(b, aBase, s, aBytes), pipeline.full(s));
-      copyTile(operands.b, bMaps, t.bn, tileN, k, bBatch,
-               wgmma::offset(b, bBase, s, bBytes), pipeline.full(s));
+    forEachTile([&](Value tileM, Value tileN, Value batch, Value base) {
+      Value aBatch = batchCoord(operands.a, batch);
+      Value bBatch = batchCoord(operands.b, batch);
+      loop(0, numK, [&](Value kt) {
+        // The stage is free once its previous round's consumers released
+        // it.
+        PipelineState state = pipeline.producerState(addi(base, kt));
+        pipeline.producerAcquire(state);
+        Value s = state.stage;
+        Value k = kBase ? addi(kBase, kt) : kt;
+        pipeline.expectBytes(pipeline.full(s), stage);
+        copyTile(operands.a, aMaps, t.bm, tileM, k, aBatch,
+                 wgmma::offset(b, aBase, s, aBytes), pipeline.full(s));
+        copyTile(operands.b, bMaps, t.bn, tileN, k, bBatch,
+                 wgmma::offset(b, bBase, s, bBytes), pipeline.full(s));
+      });
     });
   };
   // Also for one consumer: without setmaxnreg, ptxas serialised its wgmma
@@ -691,49 +777,9 @@ GemmWgmmaKernel::emitGemm(const GemmProblem &problem) {
   // bytes down an MN-major panel.
   int64_t aStep = aK ? 32 : 16 * 128, bStep = bK ? 32 : 16 * 128;
   int64_t panel = t.bk * 128;
-  // This warpgroup's 64 rows of A: 64 rows of 128 bytes (K-major), or
-  // its own panel (MN-major); the same offset either way.
-  Value acc = loop(idx(0), idx(numK), idx(1),
-                   {wgmma::zeroAccumulators(b, t.bn)},
-                   [&](Value kt, ValueRange iter) -> SmallVector<Value> {
-                     PipelineState state = pipeline.consumerState(kt);
-                     pipeline.consumerWait(state);
-                     Value s = state.stage;
-                     Value aTile = wgmma::offset(
-                         b, wgmma::offset(b, aBase, s, aBytes), consumer,
-                         64 * 128);
-                     Value bTile = wgmma::offset(b, bBase, s, bBytes);
-                     NVVM::WgmmaFenceAlignedOp::create(b);
-                     Value d = iter[0];
-                     for (int64_t ks = 0; ks < t.bk / 16; ++ks)
-                       d = wgmma::mmaSS(
-                           b, d,
-                           wgmma::descriptor(
-                               b, wgmma::offset(b, aTile, ks * aStep), aK,
-                               panel),
-                           wgmma::descriptor(
-                               b, wgmma::offset(b, bTile, ks * bStep), bK,
-                               panel),
-                           t.bn, shape.elementType, aK, bK);
-                     NVVM::WgmmaGroupSyncAlignedOp::create(b);
-                     // The previous k-tile's wgmma are done: its stage is
-                     // free.
-                     NVVM::WgmmaWaitGroupSyncOp::create(b, 1);
-                     ifThen(andi(thread.leader,
-                                 cmpi(arith::CmpIPredicate::sgt, kt, idx(0))),
-                            [&] {
-                              Value prev = remi(addi(kt, idx(t.stages - 1)),
-                                                t.stages);
-                              pipeline.consumerRelease(prev);
-                            });
-                     return {d};
-                   })[0];
-  NVVM::WgmmaWaitGroupSyncOp::create(b, 0);
-
   // Register 4j + r of warp w (of the warpgroup) holds C[16w + g + 8(r/2)]
   // [8j + 2t + r%2]: an m16n8 fragment per j, the consumers' warps a
   // column of warpsM x 1.
-  SmallVector<Value> values = wgmma::accumulatorValues(b, acc);
   AccumulatorLayout layout;
   layout.bm = t.bm;
   layout.bn = t.bn;
@@ -744,25 +790,78 @@ GemmWgmmaKernel::emitGemm(const GemmProblem &problem) {
   layout.warpM = divi(ctid, 32);
   layout.warpN = idx(0);
   layout.warpK = idx(0);
-  layout.stagingBytes = t.stages * stage;
+  layout.stagingBytes = persistent ? stagingBytes : t.stages * stage;
+  layout.stagingOffset = staging;
   // The consumers alone: the producer warpgroup has left.
   layout.barrier = [&] { wgmma::namedBarrier(b, 1, layout.threads); };
   // ptxas gives each thread the registers `resident` blocks leave, which
   // setmaxnreg then moves (launchRegisters).
   func->setAttr("nvvm.minctasm", b.getI32IntegerAttr(resident));
-  LaunchConfig config{
-      {GemmSchedule::of(shape, t).tilesPerBatch(), shape.batch, splits},
-      {threads, 1, 1}};
-  if (splits > 1) {
-    // The mainloop becomes the first launch; the reduction, this kernel.
-    LaunchConfig reduction = finishSplitK(problem, layout, values, tileM, tileN,
-                                          batch, split, splits, config);
-    func->removeAttr("nvvm.minctasm");
-    return reduction;
-  }
-  if (canStageEpilogue(shape, t.bn, layout.threads))
-    emitStagedEpilogue(problem, layout, values, tileM, tileN, batch);
-  else
-    emitFragmentEpilogue(problem, layout, values, tileM, tileN, batch);
-  return config;
+  LaunchConfig config{{schedule.tilesPerBatch(), shape.batch, splits},
+                      {threads, 1, 1}};
+  if (persistent)
+    config.grid = {blocks, 1, 1};
+  std::optional<LaunchConfig> reduction;
+  forEachTile([&](Value tileM, Value tileN, Value batch, Value base) {
+    // This warpgroup's 64 rows of A: 64 rows of 128 bytes (K-major), or
+    // its own panel (MN-major); the same offset either way.
+    Value acc = loop(idx(0), idx(numK), idx(1),
+                     {wgmma::zeroAccumulators(b, t.bn)},
+                     [&](Value kt, ValueRange iter) -> SmallVector<Value> {
+                       Value i = addi(base, kt);
+                       PipelineState state = pipeline.consumerState(i);
+                       pipeline.consumerWait(state);
+                       Value s = state.stage;
+                       Value aTile = wgmma::offset(
+                           b, wgmma::offset(b, aBase, s, aBytes), consumer,
+                           64 * 128);
+                       Value bTile = wgmma::offset(b, bBase, s, bBytes);
+                       NVVM::WgmmaFenceAlignedOp::create(b);
+                       Value d = iter[0];
+                       for (int64_t ks = 0; ks < t.bk / 16; ++ks)
+                         d = wgmma::mmaSS(
+                             b, d,
+                             wgmma::descriptor(
+                                 b, wgmma::offset(b, aTile, ks * aStep), aK,
+                                 panel),
+                             wgmma::descriptor(
+                                 b, wgmma::offset(b, bTile, ks * bStep), bK,
+                                 panel),
+                             t.bn, shape.elementType, aK, bK);
+                       NVVM::WgmmaGroupSyncAlignedOp::create(b);
+                       // The previous k-tile's wgmma are done: its stage is
+                       // free.
+                       NVVM::WgmmaWaitGroupSyncOp::create(b, 1);
+                       ifThen(andi(thread.leader,
+                                   cmpi(arith::CmpIPredicate::sgt, kt, idx(0))),
+                              [&] {
+                                Value prev = remi(addi(i, idx(t.stages - 1)),
+                                                  t.stages);
+                                pipeline.consumerRelease(prev);
+                              });
+                       return {d};
+                     })[0];
+    NVVM::WgmmaWaitGroupSyncOp::create(b, 0);
+    // The producer is already filling the stages for the next tile: the
+    // last one's is free too.
+    if (persistent)
+      ifThen(thread.leader, [&] {
+        pipeline.consumerRelease(
+            remi(addi(base, idx(numK - 1)), t.stages));
+      });
+
+    SmallVector<Value> values = wgmma::accumulatorValues(b, acc);
+    if (splits > 1) {
+      // The mainloop becomes the first launch; the reduction, this kernel.
+      reduction = finishSplitK(problem, layout, values, tileM, tileN, batch,
+                               split, splits, config);
+      func->removeAttr("nvvm.minctasm");
+      return;
+    }
+    if (staged)
+      emitStagedEpilogue(problem, layout, values, tileM, tileN, batch);
+    else
+      emitFragmentEpilogue(problem, layout, values, tileM, tileN, batch);
+  });
+  return reduction ? *reduction : config;
 }
