@@ -158,7 +158,10 @@ void KernelFormer::growEpilogue(Group &group) {
     }
     if (!isElementwise(user))
       return;
-    if (user->getResult(0).getType() != result.getType()) {
+    // A cast changes only the element type: the epilogue computes in f32
+    // and stores in the type of the group's last op.
+    if (user->getResult(0).getType() != result.getType() &&
+        !isa<CastOp>(user)) {
       remarkAt(user) << "not fused: " << user->getName()
                      << " changes the shape or type of the result of "
                      << group.name;

@@ -353,3 +353,24 @@ func.func @concat_part_view(%x: tensor<9x40xf16>, %w: tensor<48x40xf16>, %w2: te
   %a = fuse.linear %x, %wc : tensor<9x40xf16>, tensor<40x40xf16>
   return %a : tensor<9x40xf16>
 }
+
+// -----
+
+// A cast joins the epilogue (autocast's layer norm in f32 feeding a bf16
+// linear layer): the kernel computes in f32 and returns the cast's type.
+// A reshape still ends the kernel.
+// CHECK-LABEL: func.func @cast_epilogue
+// CHECK: %[[K:.+]] = fuse.kernel "k0_layer_norm"(%{{.+}}) : (tensor<6x32xf32>) -> tensor<6x32xbf16>
+// CHECK: fuse.layer_norm
+// CHECK-NEXT: %[[C:.+]] = fuse.cast
+// CHECK-NEXT: fuse.yield %[[C]] : tensor<6x32xbf16>
+// CHECK: fuse.reshape %[[K]]
+func.func @cast_epilogue(%x: tensor<6x32xf32>) -> tensor<2x3x32xbf16> {
+  // expected-remark @below {{kernel k0_layer_norm is anchored on fuse.layer_norm}}
+  %0 = fuse.layer_norm %x : tensor<6x32xf32>
+  // expected-remark @below {{fused fuse.cast into the epilogue of kernel k0_layer_norm}}
+  %1 = fuse.cast %0 : tensor<6x32xf32> to tensor<6x32xbf16>
+  // expected-remark @below {{kernel k0_layer_norm ends at fuse.reshape, which re-views its result in place, no copy}}
+  %2 = fuse.reshape %1 : tensor<6x32xbf16> to tensor<2x3x32xbf16>
+  return %2 : tensor<2x3x32xbf16>
+}

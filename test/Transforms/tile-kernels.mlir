@@ -135,6 +135,28 @@ func.func @resident_row(%x: tensor<3x4096xbf16>, %r: tensor<3x4096xbf16>) -> (te
 
 // -----
 
+// A row of 768 f32 is 192 vectors: 6 a lane of one warp, 8 rows a block
+// (37 rows: 5 blocks, the last block's surplus warps computing row 36 again
+// and storing nothing). Shuffles alone reduce it: no barrier, no shared
+// memory.
+// CHECK-LABEL: func.func @warp_row(
+// CHECK: gpu.launch_func @warp_row_kernels::@k0_layer_norm blocks in (%c5, %c1{{.*}}, %c1{{.*}}) threads in (%c256,
+// CHECK-NOT: dynamic_shared_memory_size
+// CHECK: gpu.func @k0_layer_norm
+// CHECK-NOT: gpu.barrier
+// CHECK-COUNT-6: vector.load %{{.+}} : memref<37x768xf32>, vector<4xf32>
+// CHECK-COUNT-10: gpu.shuffle xor
+// CHECK: scf.if
+// CHECK-COUNT-6: vector.store %{{.+}} : memref<37x768xf32>, vector<4xf32>
+// CHECK-NOT: gpu.barrier
+// CHECK: gpu.return
+func.func @warp_row(%x: tensor<37x768xf32>, %w: tensor<768xf32>, %b: tensor<768xf32>) -> tensor<37x768xf32> {
+  %0 = fuse.layer_norm %x scale(%w : tensor<768xf32>) shift(%b : tensor<768xf32>) : tensor<37x768xf32>
+  return %0 : tensor<37x768xf32>
+}
+
+// -----
+
 // Rows of 65537 bf16: no vector divides them, so each row splits at its
 // first 16-byte boundary (a head of (8 - offset % 8) % 8 elements, then
 // vectors, then a tail). 1024 threads take 4 vectors per chunk, 2 chunks;

@@ -339,6 +339,57 @@ def resident_rows_case(dt):
     return g.text([(ln, t([5, n], dt)), (h, t([5, n], dt)), (rms, t([5, n], dt)), (sm, t([3, 2, n // 2], dt))])
 
 
+def cast_epilogue_cases():
+    """A cast after each kind of kernel joins its epilogue: the kernel
+    computes in f32 and stores in the cast's type. Row reductions of one
+    warp a row (768 f32), of a block (4096) and streamed (1000), a chain of
+    elementwise ops, linear layers and batched matrix products (both
+    tensor-core paths), a convolution, attention."""
+    out = []
+    g = Graph("g")
+    x, w, b = g.arg([37, 768], "f32"), g.arg([768], "f32"), g.arg([768], "f32")
+    ln = g.op(f"fuse.layer_norm {x} scale({w} : {t([768], 'f32')}) shift({b} : {t([768], 'f32')}) : "
+              f"{t([37, 768], 'f32')}")
+    lnc = g.op(f"fuse.cast {ln} : {t([37, 768], 'f32')} to {t([37, 768], 'bf16')}")
+    y = g.arg([5, 4096], "f32")
+    rms = g.op(f"fuse.rms_norm {y} : {t([5, 4096], 'f32')}")
+    rmsc = g.op(f"fuse.cast {rms} : {t([5, 4096], 'f32')} to {t([5, 4096], 'f16')}")
+    z = g.arg([7, 1000], "f32")
+    sm = g.op(f"fuse.softmax {z} : {t([7, 1000], 'f32')}")
+    smc = g.op(f"fuse.cast {sm} : {t([7, 1000], 'f32')} to {t([7, 1000], 'bf16')}")
+    u, v = g.arg([100, 37], "f32"), g.arg([100, 37], "f32")
+    s_ = g.op(f"fuse.add {u}, {v} : {t([100, 37], 'f32')}, {t([100, 37], 'f32')}")
+    sc = g.op(f"fuse.cast {s_} : {t([100, 37], 'f32')} to {t([100, 37], 'bf16')}")
+    sr = g.op(f"fuse.relu {sc} : {t([100, 37], 'bf16')}")
+    out.append(("cast_epilogue_rows_f32", g.text([(lnc, t([37, 768], "bf16")), (rmsc, t([5, 4096], "f16")),
+                                                  (smc, t([7, 1000], "bf16")), (sr, t([100, 37], "bf16"))]),
+                "f32", []))
+    for dt in ("f16", "bf16"):
+        g = Graph("g")
+        x, w, bias = g.arg([3, 100, 200], dt), g.arg([300, 200], dt), g.arg([300], dt)
+        h = g.op(f"fuse.linear {x}, {w}, {bias} : {t([3, 100, 200], dt)}, {t([300, 200], dt)}, {t([300], dt)}")
+        h = g.op(f"fuse.gelu {h} : {t([3, 100, 300], dt)}")
+        hc = g.op(f"fuse.cast {h} : {t([3, 100, 300], dt)} to {t([3, 100, 300], 'f32')}")
+        a, c = g.arg([4, 70, 96], dt), g.arg([4, 96, 130], dt)
+        m = g.op(f"fuse.matmul {a}, {c} : {t([4, 70, 96], dt)}, {t([4, 96, 130], dt)}")
+        mc = g.op(f"fuse.cast {m} : {t([4, 70, 130], dt)} to {t([4, 70, 130], 'f32')}")
+        q = g.arg([2, 4, 77, 64], dt)
+        k = g.arg([2, 4, 90, 64], dt)
+        vv = g.arg([2, 4, 90, 64], dt)
+        o = g.op(f"fuse.attention {q}, {k}, {vv} : {t([2, 4, 77, 64], dt)}, {t([2, 4, 90, 64], dt)}, "
+                 f"{t([2, 4, 90, 64], dt)}")
+        oc = g.op(f"fuse.cast {o} : {t([2, 4, 77, 64], dt)} to {t([2, 4, 77, 64], 'f32')}")
+        xi, wf = g.arg([2, 10, 12, 24], dt), g.arg([40, 3, 3, 24], dt)
+        cv = g.op(f"fuse.conv2d {xi}, {wf} {{padding = array<i64: 1, 1>}} : {t([2, 10, 12, 24], dt)}, "
+                  f"{t([40, 3, 3, 24], dt)}")
+        cr = g.op(f"fuse.relu {cv} : {t([2, 10, 12, 40], dt)}")
+        cc = g.op(f"fuse.cast {cr} : {t([2, 10, 12, 40], dt)} to {t([2, 10, 12, 40], 'f32')}")
+        out.append((f"cast_epilogue_tensor_cores_{dt}",
+                    g.text([(hc, t([3, 100, 300], "f32")), (mc, t([4, 70, 130], "f32")),
+                            (oc, t([2, 4, 77, 64], "f32")), (cc, t([2, 10, 12, 40], "f32"))]), dt, []))
+    return out
+
+
 def streamed_rows_case(dt):
     """Row reductions streamed in 16-byte vectors from each row's first
     aligned element: rows no vector divides (65537, 33333, 12345, 5003, 17,
@@ -755,7 +806,7 @@ def build_cases():
         add(f"resident_rows_{dt}", resident_rows_case(dt), dt)
         add(f"streamed_rows_{dt}", streamed_rows_case(dt), dt)
         add(f"gather_{dt}", gather_case(dt), dt)
-    for case in gemm_cases() + wgmma_cases() + attention_cases():
+    for case in gemm_cases() + wgmma_cases() + attention_cases() + cast_epilogue_cases():
         add(*case)
     # Training kernels: each family's cases in a module of its own
     # (training_cases_*.py beside this file), each a function cases(Graph, t)
