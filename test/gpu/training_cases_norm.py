@@ -56,4 +56,9 @@ def cases(Graph, t):
         out.append(_norm_grad(Graph, t, f"norm_grad_rms_dx_{dt}", dt, [37, 512], rms=True, params=False))
         out.append(_norm_grad(Graph, t, f"norm_grad_ln_rank2_{dt}", dt, [4, 6, 40], rank=2))
         out.append(_norm_grad(Graph, t, f"norm_grad_ln_noscale_{dt}", dt, [9, 768], scale=False))
+        # A warp a row (rows of up to 24 elements a lane): GPT's width with
+        # more rows than a block's warps; rows of 100 (25 vectors of f32, the
+        # last lanes masked), several rows a warp.
+        out.append(_norm_grad(Graph, t, f"norm_grad_ln_768_{dt}", dt, [1000, 768], residual=True))
+        out.append(_norm_grad(Graph, t, f"norm_grad_ln_warps_{dt}", dt, [3000, 100]))
     return out

@@ -57,14 +57,20 @@ private:
   /// which takes dy's and x's vectors there from `loaded` ({dy, x}, either
   /// null) instead of loading them again.
   void storeGradient(ArrayRef<Value> coords, ArrayRef<Value> values,
-                     std::pair<Value, Value> loaded = {});
+                     std::pair<Value, Value> loaded = {},
+                     EpilogueEvaluator::FullInputs *preloaded = nullptr);
+  /// The epilogue's full-size inputs at `coords` (w > 1), dy's and x's
+  /// vectors taken from `loaded`.
+  EpilogueEvaluator::FullInputs gradientInputs(ArrayRef<Value> coords,
+                                               std::pair<Value, Value> loaded);
   /// What a row's input gradient needs, {mean (0 for rms), rstd, mean(g),
   /// mean(g * x^)}, from the block's sums {d, d^2, g, g * d} with
   /// d = x - `shift` (the RMS norm's shift is 0): one reduction a row, as
   /// sum(g * x^) = rstd * (sum(g * d) - (mean - shift) * sum(g)).
   SmallVector<Value> rowParams(ArrayRef<Value> sums, Value shift);
-  /// Pass 1 over resident rows, or over memory.
+  /// Pass 1 over resident rows, a warp a row, or over memory.
   void emitResidentRows(Value partials);
+  void emitWarpRows(Value partials);
   void emitStreamedRows(Value partials);
   /// Pass 2.
   LaunchConfig emitFinalize(Value partials);
@@ -86,6 +92,9 @@ private:
   /// The most elements of a row one thread keeps in registers (with its
   /// column sums: 4 floats an element).
   static constexpr int64_t kResident = 16;
+  /// The same for a warp a row, whose thread holds no stages: rows of up to
+  /// 768 f32 or bf16.
+  static constexpr int64_t kWarpResident = 24;
   /// The rows pass's staging: the most shared memory a block's stages take
   /// (two blocks an SM), and the most rows in flight.
   static constexpr int64_t kStagingBytes = 96 * 1024, kMaxStages = 4;
@@ -146,15 +155,9 @@ SmallVector<Value> NormGradKernel::scaleAt(Value j) {
   return lanesAt(scaleM, delinearize(j, rowShape));
 }
 
-void NormGradKernel::storeGradient(ArrayRef<Value> coords,
-                                   ArrayRef<Value> values,
-                                   std::pair<Value, Value> loaded) {
-  if (perChannel.outputs.empty())
-    return;
-  if (w == 1) {
-    perChannel.evaluator->storeResults(coords, values[0]);
-    return;
-  }
+EpilogueEvaluator::FullInputs
+NormGradKernel::gradientInputs(ArrayRef<Value> coords,
+                               std::pair<Value, Value> loaded) {
   EpilogueEvaluator::FullInputs full;
   for (BlockArgument arg : perChannel.evaluator->fullInputs()) {
     Value memref = perChannel.args.lookup(arg);
@@ -163,6 +166,21 @@ void NormGradKernel::storeGradient(ArrayRef<Value> coords,
                                : Value();
     full.emplace_back(arg, vec ? vec : loadVector(memref, coords, w));
   }
+  return full;
+}
+
+void NormGradKernel::storeGradient(ArrayRef<Value> coords,
+                                   ArrayRef<Value> values,
+                                   std::pair<Value, Value> loaded,
+                                   EpilogueEvaluator::FullInputs *preloaded) {
+  if (perChannel.outputs.empty())
+    return;
+  if (w == 1) {
+    perChannel.evaluator->storeResults(coords, values[0]);
+    return;
+  }
+  EpilogueEvaluator::FullInputs full =
+      preloaded ? std::move(*preloaded) : gradientInputs(coords, loaded);
   perChannel.evaluator->storeVectorResults(coords, w, values, &full);
 }
 
@@ -178,6 +196,121 @@ SmallVector<Value> NormGradKernel::rowParams(ArrayRef<Value> sums,
   if (op.getRms())
     return {f32(0), rstd, f32(0), meanGX};
   return {addf(shift, m1), rstd, meanG, meanGX};
+}
+
+void NormGradKernel::emitWarpRows(Value partials) {
+  constexpr int64_t kWarps = kBlock / 32;
+  Value tid = threadId(), bx = blockId(gpu::Dimension::x);
+  Value lane = remi(tid, 32), warp = divi(tid, 32);
+  // Vector i of a lane starts at column (lane + 32 i) * w; only the last may
+  // pass the row's end (then it is clamped and masked).
+  SmallVector<Value> cols, valid;
+  for (int64_t i = 0; i < perThread; ++i) {
+    Value j = muli(addi(lane, idx(i * 32)), idx(w));
+    bool partial = (i + 1) * 32 * w > length;
+    valid.push_back(partial ? ltc(j, length) : Value());
+    cols.push_back(partial ? mini(j, idx(length - w)) : j);
+  }
+  auto masked = [&](Value v, int64_t i) {
+    return valid[i] ? select(valid[i], v, f32(0)) : v;
+  };
+  Value begin = muli(bx, idx(chunk));
+  Value end = mini(addi(begin, idx(chunk)), idx(rows));
+  int64_t numAcc = 2 * perThread * w;
+  SmallVector<Value> init(numAcc, f32(0));
+  SmallVector<Value> acc = loop(
+      addi(begin, warp), end, idx(kWarps), init,
+      [&](Value row, ValueRange iters) -> SmallVector<Value> {
+        SmallVector<Value> q(iters);
+        Value shift =
+            op.getRms() ? f32(0) : load(xM, elementCoords(row, idx(0)));
+        // The scale is read again per row (from L1): kept in registers with
+        // the row, it took the kernel past 128 registers, to one block an SM.
+        SmallVector<SmallVector<Value>> coords, dys, xs, scales;
+        SmallVector<std::pair<Value, Value>> vecs(perThread);
+        for (Value j : cols)
+          scales.push_back(scaleAt(j));
+        for (auto [i, j] : llvm::enumerate(cols)) {
+          coords.push_back(elementCoords(row, j));
+          dys.push_back(lanesAt(dyM, coords.back(), &vecs[i].first));
+          xs.push_back(lanesAt(xM, coords.back(), &vecs[i].second));
+        }
+        // One reduction: sums of d = x - K (K the row's first value), d^2,
+        // g = dy * scale and g * d.
+        SmallVector<Value> acc4(4, f32(0));
+        for (int64_t i = 0; i < perThread; ++i)
+          for (int64_t l = 0; l < w; ++l) {
+            Value d = masked(subf(xs[i][l], shift), i);
+            Value g = mulf(dys[i][l], scales[i][l]);
+            acc4[0] = addf(acc4[0], d);
+            acc4[1] = fma(d, d, acc4[1]);
+            acc4[2] = addf(acc4[2], masked(g, i));
+            acc4[3] = fma(g, d, acc4[3]);
+          }
+        for (Value &sum : acc4)
+          sum = shuffleReduce(sum, 32);
+        SmallVector<Value> p = rowParams(acc4, shift);
+        Value mean = p[0], rstd = p[1], meanG = p[2], meanGX = p[3];
+        Value xOff = mulf(subf(f32(0), mean), rstd);
+        Value gOff = mulf(subf(f32(0), meanG), rstd);
+        Value xCoef = mulf(subf(f32(0), meanGX), rstd);
+        // The epilogue's other full-size inputs (a residual gradient) are
+        // loaded before any store: the stores may alias them as far as the
+        // compiler knows, so a load between two stores waits out the memory
+        // latency (48 us against 46 for the block a row, with a residual).
+        SmallVector<EpilogueEvaluator::FullInputs> fulls;
+        if (!perChannel.outputs.empty())
+          for (int64_t i = 0; i < perThread; ++i)
+            fulls.push_back(gradientInputs(coords[i], vecs[i]));
+        for (int64_t i = 0; i < perThread; ++i) {
+          SmallVector<Value> dx;
+          for (int64_t l = 0; l < w; ++l) {
+            Value xh = fma(xs[i][l], rstd, xOff);
+            Value g = mulf(dys[i][l], scales[i][l]);
+            dx.push_back(fma(xh, xCoef, fma(g, rstd, gOff)));
+            int64_t k = i * w + l;
+            q[k] = fma(masked(dys[i][l], i), xh, q[k]);
+            q[perThread * w + k] =
+                addf(q[perThread * w + k], masked(dys[i][l], i));
+          }
+          EpilogueEvaluator::FullInputs *full =
+              fulls.empty() ? nullptr : &fulls[i];
+          if (valid[i])
+            ifThen(valid[i],
+                   [&] { storeGradient(coords[i], dx, vecs[i], full); });
+          else
+            storeGradient(coords[i], dx, vecs[i], full);
+        }
+        return q;
+      });
+  // Two blocks an SM (16 rows in flight) where a lane's vectors are few:
+  // 8192 x 768 bf16 (3 a lane) took 16.3 us with two, 17.3 with one; f32
+  // (6 a lane) spilled at two and took 30.0 us, 26.9 with one (H200).
+  if (perThread <= 4)
+    func->setAttr("nvvm.minctasm", b.getI32IntegerAttr(2));
+  if (!needColumns)
+    return;
+  // The warps' column sums meet in shared memory and are added in warp
+  // order (deterministic): [warp][k][column].
+  Value red = allocShared({kWarps, 2, perThread * 32 * w}, b.getF32Type(), 16);
+  for (int64_t i = 0; i < perThread; ++i)
+    for (int64_t l = 0; l < w; ++l) {
+      Value j = addi(muli(addi(lane, idx(i * 32)), idx(w)), idx(l));
+      for (int64_t k = 0; k < 2; ++k)
+        memref::StoreOp::create(b, acc[k * perThread * w + i * w + l], red,
+                                ValueRange{warp, idx(k), j});
+    }
+  gpu::BarrierOp::create(b);
+  loop(tid, idx(2 * length), idx(kBlock), {},
+       [&](Value e, ValueRange) -> SmallVector<Value> {
+         Value k = divi(e, length), j = remi(e, length);
+         Value sum = memref::LoadOp::create(b, red, ValueRange{idx(0), k, j});
+         for (int64_t v = 1; v < kWarps; ++v)
+           sum = addf(sum, memref::LoadOp::create(b, red,
+                                                  ValueRange{idx(v), k, j}));
+         memref::StoreOp::create(b, sum, partials, ValueRange{k, bx, j});
+         return {};
+       });
 }
 
 void NormGradKernel::emitResidentRows(Value partials) {
@@ -484,10 +617,20 @@ FailureOr<LaunchConfig> NormGradKernel::emitBody() {
     workspaces.push_back(MemRefType::get({2, groups, length}, b.getF32Type()));
     partials = addWorkspaceArgument(workspaces.back());
   }
-  if (perThread)
+  // Short rows take a warp each, kBlock / 32 to a block: shuffles alone
+  // reduce a row, and a block has as many rows in flight as warps. A block
+  // a row (its reduction through shared memory and barriers, one row at a
+  // time) took 34 us for GPT's 8192 rows of 768 f32 (H200).
+  int64_t warpPerThread = ceilDiv(vectors, 32);
+  if (w > 1 && warpPerThread * w <= kWarpResident) {
+    threads = kBlock;
+    perThread = warpPerThread;
+    emitWarpRows(partials);
+  } else if (perThread) {
     emitResidentRows(partials);
-  else
+  } else {
     emitStreamedRows(partials);
+  }
   LaunchConfig rowsLaunch{{groups, 1, 1}, {threads, 1, 1}};
   if (!needColumns) {
     rowsLaunch.sharedBytes = sharedBytes;

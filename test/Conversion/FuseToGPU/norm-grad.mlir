@@ -41,3 +41,30 @@ func.func @streamed_dx(%dy: tensor<3x65537xf32>, %x: tensor<3x65537xf32>, %r: te
   %1 = fuse.add %0#0, %r : tensor<3x65537xf32>, tensor<3x65537xf32>
   return %1 : tensor<3x65537xf32>
 }
+
+// 1000 rows of 768 f32 with the residual's gradient: a warp a row, 8 rows
+// a block (250 blocks of 4 rows), 6 vectors a lane read straight from
+// memory (no stages), shuffles alone reducing each row; the residual's 6
+// vectors are loaded before the first store; the warps' column sums meet in
+// shared memory [8, 2, 768] and are added in warp order.
+// CHECK-LABEL: func.func @warp_rows
+// CHECK: memref.alloc() : memref<2x250x768xf32>
+// CHECK: gpu.launch_func @warp_rows_kernels::@k0_norm_grad_rows blocks in (%c250, {{.+}} threads in (%c256, {{.+}} dynamic_shared_memory_size %c49152_i32
+// ROWS-LABEL: gpu.module @warp_rows_kernels
+// ROWS: gpu.func @k0_norm_grad_rows
+// ROWS: memref.view {{.+}} to memref<8x2x768xf32, #gpu.address_space<workgroup>>
+// ROWS-NOT: nvgpu.device_async_copy
+// ROWS: scf.for %{{.+}} = %{{.+}} to %{{.+}} step %c8
+// ROWS-COUNT-6: vector.load %arg0[{{.+}}] {alignment = 16 : i64} : memref<1000x768xf32>, vector<4xf32>
+// ROWS-COUNT-20: gpu.shuffle xor
+// ROWS-NOT: gpu.barrier
+// ROWS-COUNT-6: vector.load %arg3[{{.+}}] {alignment = 16 : i64} : memref<1000x768xf32>, vector<4xf32>
+// ROWS-NOT: vector.load %arg3
+// ROWS-COUNT-6: vector.store {{.+}} : memref<1000x768xf32>, vector<4xf32>
+// ROWS: gpu.barrier
+// ROWS: gpu.return
+func.func @warp_rows(%dy: tensor<1000x768xf32>, %x: tensor<1000x768xf32>, %g: tensor<768xf32>, %r: tensor<1000x768xf32>) -> (tensor<1000x768xf32>, tensor<768xf32>, tensor<768xf32>) {
+  %0:3 = fuse.norm_grad %dy, %x scale(%g : tensor<768xf32>) : tensor<1000x768xf32>
+  %1 = fuse.add %r, %0#0 : tensor<1000x768xf32>, tensor<1000x768xf32>
+  return %1, %0#1, %0#2 : tensor<1000x768xf32>, tensor<768xf32>, tensor<768xf32>
+}
