@@ -305,3 +305,18 @@ func.func @direct_rope_offset(%q: tensor<1x2x6x16xf32>, %c: tensor<40x8xf32>, %s
   }
   return %0 : tensor<1x2x6x16xf32>
 }
+
+// -----
+
+// An upcast after an f16 product joins its epilogue, which rounds each value
+// to f16 first, as the graph does (past 65504 it is inf), then stores f32.
+// CHECK-LABEL: func.func @cast_rounds(
+// CHECK: gpu.func @k0_linear
+// CHECK: %[[H:.+]] = arith.truncf %{{.+}} : f32 to f16
+// CHECK-NEXT: arith.extf %[[H]] : f16 to f32
+// CHECK: vector.store %{{.+}} : memref<64x48xf32>, vector<8xf32>
+func.func @cast_rounds(%x: tensor<64x32xf16>, %w: tensor<48x32xf16>) -> tensor<64x48xf32> {
+  %0 = fuse.linear %x, %w : tensor<64x32xf16>, tensor<48x32xf16>
+  %1 = fuse.cast %0 : tensor<64x48xf16> to tensor<64x48xf32>
+  return %1 : tensor<64x48xf32>
+}

@@ -156,7 +156,13 @@ Value EpilogueEvaluator::evalUnary(Operation *op, Value x) {
         return mulf(x, mulf(r6, f32(1.0 / 6.0)));
       })
       .Case([&](CastOp o) {
+        // The operand holds a value of its own type, which the epilogue's
+        // f32 may not be yet (a bf16 product before an upcast): round to
+        // it first, as the graph does (an f16 past 65504 is inf).
+        Type from = o.getInput().getType().getElementType();
         Type to = o.getType().getElementType();
+        if (!from.isF32())
+          x = toF32(arith::TruncFOp::create(b, from, x));
         if (to.isF32())
           return x;
         return toF32(arith::TruncFOp::create(b, to, x));

@@ -638,6 +638,8 @@ FailureOr<LaunchConfig> NormGradKernel::emitBody() {
   }
   ExtraLaunch first = splitOffFirstLaunch("_rows", rowsLaunch);
   recordExtraLaunches(func, workspaces, {first});
+  // The rows pass's occupancy hint is not the finalize's (1024 threads).
+  func->removeAttr("nvvm.minctasm");
   return emitFinalize(partials);
 }
 
