@@ -309,6 +309,10 @@ int64_t persistentStagingBytes(const GemmShape &shape, const GemmTile &tile) {
   return stagingBytesPerPass(tile.bm, tile.bn, 1, kPersistentPasses) + 128;
 }
 
+/// The most k-tiles (of k, as a product sees it; a convolution's taps pad
+/// each to whole channel blocks) a persistent kernel's tile has.
+constexpr int64_t kPersistentKTiles = 24;
+
 /// Whether the kernel is persistent, each block walking several output
 /// tiles: more tiles than blocks at once, no split-K, and few k-tiles a
 /// tile, where the pipeline's fill and the epilogue weigh the most. On the
@@ -317,7 +321,7 @@ int64_t persistentStagingBytes(const GemmShape &shape, const GemmTile &tile) {
 bool isPersistent(const GemmShape &shape, const GemmTile &tile, int64_t bytes,
                   const TargetDescription &target, int64_t splits) {
   int64_t resident = residentOf(tile, bytes, target);
-  return splits == 1 && ceilDiv(shape.k, tile.bk) <= 24 &&
+  return splits == 1 && ceilDiv(shape.k, tile.bk) <= kPersistentKTiles &&
          GemmSchedule::of(shape, tile).tiles() > target.smCount * resident &&
          sharedBytesOf(tile, bytes, tile.stages) +
                  persistentStagingBytes(shape, tile) <=
