@@ -68,6 +68,16 @@ private:
   /// d = x - `shift` (the RMS norm's shift is 0): one reduction a row, as
   /// sum(g * x^) = rstd * (sum(g * d) - (mean - shift) * sum(g)).
   SmallVector<Value> rowParams(ArrayRef<Value> sums, Value shift);
+  /// One row's input gradient from this thread's vectors of x, dy and the
+  /// scale (vector i masked where `valid[i]` is false, if set): the four
+  /// sums, reduced across the row's threads by `reduce`, then dx per vector,
+  /// adding dy * x^ and dy to the column sums `q` (dy * x^ first).
+  SmallVector<SmallVector<Value>>
+  rowGradient(ArrayRef<SmallVector<Value>> xs, ArrayRef<SmallVector<Value>> dys,
+              ArrayRef<SmallVector<Value>> scales, ArrayRef<Value> valid,
+              Value shift,
+              function_ref<SmallVector<Value>(ArrayRef<Value>)> reduce,
+              MutableArrayRef<Value> q);
   /// Pass 1 over resident rows, a warp a row, or over memory.
   void emitResidentRows(Value partials);
   void emitWarpRows(Value partials);
@@ -198,6 +208,49 @@ SmallVector<Value> NormGradKernel::rowParams(ArrayRef<Value> sums,
   return {addf(shift, m1), rstd, meanG, meanGX};
 }
 
+SmallVector<SmallVector<Value>> NormGradKernel::rowGradient(
+    ArrayRef<SmallVector<Value>> xs, ArrayRef<SmallVector<Value>> dys,
+    ArrayRef<SmallVector<Value>> scales, ArrayRef<Value> valid, Value shift,
+    function_ref<SmallVector<Value>(ArrayRef<Value>)> reduce,
+    MutableArrayRef<Value> q) {
+  int64_t n = xs.size();
+  auto masked = [&](Value v, int64_t i) {
+    return valid[i] ? select(valid[i], v, f32(0)) : v;
+  };
+  // One reduction: sums of d = x - K (K the row's first value), d^2,
+  // g = dy * scale and g * d.
+  SmallVector<Value> acc4(4, f32(0));
+  SmallVector<SmallVector<Value>> gs(n);
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t l = 0; l < w; ++l) {
+      Value d = masked(subf(xs[i][l], shift), i);
+      Value g = mulf(dys[i][l], scales[i][l]);
+      gs[i].push_back(g);
+      acc4[0] = addf(acc4[0], d);
+      acc4[1] = fma(d, d, acc4[1]);
+      acc4[2] = addf(acc4[2], masked(g, i));
+      acc4[3] = fma(g, d, acc4[3]);
+    }
+  SmallVector<Value> p = rowParams(reduce(acc4), shift);
+  Value mean = p[0], rstd = p[1], meanG = p[2], meanGX = p[3];
+  // x^ = x * rstd - mean * rstd and dx = g * rstd - x^ * (rstd *
+  // mean(g x^)) - rstd * mean(g): fused multiply-adds (ncu counted 5
+  // plain FP32 instructions for each fused one).
+  Value xOff = mulf(subf(f32(0), mean), rstd);
+  Value gOff = mulf(subf(f32(0), meanG), rstd);
+  Value xCoef = mulf(subf(f32(0), meanGX), rstd);
+  SmallVector<SmallVector<Value>> dx(n);
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t l = 0; l < w; ++l) {
+      Value xh = fma(xs[i][l], rstd, xOff);
+      dx[i].push_back(fma(xh, xCoef, fma(gs[i][l], rstd, gOff)));
+      int64_t k = i * w + l;
+      q[k] = fma(masked(dys[i][l], i), xh, q[k]);
+      q[n * w + k] = addf(q[n * w + k], masked(dys[i][l], i));
+    }
+  return dx;
+}
+
 void NormGradKernel::emitWarpRows(Value partials) {
   constexpr int64_t kWarps = kBlock / 32;
   Value tid = threadId(), bx = blockId(gpu::Dimension::x);
@@ -211,9 +264,6 @@ void NormGradKernel::emitWarpRows(Value partials) {
     valid.push_back(partial ? ltc(j, length) : Value());
     cols.push_back(partial ? mini(j, idx(length - w)) : j);
   }
-  auto masked = [&](Value v, int64_t i) {
-    return valid[i] ? select(valid[i], v, f32(0)) : v;
-  };
   Value begin = muli(bx, idx(chunk));
   Value end = mini(addi(begin, idx(chunk)), idx(rows));
   int64_t numAcc = 2 * perThread * w;
@@ -235,25 +285,15 @@ void NormGradKernel::emitWarpRows(Value partials) {
           dys.push_back(lanesAt(dyM, coords.back(), &vecs[i].first));
           xs.push_back(lanesAt(xM, coords.back(), &vecs[i].second));
         }
-        // One reduction: sums of d = x - K (K the row's first value), d^2,
-        // g = dy * scale and g * d.
-        SmallVector<Value> acc4(4, f32(0));
-        for (int64_t i = 0; i < perThread; ++i)
-          for (int64_t l = 0; l < w; ++l) {
-            Value d = masked(subf(xs[i][l], shift), i);
-            Value g = mulf(dys[i][l], scales[i][l]);
-            acc4[0] = addf(acc4[0], d);
-            acc4[1] = fma(d, d, acc4[1]);
-            acc4[2] = addf(acc4[2], masked(g, i));
-            acc4[3] = fma(g, d, acc4[3]);
-          }
-        for (Value &sum : acc4)
-          sum = shuffleReduce(sum, 32);
-        SmallVector<Value> p = rowParams(acc4, shift);
-        Value mean = p[0], rstd = p[1], meanG = p[2], meanGX = p[3];
-        Value xOff = mulf(subf(f32(0), mean), rstd);
-        Value gOff = mulf(subf(f32(0), meanG), rstd);
-        Value xCoef = mulf(subf(f32(0), meanGX), rstd);
+        SmallVector<SmallVector<Value>> dx = rowGradient(
+            xs, dys, scales, valid, shift,
+            [&](ArrayRef<Value> sums) {
+              SmallVector<Value> out;
+              for (Value sum : sums)
+                out.push_back(shuffleReduce(sum, 32));
+              return out;
+            },
+            q);
         // The epilogue's other full-size inputs (a residual gradient) are
         // loaded before any store: the stores may alias them as far as the
         // compiler knows, so a load between two stores waits out the memory
@@ -263,23 +303,13 @@ void NormGradKernel::emitWarpRows(Value partials) {
           for (int64_t i = 0; i < perThread; ++i)
             fulls.push_back(gradientInputs(coords[i], vecs[i]));
         for (int64_t i = 0; i < perThread; ++i) {
-          SmallVector<Value> dx;
-          for (int64_t l = 0; l < w; ++l) {
-            Value xh = fma(xs[i][l], rstd, xOff);
-            Value g = mulf(dys[i][l], scales[i][l]);
-            dx.push_back(fma(xh, xCoef, fma(g, rstd, gOff)));
-            int64_t k = i * w + l;
-            q[k] = fma(masked(dys[i][l], i), xh, q[k]);
-            q[perThread * w + k] =
-                addf(q[perThread * w + k], masked(dys[i][l], i));
-          }
           EpilogueEvaluator::FullInputs *full =
               fulls.empty() ? nullptr : &fulls[i];
           if (valid[i])
             ifThen(valid[i],
-                   [&] { storeGradient(coords[i], dx, vecs[i], full); });
+                   [&] { storeGradient(coords[i], dx[i], vecs[i], full); });
           else
-            storeGradient(coords[i], dx, vecs[i], full);
+            storeGradient(coords[i], dx[i], vecs[i], full);
         }
         return q;
       });
@@ -327,9 +357,6 @@ void NormGradKernel::emitResidentRows(Value partials) {
   SmallVector<SmallVector<Value>> scales;
   for (Value j : cols)
     scales.push_back(scaleAt(j));
-  auto masked = [&](Value v, int64_t i) {
-    return valid[i] ? select(valid[i], v, f32(0)) : v;
-  };
   Value begin = muli(bx, idx(chunk));
   Value end = mini(addi(begin, idx(chunk)), idx(rows));
   // Rows land in shared memory through cp.async, `stages - 1` rows ahead
@@ -402,42 +429,15 @@ void NormGradKernel::emitResidentRows(Value partials) {
           dys.push_back(lanes(dyv));
           xs.push_back(lanes(xv));
         }
-        // One reduction: sums of d = x - K (K the row's first value), d^2,
-        // g = dy * scale and g * d.
-        SmallVector<Value> acc4(4, f32(0));
-        SmallVector<SmallVector<Value>> gs(perThread);
-        for (int64_t i = 0; i < perThread; ++i)
-          for (int64_t l = 0; l < w; ++l) {
-            Value d = masked(subf(xs[i][l], shift), i);
-            Value g = mulf(dys[i][l], scales[i][l]);
-            gs[i].push_back(g);
-            acc4[0] = addf(acc4[0], d);
-            acc4[1] = fma(d, d, acc4[1]);
-            acc4[2] = addf(acc4[2], masked(g, i));
-            acc4[3] = fma(g, d, acc4[3]);
-          }
-        SmallVector<Value> p = rowParams(blockSums(acc4), shift);
-        Value mean = p[0], rstd = p[1], meanG = p[2], meanGX = p[3];
-        // x^ = x * rstd - mean * rstd and dx = g * rstd - x^ * (rstd *
-        // mean(g x^)) - rstd * mean(g): fused multiply-adds (ncu counted 5
-        // plain FP32 instructions for each fused one).
-        Value xOff = mulf(subf(f32(0), mean), rstd);
-        Value gOff = mulf(subf(f32(0), meanG), rstd);
-        Value xCoef = mulf(subf(f32(0), meanGX), rstd);
+        SmallVector<SmallVector<Value>> dx = rowGradient(
+            xs, dys, scales, valid, shift,
+            [&](ArrayRef<Value> sums) { return blockSums(sums); }, q);
         for (int64_t i = 0; i < perThread; ++i) {
-          SmallVector<Value> dx;
-          for (int64_t l = 0; l < w; ++l) {
-            Value xh = fma(xs[i][l], rstd, xOff);
-            dx.push_back(fma(xh, xCoef, fma(gs[i][l], rstd, gOff)));
-            int64_t k = i * w + l;
-            q[k] = fma(masked(dys[i][l], i), xh, q[k]);
-            q[perThread * w + k] =
-                addf(q[perThread * w + k], masked(dys[i][l], i));
-          }
           if (valid[i])
-            ifThen(valid[i], [&] { storeGradient(coords[i], dx, vecs[i]); });
+            ifThen(valid[i],
+                   [&] { storeGradient(coords[i], dx[i], vecs[i]); });
           else
-            storeGradient(coords[i], dx, vecs[i]);
+            storeGradient(coords[i], dx[i], vecs[i]);
         }
         q.push_back(nextShift);
         return q;
