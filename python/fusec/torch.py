@@ -457,6 +457,7 @@ class Report:
         self.note = None        # why the whole graph went to PyTorch
         self.cudagraphs = False  # replayed from CUDA graphs
         self.channels_last = False  # 4-D values in NHWC inside fusec
+        self.buckets = None     # the shape bucket compiled, or why none
 
     def leave(self, op, reason):
         counts = self.left.setdefault(reason, {})
@@ -469,6 +470,8 @@ class Report:
             ", CUDA graphs" if self.cudagraphs else "")]
         if self.note:
             lines.append("  left whole to PyTorch: " + self.note)
+        if self.buckets:
+            lines.append("  shape buckets: " + self.buckets)
         share = 100.0 * self.taken / self.ops if self.ops else 0.0
         fshare = 100.0 * self.flops_taken / self.flops if self.flops else 0.0
         lines.append("  ATen ops: %d of %d taken (%.0f%%); FLOPs: %.3g of "
@@ -1081,13 +1084,26 @@ class _Compiled:
     def __init__(self, gm, example_inputs, options):
         self.gm, self.options = gm, options
         self.by_shape = {}
+        self.buckets, self.no_buckets = None, None
         if _is_static(example_inputs):
             self.static = self._build(example_inputs)
-        else:
-            self.static = None
+            return
+        self.static = None
+        policy = options.get("shape_buckets", "pow2")
+        if policy != "off":
+            from . import _buckets
+            try:
+                self.buckets = _buckets.plan(gm, example_inputs, policy)
+            except _buckets.Refused as e:
+                self.no_buckets = str(e)
+            except Exception as e:  # noqa: BLE001 - size by size then
+                self.no_buckets = "checking the graph failed: %s: %s" % (
+                    type(e).__name__, e)
 
-    def _build(self, inputs):
+    def _build(self, inputs, bucket=None):
         fused, rep, start = _compile_graph(self.gm, inputs, self.options)
+        rep.buckets = bucket or (
+            "not used: " + self.no_buckets if self.no_buckets else None)
         if self.options.get("cudagraphs") and any(
                 isinstance(x, torch.Tensor) and x.is_cuda for x in inputs):
             fused = _graphed(fused, inputs)
@@ -1101,15 +1117,23 @@ class _Compiled:
 
     def __call__(self, *args):
         fn = self.static
+        v = b = None
         if fn is None:
+            if self.buckets is not None:
+                v = self.buckets.size(args)
+                b = self.buckets.bucket(v)
+                args = self.buckets.pad(args, v, b)
             key = tuple((tuple(a.shape), a.dtype, a.device, a.requires_grad)
                         if isinstance(a, torch.Tensor) else a for a in args)
             fn = self.by_shape.get(key)
             if fn is None:
-                fn = self.by_shape[key] = self._build(list(args))
+                fn = self.by_shape[key] = self._build(
+                    list(args), b is not None and
+                    self.buckets.describe(v, b))
         with torch.autocast("cuda", enabled=False), \
                 torch.autocast("cpu", enabled=False):
-            return fn(*args)
+            out = fn(*args)
+        return out if b is None else self.buckets.cut(out, v, b)
 
 
 def _is_static(inputs):
@@ -1139,7 +1163,10 @@ def backend(gm, example_inputs, options=None, mode=None, name=None):
     tuning_db, ...); "name": the graphs' name in reports; "cudagraphs";
     "channels_last": run convolutions, batch norms, pools and the
     elementwise ops between them in NHWC inside fusec (None, the default:
-    where the graph has a 2-D convolution; True; False)."""
+    where the graph has a 2-D convolution; True; False); "shape_buckets":
+    for a size declared dynamic with a range (mark_dynamic(x, dim, min=,
+    max=)), compile once per bucket: "pow2" (the default; the next power
+    of two), "range" (the declared maximum) or "off" (once per size)."""
     options = dict(options or {})
     if name and "name" not in options:
         options["name"] = name
@@ -1150,13 +1177,19 @@ def backend(gm, example_inputs, options=None, mode=None, name=None):
                 'are %s' % (mode, ", ".join(repr(m) for m in _MODES)))
         options.update(_MODES[mode])
     unknown = set(options) - {"report", "compile_options", "name",
-                              "cudagraphs", "channels_last"}
+                              "cudagraphs", "channels_last", "shape_buckets"}
     if unknown:
         raise ValueError('torch.compile(backend="fusec", options=...): '
                          'unknown option %s; the options are report, '
-                         'compile_options, name, cudagraphs and '
-                         'channels_last' % ", ".join(sorted(map(repr,
-                                                               unknown))))
+                         'compile_options, name, cudagraphs, channels_last '
+                         'and shape_buckets' % ", ".join(sorted(map(
+                             repr, unknown))))
+    from ._buckets import POLICIES
+    if options.get("shape_buckets", "pow2") not in POLICIES:
+        raise ValueError('torch.compile(backend="fusec", options=...): '
+                         'shape_buckets is %r; it takes %s' % (
+                             options["shape_buckets"],
+                             ", ".join(map(repr, POLICIES))))
     return _Compiled(gm, list(example_inputs), options)
 
 

@@ -433,6 +433,145 @@ class BackendTest(unittest.TestCase):
         self.assertEqual(counters["stats"]["unique_graphs"], 1)
         self.assertEqual(len(ft.reports()) - before, 3)
 
+    def _bucketed_calls(self, m, make, sizes, dim=0, high=64, train=True,
+                        **options):
+        """Calls `m` compiled, with `make(size)` marked dynamic in `dim`
+        over [2, high], once per size; checks each output (and in training
+        the input's and every parameter's gradient) against eager. Returns
+        the new Reports."""
+        import torch._dynamo
+        f = self._compile(m, **options)
+        before = len(ft.reports())
+        for n in sizes:
+            x = make(n)
+            torch._dynamo.mark_dynamic(x, dim, min=2, max=high)
+            if not train:
+                with torch.no_grad():
+                    _close(self, f(x), m(x), 1e-5)
+                continue
+            x.requires_grad_(x.is_floating_point())
+            params = [p for p in m.parameters() if p.requires_grad]
+            wrt = params + ([x] if x.requires_grad else [])
+            y = f(x)
+            g = torch.randn_like(y)
+            got = torch.autograd.grad((y * g).sum(), wrt)
+            ref_y = m(x)
+            ref = torch.autograd.grad((ref_y * g).sum(), wrt)
+            self.assertEqual(y.shape, ref_y.shape)
+            _close(self, y, ref_y, 1e-5)
+            for a, b in zip(got, ref):
+                # floor: a bias before a softmax over the rows has a
+                # gradient that is zero up to rounding.
+                _close(self, a, b, 1e-4, floor=1e-3)
+        return ft.reports()[before:]
+
+    def test_shape_buckets_compile_once_per_bucket(self):
+        # A transformer block with the batch declared dynamic over [2, 64]:
+        # sizes 3, 4 share the bucket 4, 5 and 7 the bucket 8, 9 runs as
+        # 16. The padded rows change no output or gradient.
+        reps = self._bucketed_calls(_Block(), lambda n: torch.randn(n, 6, 32),
+                                    (3, 4, 5, 7, 9))
+        self.assertEqual(len(reps), 3)
+        self.assertIn("L['x'].shape[0] = 3 runs as 4 (declared 2..64, "
+                      "power-of-two buckets)", str(reps[0]))
+        self.assertIn("= 9 runs as 16", str(reps[2]))
+
+    def test_shape_buckets_rows_in_any_dimension(self):
+        # Tokens [T, B] (sequence first), the batch dynamic in dimension 1;
+        # an embedding, a linear layer, a softmax over features and the
+        # per-row loss terms; in inference, a convnet in eval mode.
+        class Tokens(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.emb = torch.nn.Embedding(20, 16)
+                self.fc = torch.nn.Linear(16, 8)
+
+            def forward(self, idx):
+                return torch.log_softmax(self.fc(self.emb(idx)), -1)
+
+        reps = self._bucketed_calls(
+            Tokens(), lambda n: torch.randint(0, 20, (5, n)), (3, 4), dim=1)
+        self.assertEqual(len(reps), 1)
+        self.assertIn("L['idx'].shape[1] = 3 runs as 4", str(reps[0]))
+        m = _ConvNet().eval()
+        reps = self._bucketed_calls(m, lambda n: torch.randn(n, 3, 8, 8),
+                                    (5, 7, 3, 9), high=12, train=False)
+        # 8 (5, 7), 4 (3) and the declared maximum, 12 (9).
+        self.assertEqual(len(reps), 3)
+        self.assertIn("= 9 runs as 12 (declared 2..12", str(reps[2]))
+        # "range": one compile for the declared range.
+        reps = self._bucketed_calls(
+            Tokens(), lambda n: torch.randint(0, 20, (5, n)), (3, 6, 2),
+            dim=1, high=8, shape_buckets="range")
+        self.assertEqual(len(reps), 1)
+        self.assertIn("= 3 runs as 8 (declared 2..8, one bucket)",
+                      str(reps[0]))
+
+    def test_shape_buckets_refused_where_rows_mix(self):
+        # Graphs whose rows are not computed on their own compile once per
+        # size, and the report says why.
+        import torch._dynamo
+
+        class Fn(torch.nn.Module):
+            def __init__(self, fn):
+                super().__init__()
+                self.fc, self.fn = torch.nn.Linear(8, 8), fn
+
+            def forward(self, x):
+                return self.fn(self, x)
+
+        cases = [
+            (lambda s, x: torch.softmax(s.fc(x), 0),
+             "_softmax works along the rows' dimension"),
+            (lambda s, x: s.fc(x - x.mean(0)), "mean reduces over them"),
+            (lambda s, x: s.fc(x) * x.shape[0],
+             "uses the row count as a value"),
+            (lambda s, x: s.fc(x).cumsum(0), "cumsum is not known"),
+            (lambda s, x: s.fc(x)[x[:, 0].argsort()],
+             "sort is not known to keep rows apart"),
+            (lambda s, x: s.fc(x)[1:], "does not hold whole rows"),
+        ]
+        for fn, words in cases:
+            torch._dynamo.reset()
+            reps = self._bucketed_calls(Fn(fn), lambda n: torch.randn(n, 8),
+                                        (3, 5, 6))
+            self.assertEqual(len(reps), 3)
+            self.assertIn("shape buckets: not used: ", str(reps[0]))
+            self.assertIn(words, str(reps[0]))
+        # Batch norm's batch statistics, in training.
+        torch._dynamo.reset()
+        reps = self._bucketed_calls(_ConvNet().train(),
+                                    lambda n: torch.randn(n, 3, 8, 8),
+                                    (3, 5), high=12)
+        self.assertEqual(len(reps), 2)
+        self.assertIn("batch norm takes statistics over the rows",
+                      str(reps[0]))
+
+    def test_shape_buckets_need_a_declared_maximum(self):
+        import torch._dynamo
+        m = torch.nn.Linear(8, 8)
+        f = self._compile(m)
+        before = len(ft.reports())
+        with torch.no_grad():
+            for n in (3, 5):
+                x = torch.randn(n, 8)
+                torch._dynamo.mark_dynamic(x, 0)
+                _close(self, f(x), m(x), 1e-6)
+        reps = ft.reports()[before:]
+        self.assertEqual(len(reps), 2)
+        self.assertIn("no declared maximum", str(reps[0]))
+        # "off": once per size; an unknown policy is refused.
+        torch._dynamo.reset()
+        reps = self._bucketed_calls(m, lambda n: torch.randn(n, 8), (3, 5),
+                                    shape_buckets="off")
+        self.assertEqual(len(reps), 2)
+        self.assertNotIn("shape buckets", str(reps[0]))
+        torch._dynamo.reset()
+        with self.assertRaises(Exception) as caught:
+            self._compile(m, shape_buckets="pow3")(torch.randn(2, 8))
+        self.assertIn("shape_buckets is 'pow3'; it takes 'pow2', 'range', "
+                      "'off'", str(caught.exception))
+
     def test_rms_norm_and_class_token_are_taken(self):
         # A hand-written RMSNorm (x * rsqrt(mean(x^2) + eps) * w) becomes one
         # fuse.rms_norm; a class token expanded to the batch, copies
