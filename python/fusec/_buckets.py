@@ -31,18 +31,25 @@ class Refused(Exception):
 
 
 def _expr(size):
-    return size.node.expr if isinstance(size, torch.SymInt) else None
+    return _expr_of(size) if isinstance(size, torch.SymInt) else None
+
+
+def _expr_of(size):
+    """A SymInt's expression, with the sizes its shape environment has found
+    equal replaced (x and y both marked dynamic, then added)."""
+    node = size.node
+    return node.shape_env.replace(node.expr)
 
 
 def _symbols(value):
     """The free symbols of a SymInt or of a tensor's sizes."""
     if isinstance(value, torch.SymInt):
-        return set(value.node.expr.free_symbols)
+        return set(_expr_of(value).free_symbols)
     if isinstance(value, torch.Tensor):
         out = set()
         for d in value.shape:
             if isinstance(d, torch.SymInt):
-                out |= d.node.expr.free_symbols
+                out |= _expr_of(d).free_symbols
         return out
     return set()
 
@@ -65,11 +72,11 @@ def _rows(value, symbol, what):
     """(dimension, entries per row) of the rows in a tensor's sizes, or
     None if they are not there."""
     dims = [d for d, n in enumerate(value.shape) if isinstance(n, torch.SymInt)
-            and symbol in n.node.expr.free_symbols]
+            and symbol in _expr_of(n).free_symbols]
     if not dims:
         return None
     import sympy
-    k = sympy.simplify(value.shape[dims[0]].node.expr / symbol)
+    k = sympy.simplify(_expr_of(value.shape[dims[0]]) / symbol)
     if len(dims) > 1:
         raise Refused("%s (%s) spreads the rows over several dimensions"
                       % (what, list(value.shape)))
@@ -95,11 +102,23 @@ _MOVES = {
     aten.sum.dim_IntList, aten.mean.dim, aten.amax.default,
     aten.amin.default, aten.var.correction, aten.var_mean.correction,
     aten.std.correction, aten.max.dim, aten.min.dim, aten.logsumexp.default,
-    # New tensors sized by the count: a row's values do not depend on it.
+    # New tensors sized by the count (`_FROM_COUNT`).
     aten.empty.memory_format, aten.zeros.default, aten.ones.default,
     aten.full.default, aten.new_empty.default, aten.new_zeros.default,
-    aten.new_ones.default, aten.new_full.default, aten.arange.default,
-    aten.arange.start, aten.arange.start_step,
+    aten.new_ones.default, aten.new_full.default,
+}
+
+# What may get rows from the count alone, without an operand that carries
+# them: tensors whose rows are all alike, so that a padded row holds what a
+# real one does. Not arange, nor a slice of a table up to the count
+# (pe[:n]): their rows differ by index, and a padded row may hold what no
+# real one does (an infinity whose cut-away gradient, times zero, is NaN;
+# an index past a table's end).
+_FROM_COUNT = {
+    aten.empty.memory_format, aten.zeros.default, aten.ones.default,
+    aten.full.default, aten.new_empty.default, aten.new_zeros.default,
+    aten.new_ones.default, aten.new_full.default, aten.expand.default,
+    aten.expand_copy.default,
 }
 
 _VIEWS = {aten.view.default, aten.view_copy.default,
@@ -151,10 +170,6 @@ _SIZE_ARGUMENTS = {
     aten.ones.default: (0,), aten.full.default: (0,),
     aten.new_empty.default: (1,), aten.new_zeros.default: (1,),
     aten.new_ones.default: (1,), aten.new_full.default: (1,),
-    # arange's end only: a start or step from the count would change the
-    # values of every row.
-    aten.arange.default: (0,), aten.arange.start: (1,),
-    aten.arange.start_step: (1,),
     aten.slice.Tensor: (3,),  # a whole slice's end (`_whole`)
     aten.native_group_norm.default: (3,),  # N
 }
@@ -192,7 +207,7 @@ def _whole(node):
         end = end.meta.get("val")
     whole_end = end is None or (isinstance(end, int) and end >= 2 ** 62) or \
         (isinstance(end, torch.SymInt) and isinstance(size, torch.SymInt) and
-         end.node.expr == size.node.expr)
+         _expr_of(end) == _expr_of(size))
     return start in (None, 0) and step in (None, 1) and whole_end
 
 
@@ -258,6 +273,10 @@ def _why_not(node, row_dim):
     if target is aten.embedding.default:
         if row_dim(args[0]) is not None:
             return "embedding's table carries rows"
+        if _arg(node, "scale_grad_by_freq"):
+            # Padded rows repeat an index, which would count it again.
+            return "embedding scales its gradient by how often each index " \
+                "occurs"
         return None
     if target is aten.native_layer_norm.default:
         x = args[0].meta["val"]
@@ -342,10 +361,13 @@ class Plan:
                 d, o, k = rows
                 x = values[i]
                 if o == 1:
-                    values[i] = x.narrow(d, 0, v * k)
+                    x = x.narrow(d, 0, v * k)
                 else:
-                    values[i] = x.unflatten(d, (o, b, k)).narrow(
-                        d + 1, 0, v).flatten(d, d + 2)
+                    x = x.unflatten(d, (o, b, k)).narrow(d + 1, 0,
+                                                         v).flatten(d, d + 2)
+                # Dense, as the unpadded call's would be (a caller may view
+                # it).
+                values[i] = x if d == 0 and o == 1 else x.contiguous()
         if single:
             return values[0]
         return type(out)(values) if isinstance(out, tuple) else values
@@ -354,6 +376,13 @@ class Plan:
 def plan(gm, example_inputs, policy):
     """The Plan for a dynamo graph with symbolic sizes, or raises Refused
     saying why its calls must be compiled size by size."""
+    for n in gm.graph.nodes:
+        # An autograd.Function (a higher-order op): the trace sees its
+        # forward only, not the backward that may mix rows.
+        if n.op == "call_module" or isinstance(
+                n.target, torch._ops.HigherOrderOperator):
+            raise Refused("%s is not traced through (an autograd.Function "
+                          "or a module call)" % n.name)
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     metas = [n.meta.get("example_value") for n in placeholders]
     if len(metas) != len(example_inputs) or any(
@@ -379,9 +408,9 @@ def plan(gm, example_inputs, policy):
     rows, scalars = {}, []
     for i, m in enumerate(metas):
         if isinstance(m, torch.SymInt) and _symbols(m):
-            if m.node.expr != symbol:
+            if _expr(m) != symbol:
                 raise Refused("input %d is %s, not the row count"
-                              % (i, m.node.expr))
+                              % (i, _expr(m)))
             scalars.append(i)
         elif isinstance(m, torch.Tensor) and _symbols(m):
             where = _rows(m, symbol, "input %d" % i)
@@ -414,18 +443,28 @@ def _symbolic_trace(gm, example_inputs, rows, scalars):
         mode = FakeTensorMode(shape_env=ShapeEnv(),
                               allow_non_fake_inputs=False)
         fakes = list(example_inputs)
+        count = None
         for i, x in enumerate(example_inputs):
             if not isinstance(x, torch.Tensor):
                 continue
-            if i in rows:
+            if i not in rows:
+                fakes[i] = mode.from_tensor(x, static_shapes=True)
+            elif count is None:
                 dynamic = [DimDynamic.DYNAMIC if d == rows[i] else
                            DimDynamic.STATIC for d in range(x.dim())]
                 fakes[i] = mode.from_tensor(
-                    x, source=ConstantSource("fusec_rows_%d" % i),
+                    x, source=ConstantSource("fusec_rows"),
                     symbolic_context=StatelessSymbolicContext(
                         dynamic_sizes=dynamic))
+                count = fakes[i].shape[rows[i]]
             else:
-                fakes[i] = mode.from_tensor(x, static_shapes=True)
+                # The same symbol for every input's rows.
+                shape = list(x.shape)
+                shape[rows[i]] = count
+                with mode:
+                    fakes[i] = torch.empty(shape, dtype=x.dtype,
+                                           device=x.device,
+                                           requires_grad=x.requires_grad)
         counts = [fakes[i].shape[d] for i, d in rows.items()]
         symbols = {c.node.expr if isinstance(c, torch.SymInt) else None
                    for c in counts}
@@ -550,6 +589,10 @@ def _check(traced, fakes, rows, scalars):
                 raise Refused("%s's result (%s) has no rows: %s reduces "
                               "over them or picks some" % (
                                   node.name, list(value.shape), name))
+            if all(isinstance(a.meta.get("val"), _SCALARS)
+                   for a in carried) and node.target not in _FROM_COUNT:
+                raise Refused("%s's rows differ by their index, so padded "
+                              "rows would not repeat a real one" % name)
             carries[node] = (where[0], outer(node, where))
         elif value is None:
             raise Refused("%s (%s) has no value to check" % (node.name, name))
