@@ -269,17 +269,24 @@ void KernelFormer::growOperandViews(Group &group) {
 /// Adds the elementwise producers whose results only this group uses, which
 /// the kernel then recomputes per element. For an anchored group only
 /// parameter computations qualify, and only those feeding its epilogue: the
-/// anchor itself reads its operands from memory.
+/// anchor itself reads its operands from memory. A transpose or rope reads
+/// its operands through slices instead (ViewReader), so its slices join:
+/// a transpose of one head's slice of a fused QKV projection is one pass.
 void KernelFormer::pullInProducers(Group &group) {
   Operation *anchor = isAnchor(group.ops.front()) ? group.ops.front() : nullptr;
+  bool gather = isa_and_nonnull<TransposeOp, RopeOp>(anchor);
   bool changed = true;
   while (changed) {
     changed = false;
     for (Operation *op : llvm::to_vector(group.ops)) {
-      if (op == anchor)
+      if (op == anchor && !gather)
         continue;
       for (OpOperand &use : op->getOpOperands()) {
         Operation *producer = use.get().getDefiningOp();
+        // The gather kernels read through slices and transposes only
+        // (ViewReader::viewSource); a transpose is an anchor of its own.
+        if (gather && !isa_and_nonnull<SliceOp>(producer))
+          continue;
         // Views cost nothing to read through, in any kernel; but where the
         // family reads an operand by address, only an attention's operand
         // views keep one (an add or a misaligned slice there has no
@@ -292,7 +299,7 @@ void KernelFormer::pullInProducers(Group &group) {
                                    (!anchor || isParameterOnly(producer)))))
           continue;
         bool onlyHere = llvm::all_of(producer->getUsers(), [&](Operation *u) {
-          return groupOf.lookup(u) == &group && u != anchor;
+          return groupOf.lookup(u) == &group && (u != anchor || gather);
         });
         if (!onlyHere)
           continue;

@@ -374,3 +374,37 @@ func.func @cast_epilogue(%x: tensor<6x32xf32>) -> tensor<2x3x32xbf16> {
   %2 = fuse.reshape %1 : tensor<6x32xbf16> to tensor<2x3x32xbf16>
   return %2 : tensor<2x3x32xbf16>
 }
+
+// -----
+
+// A transpose reads a head's slice of a fused projection through it: one
+// pass, whether it moves vectors (the last axis stays) or tiles (it moves).
+// A slice with another user is written first.
+// CHECK-LABEL: func.func @slice_into_transpose
+// CHECK: fuse.kernel "k0_transpose"
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: fuse.slice
+// CHECK-NEXT: fuse.transpose
+// CHECK: fuse.kernel "k1_transpose"
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: fuse.slice
+// CHECK-NEXT: fuse.transpose
+// CHECK: fuse.kernel "k3_slice"
+// CHECK: fuse.kernel "k2_transpose"
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: fuse.transpose
+func.func @slice_into_transpose(%x: tensor<2x6x9x8xf16>, %y: tensor<5x40x33xf32>) -> (tensor<2x3x6x8xf16>, tensor<5x33x20xf32>, tensor<5x33x20xf32>, tensor<5x20x33xf32>) {
+  // expected-remark @below {{fused fuse.slice into kernel k0_transpose, which reads through it}}
+  %s = fuse.slice %x {offsets = array<i64: 0, 0, 3, 0>, sizes = array<i64: 2, 6, 3, 8>} : tensor<2x6x9x8xf16>
+  // expected-remark @below {{kernel k0_transpose is anchored on fuse.transpose}}
+  %t = fuse.transpose %s {permutation = array<i64: 0, 2, 1, 3>} : tensor<2x6x3x8xf16>
+  // expected-remark @below {{fused fuse.slice into kernel k1_transpose, which reads through it}}
+  %s2 = fuse.slice %y {offsets = array<i64: 0, 17, 0>, sizes = array<i64: 5, 20, 33>} : tensor<5x40x33xf32>
+  // expected-remark @below {{kernel k1_transpose is anchored on fuse.transpose}}
+  %t2 = fuse.transpose %s2 {permutation = array<i64: 0, 2, 1>} : tensor<5x20x33xf32>
+  // expected-remark @below {{kernel k3_slice materialises fuse.slice: a user reads it from memory or returns it}}
+  %s3 = fuse.slice %y {offsets = array<i64: 0, 1, 0>, sizes = array<i64: 5, 20, 33>} : tensor<5x40x33xf32>
+  // expected-remark @below {{kernel k2_transpose is anchored on fuse.transpose}}
+  %t3 = fuse.transpose %s3 {permutation = array<i64: 0, 2, 1>} : tensor<5x20x33xf32>
+  return %t, %t2, %t3, %s3 : tensor<2x3x6x8xf16>, tensor<5x33x20xf32>, tensor<5x33x20xf32>, tensor<5x20x33xf32>
+}

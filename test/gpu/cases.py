@@ -478,6 +478,36 @@ def gather_case(dt):
                    (t2, t([2, 66, 9, 70], dt)), (t3, t([2, 72, 5, 24], dt)), (t4, t([3, 136, 40], dt))])
 
 
+def sliced_gather_case(dt):
+    """Transposes and a rope that read a slice of a larger tensor (a head of
+    a fused QKV projection) through it in one pass: vector moves (the last
+    axis stays), shared-memory tiles (it moves, odd extents) and a rope on
+    an unaligned slice (element loads)."""
+    g = Graph("g")
+    qkv = g.arg([3, 11, 15, 32], dt)
+    y = g.arg([5, 41, 37], dt)
+    z = g.arg([2, 9, 7, 18], dt)
+    c, s = g.arg([9, 4], dt), g.arg([9, 4], dt)
+    outs = []
+    for i in range(3):
+        h = g.op(f"fuse.slice {qkv} {{offsets = array<i64: 0, 0, {5 * i}, 0>, sizes = array<i64: 3, 11, 5, 32>}} : "
+                 f"{t([3, 11, 15, 32], dt)}")
+        outs.append((g.op(f"fuse.transpose {h} {{permutation = array<i64: 0, 2, 1, 3>}} : {t([3, 11, 5, 32], dt)}"),
+                     t([3, 5, 11, 32], dt)))
+    w = g.op(f"fuse.slice {y} {{offsets = array<i64: 1, 3, 2>, sizes = array<i64: 4, 37, 35>}} : {t([5, 41, 37], dt)}")
+    outs.append((g.op(f"fuse.transpose {w} {{permutation = array<i64: 0, 2, 1>}} : {t([4, 37, 35], dt)}"),
+                 t([4, 35, 37], dt)))
+    v = g.op(f"fuse.slice {z} {{offsets = array<i64: 0, 0, 1, 5>, sizes = array<i64: 2, 9, 5, 8>}} : {t([2, 9, 7, 18], dt)}")
+    outs.append((g.op(f"fuse.transpose {v} {{permutation = array<i64: 0, 2, 1, 3>}} : {t([2, 9, 5, 8], dt)}"),
+                 t([2, 5, 9, 8], dt)))
+    u = g.op(f"fuse.slice {z} {{offsets = array<i64: 1, 0, 2, 3>, sizes = array<i64: 1, 9, 5, 8>}} : {t([2, 9, 7, 18], dt)}")
+    u = g.op(f"fuse.transpose {u} {{permutation = array<i64: 0, 2, 1, 3>}} : {t([1, 9, 5, 8], dt)}")
+    u = g.op(f"fuse.silu {u} : {t([1, 5, 9, 8], dt)}")  # a rope's input in memory
+    r = g.op(f"fuse.slice {u} {{offsets = array<i64: 0, 1, 0, 0>, sizes = array<i64: 1, 3, 9, 8>}} : {t([1, 5, 9, 8], dt)}")
+    outs.append((g.op(f"fuse.rope {r}, {c}, {s} : {t([1, 3, 9, 8], dt)}, {t([9, 4], dt)}"), t([1, 3, 9, 8], dt)))
+    return g.text(outs)
+
+
 def attention_cases():
     """The tensor-core attention over odd shapes (checked against the interpreter)."""
     out = []
@@ -806,6 +836,7 @@ def build_cases():
         add(f"resident_rows_{dt}", resident_rows_case(dt), dt)
         add(f"streamed_rows_{dt}", streamed_rows_case(dt), dt)
         add(f"gather_{dt}", gather_case(dt), dt)
+        add(f"gather_sliced_{dt}", sliced_gather_case(dt), dt)
     for case in gemm_cases() + wgmma_cases() + attention_cases() + cast_epilogue_cases():
         add(*case)
     # Training kernels: each family's cases in a module of its own

@@ -41,7 +41,9 @@ def FormKernels : Pass<"fusec-form-kernels", "mlir::func::FuncOp"> {
     in the single-user slices and transposes (keeping rows contiguous) and
     ropes that produce its operands, and a transpose of its result: it
     loads, rotates and stores through them. Slices and concats (views) join
-    whichever kernel reads them, which reads through them; a linear layer
+    whichever kernel reads them, which reads through them (a transpose or a
+    rope on its own takes in the single-user slices under it: one head of a
+    fused QKV projection is moved in one pass); a linear layer
     takes in a concat of its weights or biases along the output features,
     and a convolution a concat of inputs along channels, reading the parts
     in place. A view nothing reads through gets a kernel of its own. Otherwise a value with several users, a
