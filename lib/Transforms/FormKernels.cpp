@@ -279,13 +279,21 @@ void KernelFormer::pullInProducers(Group &group) {
   while (changed) {
     changed = false;
     for (Operation *op : llvm::to_vector(group.ops)) {
-      if (op == anchor && !gather)
+      auto linear = dyn_cast<LinearOp>(op);
+      if (op == anchor && !gather && !linear)
         continue;
       for (OpOperand &use : op->getOpOperands()) {
         Operation *producer = use.get().getDefiningOp();
         // The gather kernels read through slices and transposes only
         // (ViewReader::viewSource); a transpose is an anchor of its own.
         if (gather && !isa_and_nonnull<SliceOp>(producer))
+          continue;
+        // A linear layer reads its bias element by element in its epilogue
+        // (readThroughViews), so a parameter computation there (autocast's
+        // cast of an f32 bias) is recomputed in it: no kernel of its own.
+        if (linear && op == anchor &&
+            (use.get() != linear.getBias() || !producer ||
+             !isElementwise(producer)))
           continue;
         // Views cost nothing to read through, in any kernel; but where the
         // family reads an operand by address, only an attention's operand
@@ -299,7 +307,8 @@ void KernelFormer::pullInProducers(Group &group) {
                                    (!anchor || isParameterOnly(producer)))))
           continue;
         bool onlyHere = llvm::all_of(producer->getUsers(), [&](Operation *u) {
-          return groupOf.lookup(u) == &group && (u != anchor || gather);
+          return groupOf.lookup(u) == &group &&
+                 (u != anchor || gather || linear);
         });
         if (!onlyHere)
           continue;

@@ -408,3 +408,24 @@ func.func @slice_into_transpose(%x: tensor<2x6x9x8xf16>, %y: tensor<5x40x33xf32>
   %t3 = fuse.transpose %s3 {permutation = array<i64: 0, 2, 1>} : tensor<5x20x33xf32>
   return %t, %t2, %t3, %s3 : tensor<2x3x6x8xf16>, tensor<5x33x20xf32>, tensor<5x33x20xf32>, tensor<5x20x33xf32>
 }
+
+// -----
+
+// Autocast's linear layer: a linear kernel reads its bias element by
+// element, so the cast of an f32 bias is recomputed in it; the weight's
+// cast, which the GEMM reads by address, gets a kernel of its own.
+// CHECK-LABEL: func.func @linear_cast_bias
+// CHECK-SAME: (%[[X:.+]]: tensor<4x6xbf16>, %[[W:.+]]: tensor<5x6xf32>, %[[B:.+]]: tensor<5xf32>)
+// CHECK: %[[WC:.+]] = fuse.kernel "k1_cast"(%[[W]])
+// CHECK: fuse.kernel "k0_linear"(%[[B]], %[[X]], %[[WC]])
+// CHECK-NEXT: ^bb0(%[[A0:.+]]: tensor<5xf32>, %[[A1:.+]]: tensor<4x6xbf16>, %[[A2:.+]]: tensor<5x6xbf16>):
+// CHECK-NEXT: %[[BC:.+]] = fuse.cast %[[A0]]
+// CHECK-NEXT: fuse.linear %[[A1]], %[[A2]], %[[BC]]
+func.func @linear_cast_bias(%x: tensor<4x6xbf16>, %w: tensor<5x6xf32>, %b: tensor<5xf32>) -> tensor<4x5xbf16> {
+  %wc = fuse.cast %w : tensor<5x6xf32> to tensor<5x6xbf16>
+  // expected-remark @below {{fused fuse.cast into kernel k0_linear, which recomputes it from graph parameters}}
+  %bc = fuse.cast %b : tensor<5xf32> to tensor<5xbf16>
+  // expected-remark @below {{kernel k0_linear is anchored on fuse.linear}}
+  %y = fuse.linear %x, %wc, %bc : tensor<4x6xbf16>, tensor<5x6xbf16>, tensor<5xbf16>
+  return %y : tensor<4x5xbf16>
+}

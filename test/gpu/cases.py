@@ -387,7 +387,31 @@ def cast_epilogue_cases():
         out.append((f"cast_epilogue_tensor_cores_{dt}",
                     g.text([(hc, t([3, 100, 300], "f32")), (mc, t([4, 70, 130], "f32")),
                             (oc, t([2, 4, 77, 64], "f32")), (cc, t([2, 10, 12, 40], "f32"))]), dt, []))
+        out.append((f"linear_cast_bias_{dt}", linear_cast_bias_case(dt, "f32"), dt, []))
+    out.append(("linear_cast_bias_f32", linear_cast_bias_case("f32", "bf16"), "f32", []))
     return out
+
+
+def linear_cast_bias_case(dt, param_dt):
+    """Autocast's linear layer: weights and bias kept in `param_dt`, cast to
+    `dt` for the product. The linear kernel recomputes the bias's cast in
+    its epilogue; a cast bias that another op reads too is written first."""
+    g = Graph("g")
+    x, w, b = g.arg([3, 50, 72], dt), g.arg([90, 72], param_dt), g.arg([90], param_dt)
+    wc = g.op(f"fuse.cast {w} : {t([90, 72], param_dt)} to {t([90, 72], dt)}")
+    bc = g.op(f"fuse.cast {b} : {t([90], param_dt)} to {t([90], dt)}")
+    h = g.op(f"fuse.linear {x}, {wc}, {bc} : {t([3, 50, 72], dt)}, {t([90, 72], dt)}, {t([90], dt)}")
+    h = g.op(f"fuse.gelu {h} : {t([3, 50, 90], dt)}")
+    y, b2 = g.arg([7, 90], dt), g.arg([33], param_dt)
+    b2c = g.op(f"fuse.cast {b2} : {t([33], param_dt)} to {t([33], dt)}")
+    w2 = g.arg([33, 90], dt)
+    h2 = g.op(f"fuse.linear {y}, {w2}, {b2c} : {t([7, 90], dt)}, {t([33, 90], dt)}, {t([33], dt)}")
+    h3 = g.op(f"fuse.add {h2}, {b2c} : {t([7, 33], dt)}, {t([33], dt)}")
+    # One tile over a long k.
+    z, w3, b3 = g.arg([2, 8, 3000], dt), g.arg([40, 3000], dt), g.arg([40], param_dt)
+    b3c = g.op(f"fuse.cast {b3} : {t([40], param_dt)} to {t([40], dt)}")
+    h4 = g.op(f"fuse.linear {z}, {w3}, {b3c} : {t([2, 8, 3000], dt)}, {t([40, 3000], dt)}, {t([40], dt)}")
+    return g.text([(h, t([3, 50, 90], dt)), (h3, t([7, 33], dt)), (h4, t([2, 8, 40], dt))])
 
 
 def streamed_rows_case(dt):

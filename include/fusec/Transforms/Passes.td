@@ -36,7 +36,8 @@ def FormKernels : Pass<"fusec-form-kernels", "mlir::func::FuncOp"> {
     chain of elementwise ops that consumes its result joins it as an epilogue
     while each link has a single user and keeps the shape. Elementwise ops
     that only combine graph parameters (batch-norm coefficients, merged
-    biases) join the kernel that alone uses them, and are recomputed there.
+    biases, autocast's cast of a linear layer's bias) join the kernel that
+    alone uses them, and are recomputed there.
     Elementwise ops left over form kernels of their own. An attention takes
     in the single-user slices and transposes (keeping rows contiguous) and
     ropes that produce its operands, and a transpose of its result: it
