@@ -275,26 +275,35 @@ void KernelFormer::growOperandViews(Group &group) {
 void KernelFormer::pullInProducers(Group &group) {
   Operation *anchor = isAnchor(group.ops.front()) ? group.ops.front() : nullptr;
   bool gather = isa_and_nonnull<TransposeOp, RopeOp>(anchor);
+  auto linear = dyn_cast_or_null<LinearOp>(anchor);
+  // A linear layer reads its bias element by element in its epilogue
+  // (readThroughViews), but its input and weight by address.
+  auto isBias = [&](OpOperand &use) {
+    return linear && use.getOwner() == anchor && linear.getBias() &&
+           use.getOperandNumber() == 2;
+  };
+  // The uses of an anchor's operand that read it through what fusion
+  // puts in front: a gather kernel's input (and rope tables), a bias.
+  auto readsThrough = [&](OpOperand &use) {
+    return use.getOwner() == anchor && (gather || isBias(use));
+  };
   bool changed = true;
   while (changed) {
     changed = false;
     for (Operation *op : llvm::to_vector(group.ops)) {
-      auto linear = dyn_cast<LinearOp>(op);
       if (op == anchor && !gather && !linear)
         continue;
       for (OpOperand &use : op->getOpOperands()) {
         Operation *producer = use.get().getDefiningOp();
-        // The gather kernels read through slices and transposes only
-        // (ViewReader::viewSource); a transpose is an anchor of its own.
-        if (gather && !isa_and_nonnull<SliceOp>(producer))
-          continue;
-        // A linear layer reads its bias element by element in its epilogue
-        // (readThroughViews), so a parameter computation there (autocast's
-        // cast of an f32 bias) is recomputed in it: no kernel of its own.
-        if (linear && op == anchor &&
-            (use.get() != linear.getBias() || !producer ||
-             !isElementwise(producer)))
-          continue;
+        if (op == anchor) {
+          // The gather kernels read through slices and transposes only
+          // (ViewReader::viewSource); a transpose is an anchor of its own.
+          // A linear layer recomputes autocast's cast of its bias: no
+          // kernel of its own.
+          if (gather ? !isa_and_nonnull<SliceOp>(producer)
+                     : !(isBias(use) && isa_and_nonnull<CastOp>(producer)))
+            continue;
+        }
         // Views cost nothing to read through, in any kernel; but where the
         // family reads an operand by address, only an attention's operand
         // views keep one (an add or a misaligned slice there has no
@@ -306,9 +315,9 @@ void KernelFormer::pullInProducers(Group &group) {
             !(isView(producer) || (isElementwise(producer) &&
                                    (!anchor || isParameterOnly(producer)))))
           continue;
-        bool onlyHere = llvm::all_of(producer->getUsers(), [&](Operation *u) {
-          return groupOf.lookup(u) == &group &&
-                 (u != anchor || gather || linear);
+        bool onlyHere = llvm::all_of(producer->getUses(), [&](OpOperand &u) {
+          return groupOf.lookup(u.getOwner()) == &group &&
+                 (u.getOwner() != anchor || readsThrough(u));
         });
         if (!onlyHere)
           continue;

@@ -429,3 +429,37 @@ func.func @linear_cast_bias(%x: tensor<4x6xbf16>, %w: tensor<5x6xf32>, %b: tenso
   %y = fuse.linear %x, %wc, %bc : tensor<4x6xbf16>, tensor<5x6xbf16>, tensor<5xbf16>
   return %y : tensor<4x5xbf16>
 }
+
+// -----
+
+// Only the bias is read through what fusion puts in front of a linear
+// layer: a cast that is also its input (read by address) gets a kernel of
+// its own (taking it in once crashed the tiling). A transpose's epilogue
+// still takes in the parameter computations only it uses.
+// CHECK-LABEL: func.func @cast_bias_and_input
+// CHECK: fuse.kernel "k1_cast"
+// CHECK: fuse.kernel "k0_linear"
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: fuse.linear
+func.func @cast_bias_and_input(%p: tensor<8xf32>, %w: tensor<8x8xbf16>) -> tensor<8xbf16> {
+  %c = fuse.cast %p : tensor<8xf32> to tensor<8xbf16>
+  // expected-remark @below {{kernel k0_linear is anchored on fuse.linear}}
+  %y = fuse.linear %c, %w, %c : tensor<8xbf16>, tensor<8x8xbf16>, tensor<8xbf16>
+  return %y : tensor<8xbf16>
+}
+
+// CHECK-LABEL: func.func @transpose_epilogue_parameters
+// CHECK: fuse.kernel "k0_transpose"
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: fuse.transpose
+// CHECK-NEXT: fuse.cast
+// CHECK-NEXT: fuse.mul
+func.func @transpose_epilogue_parameters(%x: tensor<2x6x3x8xbf16>, %p: tensor<8xf32>) -> tensor<2x3x6x8xbf16> {
+  // expected-remark @below {{kernel k0_transpose is anchored on fuse.transpose}}
+  %t = fuse.transpose %x {permutation = array<i64: 0, 2, 1, 3>} : tensor<2x6x3x8xbf16>
+  // expected-remark @below {{fused fuse.cast into kernel k0_transpose, which recomputes it from graph parameters}}
+  %pc = fuse.cast %p : tensor<8xf32> to tensor<8xbf16>
+  // expected-remark @below {{fused fuse.mul into the epilogue of kernel k0_transpose}}
+  %y = fuse.mul %t, %pc : tensor<2x3x6x8xbf16>, tensor<8xbf16>
+  return %y : tensor<2x3x6x8xbf16>
+}
