@@ -279,8 +279,9 @@ void KernelFormer::pullInProducers(Group &group) {
   // A linear layer reads its bias element by element in its epilogue
   // (readThroughViews), but its input and weight by address.
   auto isBias = [&](OpOperand &use) {
-    return linear && use.getOwner() == anchor && linear.getBias() &&
-           use.getOperandNumber() == 2;
+    if (!linear || linear.getBiasMutable().empty())
+      return false;
+    return &use == &linear.getBiasMutable()[0];
   };
   // The uses of an anchor's operand that read it through what fusion
   // puts in front: a gather kernel's input (and rope tables), a bias.
