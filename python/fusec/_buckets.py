@@ -87,7 +87,7 @@ def _rows(value, symbol, what):
 
 
 # Views, copies and index permutations: they move rows, never mix them
-# (views that merge dimensions are checked in `_why_not`).
+# (views that merge dimensions are checked in `_check`, with the rows' layout).
 _MOVES = {
     aten.clone.default, aten._to_copy.default, aten.alias.default,
     aten.alias_copy.default, aten.detach.default, aten.detach_copy.default,
