@@ -40,7 +40,8 @@
 #       it, e.g. --models resnet50 --repeat 20) against eager, a CUDA-graph
 #       replay of eager and the torch.compile modes in $FUSEC_AGAINST
 #       (default,reduce-overhead), fusec in its default and reduce-overhead
-#       modes; $OUT/torch-{infer,train}.json and .log, a line per model.
+#       modes; $OUT/torch-{infer,train}.json and .log, a line per model;
+#       FUSEC_TORCH_TESTS=0 leaves the tests out.
 #       Not part of `all`.
 #   bench/gpu-session.sh tune [-k SUBSTR[,SUBSTR...]]
 #       (there) `fusec tune` on the benchmark graphs (those matching -k) into
@@ -159,9 +160,12 @@ run)
       >"$out/pip.log" 2>&1 || { echo "the wheel did not install (pip.log)"; exit 1; }
     export PYTHONPATH=/tmp/fusec-site FUSEC_CACHE_DIR=/tmp/fusec-kernel-cache
     status=0
-    (cd /tmp && python3 -m unittest discover -s "$OLDPWD/python/tests" -p test_torch.py) \
-      >"$out/torch-tests.log" 2>&1 || { status=1; echo "test_torch failed (torch-tests.log)"; }
-    tail -n 3 "$out/torch-tests.log"
+    # FUSEC_TORCH_TESTS=0 leaves the tests out (a second call of a session).
+    if [ "${FUSEC_TORCH_TESTS:-1}" != 0 ]; then
+      (cd /tmp && python3 -m unittest discover -s "$OLDPWD/python/tests" -p test_torch.py) \
+        >"$out/torch-tests.log" 2>&1 || { status=1; echo "test_torch failed (torch-tests.log)"; }
+      tail -n 3 "$out/torch-tests.log"
+    fi
     against=${FUSEC_AGAINST:-default,reduce-overhead}
     for p in infer train; do
       [ "$part" = both ] || [ "$part" = "$p" ] || continue
