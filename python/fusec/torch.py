@@ -984,13 +984,40 @@ def _graphed(fused, inputs):
     does. Anything that cannot be captured (a CPU tensor) runs uncaptured,
     and PyTorch logs why ("skipping cudagraphs due to ...")."""
     from torch._dynamo.utils import get_static_address_type
+    # A graph with symbolic sizes is built per size: its scalar inputs
+    # (the sizes) are constants here, and AOTAutograd's graph would carry
+    # them as placeholders without a fake value, which the capture cannot
+    # read. The callable still takes every input.
+    tensors = [i for i, x in enumerate(inputs) if isinstance(x, torch.Tensor)]
+    baked = len(tensors) < len(inputs)
+    if baked:
+        _bake_scalars(fused, inputs)
+        inputs = [inputs[i] for i in tensors]
     static = [i for i, x in enumerate(inputs)
               if isinstance(x, torch.nn.Parameter) or
               get_static_address_type(x) is not None]
     try:
-        return _aot_graphed(fused, inputs, static, keep_mutations=True)
+        run = _aot_graphed(fused, inputs, static, keep_mutations=True)
     except _InputWritesOutside:
-        return _aot_graphed(fused, inputs, static, keep_mutations=False)
+        run = _aot_graphed(fused, inputs, static, keep_mutations=False)
+    if not baked:
+        return run
+    return lambda *args: run(*[args[i] for i in tensors])
+
+
+def _bake_scalars(gm, inputs):
+    """Replaces the graph's non-tensor inputs by their values."""
+    placeholders = list(gm.graph.find_nodes(op="placeholder"))
+    for node, x in zip(placeholders, inputs):
+        if isinstance(x, torch.Tensor):
+            continue
+        for user in list(node.users):
+            user.args = torch.fx.node.map_arg(
+                user.args, lambda a, node=node, x=x: x if a is node else a)
+            user.kwargs = torch.fx.node.map_arg(
+                user.kwargs, lambda a, node=node, x=x: x if a is node else a)
+        gm.graph.erase_node(node)
+    gm.recompile()
 
 
 def _aot_graphed(fused, inputs, static, keep_mutations):
@@ -1085,7 +1112,8 @@ class _Compiled:
         self.gm, self.options = gm, options
         self.by_shape = {}
         self.buckets, self.no_buckets = None, None
-        if _is_static(example_inputs):
+        self.read = _read_inputs(gm)
+        if _is_static(example_inputs) and not self.read:
             self.static = self._build(example_inputs)
             return
         self.static = None
@@ -1125,6 +1153,7 @@ class _Compiled:
                 args = self.buckets.pad(args, v, b)
             key = tuple((tuple(a.shape), a.dtype, a.device, a.requires_grad)
                         if isinstance(a, torch.Tensor) else a for a in args)
+            key += tuple(args[i].item() for i in self.read)
             fn = self.by_shape.get(key)
             if fn is None:
                 fn = self.by_shape[key] = self._build(
@@ -1136,9 +1165,27 @@ class _Compiled:
         return out if b is None else self.buckets.cut(out, v, b)
 
 
+_READS = {"item", "tolist", "__bool__", "__float__", "__int__"}
+
+
+def _read_inputs(gm):
+    """The positions of the inputs whose values the graph reads as Python
+    numbers (dynamo passes a float it does not specialise as a 0-d tensor
+    and calls .item()). The trace makes such a value a constant, so the
+    graph is built per value."""
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    return [i for i, n in enumerate(placeholders)
+            if any((u.op == "call_method" and u.target in _READS) or
+                   (u.op == "call_function" and
+                    getattr(u.target, "__name__", None) in _READS)
+                   for u in n.users)]
+
+
 def _is_static(inputs):
     for x in inputs:
-        if isinstance(x, torch.SymInt):
+        # A scalar input (a size, or a float dynamo does not specialise)
+        # is a constant of the trace: the graph is built per value.
+        if isinstance(x, (torch.SymInt, torch.SymFloat, torch.SymBool)):
             return False
         if isinstance(x, torch.Tensor) and any(
                 not isinstance(d, int) for d in x.shape):

@@ -809,6 +809,72 @@ class BackendTest(unittest.TestCase):
         finally:
             trees.cudagraphify_impl, cg.get_device_index = real
 
+    def test_reduce_overhead_dynamic_sizes(self):
+        # A graph with a symbolic size is built per size; its size inputs
+        # are constants there, so the captured graphs take only the
+        # tensors (PyTorch 2.11's capture cannot read a size placeholder).
+        # On the CPU, with cudagraphify_impl replaced by a recorder.
+        import torch._dynamo
+        import torch._inductor.cudagraph_trees as trees
+        from torch._dynamo.backends import cudagraphs as cg
+        captured = []
+
+        def record(model, inputs, static_input_idxs, **kw):
+            captured.append((kw["is_backward"],
+                             [isinstance(x, torch.Tensor) for x in inputs]))
+            return model
+
+        def via_graphed(gm, example_inputs):
+            def run(*args):
+                fused, _, _ = ft._compile_graph(
+                    gm, list(args), {"compile_options": {"arch": "sm_90"}})
+                return ft._graphed(fused, list(args))(*args)
+            return run
+        real = trees.cudagraphify_impl, cg.get_device_index
+        trees.cudagraphify_impl = record
+        cg.get_device_index = lambda gm: 0
+        try:
+            m = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.GELU(),
+                                    torch.nn.Linear(16, 8))
+            torch._dynamo.reset()
+            f = torch.compile(m, backend=via_graphed, dynamic=True)
+            for rows in (3, 5):
+                x = torch.randn(rows, 8, requires_grad=True)
+                y = f(x)
+                y.square().sum().backward()
+                ref_x = x.detach().clone().requires_grad_()
+                ref = m(ref_x)
+                ref.square().sum().backward()
+                _close(self, y, ref, 1e-5)
+                _close(self, x.grad, ref_x.grad, 1e-5)
+            forward = [c for c in captured if not c[0]]
+            self.assertEqual(len(forward), 2, captured)
+            for _, tensors in forward:
+                # Two layers' weights and biases, and x; not the size.
+                self.assertEqual(tensors, [True] * 5, captured)
+        finally:
+            trees.cudagraphify_impl, cg.get_device_index = real
+
+    def test_float_arguments_are_read_per_call(self):
+        # Dynamo passes a float argument it does not specialise as a 0-d
+        # tensor that the graph reads with .item(): the trace makes it a
+        # constant, so the graph is built per value, never replayed with
+        # an old one.
+        class Scaled(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = torch.nn.Linear(8, 8)
+
+            def forward(self, x, s):
+                return self.fc(x) * s
+
+        m = Scaled()
+        f = self._compile(m)
+        x = torch.randn(4, 8)
+        with torch.no_grad():
+            for s in (2.0, 3.0, 0.5, 3.0):
+                _close(self, f(x, s), m(x, s), 1e-6)
+
     def test_graph_traces_through_aot_autograd(self):
         # mode="reduce-overhead" hands the rewritten graph to AOTAutograd
         # (then to cudagraph trees): fusec's ops, their constants and the
