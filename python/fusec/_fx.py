@@ -396,12 +396,32 @@ def _in_nhwc(t, node, operands):
 def _binary(name):
     def fn(t, node, a, b, alpha=1):
         nhwc = _in_nhwc(t, node, (a, b))
+        _, target = _tensor_meta(node)
+        numbers = alpha != 1 or not all(isinstance(x, torch.fx.Node)
+                                        for x in (a, b))
+        if numbers and target in ("f16", "bf16"):
+            # PyTorch computes a half tensor with a number in float32 and
+            # rounds once: -1e9 or 1e-8 would not survive float16 first.
+            lhs, rhs = (_widened(t, x, nhwc) for x in (a, b))
+            if alpha != 1:
+                rhs = t.g.mul(rhs, t.constant(alpha, None))
+            out = t.g.cast(getattr(t.g, name)(lhs, rhs), target)
+            return ChannelsLast(out) if nhwc else out
         lhs, rhs = _promoted(t, node, a, nhwc), _promoted(t, node, b, nhwc)
         if alpha != 1:
             rhs = t.g.mul(rhs, t.constant(alpha, node))
         out = getattr(t.g, name)(lhs, rhs)
         return ChannelsLast(out) if nhwc else out
     return fn
+
+
+def _widened(t, arg, nhwc):
+    """The fuse value of an operand (a tensor or a number) in float32."""
+    if not isinstance(arg, torch.fx.Node):
+        return t.v(arg)
+    value = _nhwc_operand(t, arg) if nhwc else t.v(arg)
+    _, dtype = _tensor_meta(arg)
+    return value if dtype == "f32" else t.g.cast(value, "f32")
 
 
 for _name in ("add", "sub", "mul", "div"):

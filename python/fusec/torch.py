@@ -687,6 +687,13 @@ def _write_back(buffer, value):
 torch.fx.node._side_effectful_functions.add(_write_back)
 
 
+def _copy_from(dst, src, non_blocking=False):
+    """aten.copy (dst's shape, dtype and device, src's values) through ops
+    with a derivative: src's gradient flows, dst's is zero."""
+    return src.to(dtype=dst.dtype, device=dst.device).expand(
+        dst.shape).clone()
+
+
 def _trace(gm, example_inputs):
     """The dynamo graph at the ATen level, without views or mutations
     (functionalized), traced on fake tensors."""
@@ -718,6 +725,9 @@ def _trace(gm, example_inputs):
         elif node.target is torch.ops.aten.copy_.default and \
                 node.args[0] in no_grad_inputs:
             node.target = _write_back
+        elif node.target is torch.ops.aten.copy.default:
+            # No derivative either (a z.copy_(y) into a fresh tensor).
+            node.target = _copy_from
     traced.graph.eliminate_dead_code()
     traced.recompile()
     return traced
@@ -741,6 +751,59 @@ def _compile_graph(gm, example_inputs, options):
             break
     return fused, rep, start
 
+
+
+_GRAD_MODE_SWITCHES = {"_set_grad_enabled", "_enter_inference_mode",
+                       "_exit_inference_mode"}
+
+
+def _grad_mode_switch(gm):
+    """Why the graph must stay whole with PyTorch when it switches grad
+    mode inside (torch.no_grad, enable_grad or inference_mode in the
+    compiled region), else None: the ATen trace keeps no grad mode, and
+    its ops would all run in the caller's."""
+    for node in gm.graph.nodes:
+        if node.op == "call_function" and getattr(
+                node.target, "__name__", None) in _GRAD_MODE_SWITCHES:
+            return ("the graph switches grad mode inside (%s at %s)"
+                    % (node.target.__name__, node.name))
+    return None
+
+
+def _aliased_output(gm):
+    """Why the graph must stay whole with PyTorch when a result shares
+    memory with an input or another result (`return x.view(-1)`), else
+    None: the functionalized trace computes every result afresh, so a
+    later write through one would not reach the other."""
+    from torch.multiprocessing.reductions import StorageWeakRef
+
+    def storage(node):
+        v = node.meta.get("example_value") if isinstance(
+            node, torch.fx.Node) else None
+        if not isinstance(v, torch.Tensor) or v.is_sparse:
+            return None
+        return StorageWeakRef(v.untyped_storage())
+    seen = {}
+    for n in gm.graph.find_nodes(op="placeholder"):
+        if storage(n) is not None:
+            seen.setdefault(storage(n), n.name)
+    for out in gm.graph.find_nodes(op="output"):
+        for n in _flat_nodes(out.args[0]):
+            ref = storage(n)
+            # The same node twice (or an input returned as it is) stays
+            # the same tensor.
+            if ref is None or seen.get(ref) == n.name:
+                continue
+            if ref in seen:
+                return "result %s shares memory with %s" % (n.name, seen[ref])
+            seen[ref] = n.name
+    return None
+
+
+def _flat_nodes(arg):
+    nodes = []
+    torch.fx.node.map_arg(arg, nodes.append)
+    return nodes
 
 
 def _aliased_write(gm, traced, example_inputs):
@@ -779,6 +842,9 @@ def _compile_once(gm, example_inputs, options, train):
     prefix = options.get("name") or "fx"
     rep.training = train
     compile_options = dict(options.get("compile_options") or {})
+    rep.note = _grad_mode_switch(gm) or _aliased_output(gm)
+    if rep.note:
+        return gm, rep
     try:
         traced = _trace(gm, example_inputs)
     except Exception as e:  # noqa: BLE001 - PyTorch runs the graph

@@ -855,6 +855,120 @@ class BackendTest(unittest.TestCase):
         finally:
             trees.cudagraphify_impl, cg.get_device_index = real
 
+    def test_grad_mode_switches_stay_with_pytorch(self):
+        # torch.no_grad (or inference_mode) inside a training forward, and
+        # enable_grad inside a call under no_grad: the ATen trace keeps no
+        # grad mode, so the graph runs whole in PyTorch, and says why.
+        import torch._dynamo
+
+        class Region(torch.nn.Module):
+            def __init__(self, mode):
+                super().__init__()
+                self.l, self.mode = torch.nn.Linear(8, 8), mode
+
+            def forward(self, x):
+                y = self.l(x)
+                with self.mode():
+                    z = (y * 2).exp()
+                return y + z
+
+        x = torch.randn(4, 8)
+        for mode in (torch.no_grad, torch.inference_mode):
+            torch.manual_seed(0)
+            m = Region(mode)
+            torch._dynamo.reset()
+            f = self._compile(m)
+            f(x).sum().backward()
+            got = [p.grad.clone() for p in m.parameters()]
+            m.zero_grad()
+            m(x).sum().backward()
+            for g, p in zip(got, m.parameters()):
+                _close(self, g, p.grad, 1e-5)
+            self.assertIn("switches grad mode", str(ft.reports()[-1]))
+
+        class Enabled(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.l = torch.nn.Linear(8, 8)
+
+            def forward(self, x):
+                with torch.enable_grad():
+                    return self.l(x) * 2
+
+        m = Enabled()
+        torch._dynamo.reset()
+        f = self._compile(m)
+        with torch.no_grad():
+            y = f(x)
+        self.assertTrue(y.requires_grad)
+        y.sum().backward()
+        self.assertIsNotNone(m.l.weight.grad)
+
+    def test_results_sharing_memory_stay_views(self):
+        # A result that views an input, or two results sharing memory: a
+        # write through one reaches the other, as in eager.
+        import torch._dynamo
+        torch._dynamo.reset()
+        x = torch.zeros(4, 8)
+        out = self._compile(lambda t: t.view(-1))(x)
+        out.add_(1)
+        self.assertTrue(bool(x.eq(1).all()))
+
+        class Two(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.l = torch.nn.Linear(8, 8)
+
+            def forward(self, x):
+                y = self.l(x) * 2
+                return y, y.view(-1)
+
+        torch._dynamo.reset()
+        with torch.no_grad():
+            a, b = self._compile(Two())(torch.randn(4, 8))
+        a.zero_()
+        self.assertTrue(bool(b.eq(0).all()))
+        self.assertIn("shares memory", str(ft.reports()[-1]))
+
+    def test_copy_into_a_fresh_tensor_trains(self):
+        # z.copy_(y) into a new tensor: functionalization's aten.copy has no
+        # derivative; the gradient flows to y as in eager.
+        class Copy(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.l = torch.nn.Linear(8, 8)
+
+            def forward(self, x):
+                z = torch.zeros(4, 8)
+                z.copy_(self.l(x))
+                return z * 2
+
+        torch.manual_seed(0)
+        m = Copy()
+        x = torch.randn(4, 8)
+        self._compile(m)(x).sum().backward()
+        got = [p.grad.clone() for p in m.parameters()]
+        m.zero_grad()
+        m(x).sum().backward()
+        for g, p in zip(got, m.parameters()):
+            _close(self, g, p.grad, 1e-5)
+
+    def test_numbers_with_half_tensors_compute_in_float32(self):
+        # (1 - mask) * -1e9 in float16: PyTorch computes in float32 and
+        # rounds once (-0 where the mask is 1, -inf where it is 0); a
+        # -1e9 rounded to float16 first is -inf, and 0 * -inf is NaN.
+        class Mask(torch.nn.Module):
+            def forward(self, m, x):
+                return torch.relu((1.0 - m) * -1e9) + x / 70000.0
+
+        m = torch.tensor([[0., 1., 1., 0.]], dtype=torch.float16)
+        x = torch.tensor([[1000., 2000., -500., 60000.]], dtype=torch.float16)
+        with torch.no_grad():
+            got = self._compile(Mask())(m, x)
+            want = Mask()(m, x)
+        self.assertFalse(bool(got.isnan().any()), got)
+        _close(self, got.float(), want.float(), 1e-3)
+
     def test_float_arguments_are_read_per_call(self):
         # Dynamo passes a float argument it does not specialise as a 0-d
         # tensor that the graph reads with .item(): the trace makes it a
