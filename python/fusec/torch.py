@@ -326,8 +326,12 @@ class Op:
     def _setup_context(self, ctx, inputs, output):
         (args,) = inputs
         saved = output[len(self.results):]
-        if saved:
-            ctx.mark_non_differentiable(*saved)
+        # The results that depend on no differentiated argument (fusec's
+        # autodiff gives them no gradient) need none, as in eager.
+        constant = [output[r] for r in range(len(self.results))
+                    if r not in self.grad_results]
+        if saved or constant:
+            ctx.mark_non_differentiable(*saved, *constant)
         # Results without a gradient stay None (not zeros the size of each
         # result and saved tensor, made and filled at every backward).
         ctx.set_materialize_grads(False)

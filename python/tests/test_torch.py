@@ -953,6 +953,30 @@ class BackendTest(unittest.TestCase):
         for g, p in zip(got, m.parameters()):
             _close(self, g, p.grad, 1e-5)
 
+    def test_results_without_gradient_need_none(self):
+        # In a training graph, a result that depends on no parameter (nor
+        # on anything needing a gradient) does not require one, as in
+        # eager: .numpy() works on it.
+        class Stats(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.l = torch.nn.Linear(8, 8)
+
+            def forward(self, x):
+                return torch.relu(self.l(x)), torch.sigmoid(x) * 2 + 1
+
+        m = Stats()
+        x = torch.randn(4, 8)
+        h, stats = self._compile(m)(x)
+        self.assertTrue(h.requires_grad)
+        self.assertFalse(stats.requires_grad)
+        stats.numpy()
+        h.sum().backward()
+        got = m.l.weight.grad.clone()
+        m.zero_grad()
+        m(x)[0].sum().backward()
+        _close(self, got, m.l.weight.grad, 1e-5)
+
     def test_numbers_with_half_tensors_compute_in_float32(self):
         # (1 - mask) * -1e9 in float16: PyTorch computes in float32 and
         # rounds once (-0 where the mask is 1, -inf where it is 0); a
