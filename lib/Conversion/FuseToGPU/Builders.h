@@ -96,6 +96,14 @@ public:
   mlir::Value divf(mlir::Value x, mlir::Value y) {
     return mlir::arith::DivFOp::create(b, x, y);
   }
+  /// x / y within 2 ulp (div.approx.f32, __fdividef): for the logistic
+  /// 1 / (1 + e^-x) of an epilogue, where IEEE division's slow path costs
+  /// a product more than its tile's loads hide. Past 2^126 the quotient
+  /// is 0, which the logistic's true value (below 1e-37) rounds to anyway.
+  mlir::Value approxDivf(mlir::Value x, mlir::Value y) {
+    return mlir::arith::DivFOp::create(b, x, y,
+                                       mlir::arith::FastMathFlags::afn);
+  }
   mlir::Value fma(mlir::Value x, mlir::Value y, mlir::Value z) {
     return mlir::math::FmaOp::create(b, x, y, z);
   }

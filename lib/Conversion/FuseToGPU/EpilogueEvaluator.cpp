@@ -144,10 +144,11 @@ Value EpilogueEvaluator::evalUnary(Operation *op, Value x) {
         return mulf(half, addf(f32(1), erf));
       })
       .Case([&](SiluOp) {
-        return divf(x, addf(f32(1), exp(arith::NegFOp::create(b, x))));
+        return approxDivf(x, addf(f32(1), exp(arith::NegFOp::create(b, x))));
       })
       .Case([&](SigmoidOp) {
-        return divf(f32(1), addf(f32(1), exp(arith::NegFOp::create(b, x))));
+        return approxDivf(f32(1),
+                          addf(f32(1), exp(arith::NegFOp::create(b, x))));
       })
       .Case([&](TanhOp) { return math::TanhOp::create(b, x); })
       .Case([&](NegOp) { return arith::NegFOp::create(b, x).getResult(); })
@@ -178,7 +179,6 @@ static Value activationGrad(Builders &bld, ImplicitLocOpBuilder &b,
   auto mulf = [&](Value x, Value y) { return bld.mulf(x, y); };
   auto addf = [&](Value x, Value y) { return bld.addf(x, y); };
   auto subf = [&](Value x, Value y) { return bld.subf(x, y); };
-  auto divf = [&](Value x, Value y) { return bld.divf(x, y); };
   auto fma = [&](Value x, Value y, Value z) { return bld.fma(x, y, z); };
   auto exp = [&](Value x) { return bld.exp(x); };
   auto andi = [&](Value x, Value y) { return bld.andi(x, y); };
@@ -227,8 +227,8 @@ static Value activationGrad(Builders &bld, ImplicitLocOpBuilder &b,
     return mulf(dy, addf(left, right));
   }
   case Activation::Silu: {
-    Value s =
-        divf(f32(1), addf(f32(1), exp(arith::NegFOp::create(b, v))));
+    Value s = bld.approxDivf(f32(1),
+                             addf(f32(1), exp(arith::NegFOp::create(b, v))));
     return mulf(dy, mulf(s, fma(v, subf(f32(1), s), f32(1))));
   }
   case Activation::HardSwish: {

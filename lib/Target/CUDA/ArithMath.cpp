@@ -352,6 +352,15 @@ static LogicalResult printRounded(Emitter &emitter, Operation *op) {
                        .Case([](arith::SubFOp) { return "sub"; })
                        .Case([](arith::MulFOp) { return "mul"; })
                        .Case([](arith::DivFOp) { return "div"; });
+  // An f32 division allowed to approximate (afn) is div.approx.f32, as
+  // NVPTX makes it on the PTX path.
+  auto div = dyn_cast<arith::DivFOp>(op);
+  if (div && type.isF32() &&
+      arith::bitEnumContainsAll(div.getFastmath(),
+                                arith::FastMathFlags::afn))
+    return printElementwise(emitter, op, [&](ArrayRef<std::string> o) {
+      return "__fdividef(" + o[0] + ", " + o[1] + ")";
+    });
   return printElementwise(emitter, op, [&](ArrayRef<std::string> o) {
     return roundedBinary(type, name, o[0], o[1]);
   });
