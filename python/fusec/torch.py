@@ -761,47 +761,117 @@ _GRAD_MODE_SWITCHES = {"_set_grad_enabled", "_enter_inference_mode",
                        "_exit_inference_mode"}
 
 
+def _switch(node):
+    return node.op == "call_function" and getattr(
+        node.target, "__name__", None) in _GRAD_MODE_SWITCHES
+
+
+def _needs_grad_value(value):
+    return any(isinstance(v, torch.Tensor) and v.requires_grad
+               for v in torch.utils._pytree.tree_leaves(value))
+
+
 def _grad_mode_switch(gm):
-    """Why the graph must stay whole with PyTorch when it switches grad
-    mode inside (torch.no_grad, enable_grad or inference_mode in the
-    compiled region), else None: the ATen trace keeps no grad mode, and
-    its ops would all run in the caller's."""
+    """Why the graph must stay whole with PyTorch, else None: when it
+    switches grad mode inside (torch.no_grad, enable_grad, inference_mode
+    in the compiled region) around an op whose gradient that changes. The
+    ATen trace keeps no grad mode, and its ops all run in the caller's. A
+    region over values that need no gradient (a rotary table from a
+    buffer) changes nothing."""
+    for name, sub in gm.named_modules():
+        if sub is not gm and isinstance(sub, torch.fx.GraphModule) and \
+                any(_switch(n) for n in sub.graph.nodes):
+            return "the graph switches grad mode inside %s" % name
+    outer = mode = torch.is_grad_enabled()
+    entered = []
     for node in gm.graph.nodes:
-        if node.op == "call_function" and getattr(
-                node.target, "__name__", None) in _GRAD_MODE_SWITCHES:
-            return ("the graph switches grad mode inside (%s at %s)"
-                    % (node.target.__name__, node.name))
+        if _switch(node):
+            name = node.target.__name__
+            if name == "_set_grad_enabled":
+                mode = bool(node.args[0])
+            elif name == "_enter_inference_mode":
+                entered.append(mode)
+                mode = mode and not node.args[0]
+            elif entered:
+                mode = entered.pop()
+            continue
+        if mode == outer or node.op not in ("call_function", "call_method",
+                                            "call_module"):
+            continue
+        # Under no_grad, an operand that needs a gradient would get one
+        # through the trace; under enable_grad (the caller's no_grad), a
+        # result that needs one would lose it.
+        if (not mode and any(_needs_grad_value(a.meta.get("example_value"))
+                             for a in node.all_input_nodes)) or \
+                (mode and _needs_grad_value(node.meta.get("example_value"))):
+            return ("the graph switches grad mode inside around %s, whose "
+                    "gradient that changes" % node.name)
     return None
 
 
 def _aliased_output(gm):
     """Why the graph must stay whole with PyTorch when a result shares
-    memory with an input or another result (`return x.view(-1)`), else
+    elements with an input or another result (`return x.view(-1)`), else
     None: the functionalized trace computes every result afresh, so a
-    later write through one would not reach the other."""
+    later write through one would not reach the other. Disjoint parts of
+    one buffer (the k and v of a split) are fine."""
     from torch.multiprocessing.reductions import StorageWeakRef
 
-    def storage(node):
+    def value(node):
         v = node.meta.get("example_value") if isinstance(
             node, torch.fx.Node) else None
-        if not isinstance(v, torch.Tensor) or v.is_sparse:
+        if not isinstance(v, torch.Tensor) or v.layout != torch.strided:
             return None
-        return StorageWeakRef(v.untyped_storage())
+        return v
     seen = {}
     for n in gm.graph.find_nodes(op="placeholder"):
-        if storage(n) is not None:
-            seen.setdefault(storage(n), n.name)
+        if value(n) is not None:
+            seen.setdefault(StorageWeakRef(value(n).untyped_storage()),
+                            []).append(n)
     for out in gm.graph.find_nodes(op="output"):
         for n in _flat_nodes(out.args[0]):
-            ref = storage(n)
+            v = value(n)
+            if v is None:
+                continue
+            others = seen.setdefault(StorageWeakRef(v.untyped_storage()), [])
             # The same node twice (or an input returned as it is) stays
             # the same tensor.
-            if ref is None or seen.get(ref) == n.name:
-                continue
-            if ref in seen:
-                return "result %s shares memory with %s" % (n.name, seen[ref])
-            seen[ref] = n.name
+            for other in others:
+                if other is not n and _may_overlap(v, value(other)):
+                    return "result %s shares memory with %s" % (n.name,
+                                                                other.name)
+            others.append(n)
     return None
+
+
+def _may_overlap(a, b):
+    """Whether two views of one buffer may share an element: False only
+    when both have the same strides, nest (each stride past the span of
+    the smaller ones) and their boxes of indices are apart."""
+    if a.numel() == 0 or b.numel() == 0:
+        return False
+    if a.dim() != b.dim() or a.stride() != b.stride():
+        return True
+    dims = [d for d in range(a.dim()) if max(a.shape[d], b.shape[d]) > 1]
+    if any(a.stride(d) <= 0 for d in dims):
+        return True
+    order = sorted(dims, key=lambda d: -a.stride(d))
+
+    def digits(offset):
+        out = {}
+        for d in order:
+            out[d], offset = divmod(offset, a.stride(d))
+        return out, offset
+    (da, ra), (db, rb) = digits(a.storage_offset()), digits(
+        b.storage_offset())
+    high = {d: max(da[d] + a.shape[d], db[d] + b.shape[d]) for d in order}
+    for i, d in enumerate(order):
+        span = max(ra, rb) + sum((high[e] - 1) * a.stride(e)
+                                 for e in order[i + 1:])
+        if a.stride(d) <= span:
+            return True
+    return ra == rb and all(da[d] < db[d] + b.shape[d] and
+                            db[d] < da[d] + a.shape[d] for d in order)
 
 
 def _flat_nodes(arg):
@@ -1061,7 +1131,7 @@ def _graphed(fused, inputs):
     tensors = [i for i, x in enumerate(inputs) if isinstance(x, torch.Tensor)]
     baked = len(tensors) < len(inputs)
     if baked:
-        _bake_scalars(fused, inputs)
+        fused = _bake_scalars(fused, inputs)
         inputs = [inputs[i] for i in tensors]
     static = [i for i, x in enumerate(inputs)
               if isinstance(x, torch.nn.Parameter) or
@@ -1076,18 +1146,23 @@ def _graphed(fused, inputs):
 
 
 def _bake_scalars(gm, inputs):
-    """Replaces the graph's non-tensor inputs by their values."""
-    placeholders = list(gm.graph.find_nodes(op="placeholder"))
-    for node, x in zip(placeholders, inputs):
+    """A copy of the graph with its non-tensor inputs replaced by their
+    values (the graph may be dynamo's own, which later sizes build from
+    again)."""
+    graph = torch.fx.Graph()
+    copies = {}
+    graph.output(graph.graph_copy(gm.graph, copies))
+    for node, x in zip(gm.graph.find_nodes(op="placeholder"), inputs):
         if isinstance(x, torch.Tensor):
             continue
-        for user in list(node.users):
+        copy = copies[node]
+        for user in list(copy.users):
             user.args = torch.fx.node.map_arg(
-                user.args, lambda a, node=node, x=x: x if a is node else a)
+                user.args, lambda a, copy=copy, x=x: x if a is copy else a)
             user.kwargs = torch.fx.node.map_arg(
-                user.kwargs, lambda a, node=node, x=x: x if a is node else a)
-        gm.graph.erase_node(node)
-    gm.recompile()
+                user.kwargs, lambda a, copy=copy, x=x: x if a is copy else a)
+        graph.erase_node(copy)
+    return torch.fx.GraphModule(gm, graph)
 
 
 def _aot_graphed(fused, inputs, static, keep_mutations):
@@ -1183,6 +1258,7 @@ class _Compiled:
         self.by_shape = {}
         self.buckets, self.no_buckets = None, None
         self.read = _read_inputs(gm)
+        self.values_matter = bool(self.read)
         if _is_static(example_inputs) and not self.read:
             self.static = self._build(example_inputs)
             return
@@ -1200,6 +1276,8 @@ class _Compiled:
 
     def _build(self, inputs, bucket=None):
         fused, rep, start = _compile_graph(self.gm, inputs, self.options)
+        if fused is self.gm:
+            self.values_matter = False
         rep.buckets = bucket or (
             "not used: " + self.no_buckets if self.no_buckets else None)
         if self.options.get("cudagraphs") and any(
@@ -1223,7 +1301,11 @@ class _Compiled:
                 args = self.buckets.pad(args, v, b)
             key = tuple((tuple(a.shape), a.dtype, a.device, a.requires_grad)
                         if isinstance(a, torch.Tensor) else a for a in args)
-            key += tuple(args[i].item() for i in self.read)
+            # repr: exact for floats, and hashable for .tolist()'s lists.
+            # Only while builds take the graph (one left to PyTorch reads
+            # the value at each call itself).
+            if self.values_matter:
+                key += tuple(repr(args[i].tolist()) for i in self.read)
             fn = self.by_shape.get(key)
             if fn is None:
                 fn = self.by_shape[key] = self._build(

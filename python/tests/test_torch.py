@@ -852,6 +852,27 @@ class BackendTest(unittest.TestCase):
             for _, tensors in forward:
                 # Two layers' weights and biases, and x; not the size.
                 self.assertEqual(tensors, [True] * 5, captured)
+
+            # A graph left whole to PyTorch (a no_grad region over a
+            # value with a gradient) is dynamo's own: each size builds
+            # from it unchanged.
+            class Region(torch.nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.l = torch.nn.Linear(8, 8)
+
+                def forward(self, x):
+                    y = self.l(x)
+                    with torch.no_grad():
+                        z = y * 2
+                    return y + z + x.shape[0]
+
+            m = Region()
+            torch._dynamo.reset()
+            f = torch.compile(m, backend=via_graphed, dynamic=True)
+            for rows in (3, 5):
+                x = torch.randn(rows, 8)
+                _close(self, f(x), m(x), 1e-5)
         finally:
             trees.cudagraphify_impl, cg.get_device_index = real
 
@@ -904,6 +925,53 @@ class BackendTest(unittest.TestCase):
         y.sum().backward()
         self.assertIsNotNone(m.l.weight.grad)
 
+    def test_grad_mode_regions_that_change_nothing_stay_taken(self):
+        # A no_grad region over values that need no gradient (a rotary
+        # table from a buffer, as in LLaMA-style models) changes no
+        # gradient: the graph stays with fusec. One inside a checkpointed
+        # body does change them: left whole to PyTorch.
+        import torch._dynamo
+        from torch.utils.checkpoint import checkpoint
+
+        class Rotary(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.l = torch.nn.Linear(8, 8)
+                self.register_buffer("freq", torch.rand(8))
+
+            def forward(self, x):
+                with torch.no_grad():
+                    table = (self.freq * 3).cos()
+                return self.l(x) * table
+
+        class Checkpointed(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.l = torch.nn.Linear(8, 8)
+
+            def body(self, x):
+                y = self.l(x)
+                with torch.no_grad():
+                    z = y * 3
+                return y * z
+
+            def forward(self, x):
+                return checkpoint(self.body, x, use_reentrant=False)
+
+        x = torch.randn(4, 8)
+        for make, taken in ((Rotary, True), (Checkpointed, False)):
+            torch.manual_seed(0)
+            m = make()
+            torch._dynamo.reset()
+            self._compile(m)(x).sum().backward()
+            got = [p.grad.clone() for p in m.parameters()]
+            m.zero_grad()
+            m(x).sum().backward()
+            for g, p in zip(got, m.parameters()):
+                _close(self, g, p.grad, 1e-5)
+            rep = str(ft.reports()[-1])
+            self.assertEqual("switches grad mode" not in rep, taken, rep)
+
     def test_results_sharing_memory_stay_views(self):
         # A result that views an input, or two results sharing memory: a
         # write through one reaches the other, as in eager.
@@ -929,6 +997,27 @@ class BackendTest(unittest.TestCase):
         a.zero_()
         self.assertTrue(bool(b.eq(0).all()))
         self.assertIn("shares memory", str(ft.reports()[-1]))
+
+        # Disjoint parts of one result (the k and v of a split, kept for a
+        # cache) share memory but no element: the graph stays with fusec.
+        class Split(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.l = torch.nn.Linear(8, 24)
+
+            def forward(self, x):
+                q, k, v = self.l(x).view(4, 3, 8).permute(1, 0, 2).unbind(0)
+                return q * 2, k, v
+
+        torch._dynamo.reset()
+        m = Split()
+        x = torch.randn(4, 8)
+        with torch.no_grad():
+            got = self._compile(m)(x)
+            want = m(x)
+        for g, w in zip(got, want):
+            _close(self, g, w, 1e-6)
+        self.assertNotIn("shares memory", str(ft.reports()[-1]))
 
     def test_copy_into_a_fresh_tensor_trains(self):
         # z.copy_(y) into a new tensor: functionalization's aten.copy has no
