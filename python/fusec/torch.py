@@ -783,17 +783,15 @@ def _grad_mode_switch(gm):
                 any(_switch(n) for n in sub.graph.nodes):
             return "the graph switches grad mode inside %s" % name
     outer = mode = torch.is_grad_enabled()
-    entered = []
     for node in gm.graph.nodes:
         if _switch(node):
-            name = node.target.__name__
-            if name == "_set_grad_enabled":
-                mode = bool(node.args[0])
-            elif name == "_enter_inference_mode":
-                entered.append(mode)
-                mode = mode and not node.args[0]
-            elif entered:
-                mode = entered.pop()
+            if node.target.__name__ != "_set_grad_enabled":
+                # Inference mode is a state of its own (enable_grad inside
+                # it records nothing; inference_mode(False) turns grad
+                # mode on): whole to PyTorch.
+                return ("the graph switches grad mode inside (inference "
+                        "mode at %s)" % node.name)
+            mode = bool(node.args[0])
             continue
         if mode == outer or node.op not in ("call_function", "call_method",
                                             "call_module"):
@@ -848,6 +846,13 @@ def _may_overlap(a, b):
     """Whether two views of one buffer may share an element: False only
     when both have the same strides, nest (each stride past the span of
     the smaller ones) and their boxes of indices are apart."""
+    # Sizes known only by their hints (dynamic shapes) prove nothing for
+    # the other sizes; views of other element sizes count other units.
+    ints = [*a.shape, *b.shape, *a.stride(), *b.stride(),
+            a.storage_offset(), b.storage_offset()]
+    if not all(type(i) is int for i in ints) or \
+            a.element_size() != b.element_size():
+        return True
     if a.numel() == 0 or b.numel() == 0:
         return False
     if a.dim() != b.dim() or a.stride() != b.stride():
@@ -1258,7 +1263,9 @@ class _Compiled:
         self.by_shape = {}
         self.buckets, self.no_buckets = None, None
         self.read = _read_inputs(gm)
-        self.values_matter = bool(self.read)
+        # The shapes whose build left the graph to PyTorch, which reads the
+        # values at each call itself: those need no build per value.
+        self.read_at_run = set()
         if _is_static(example_inputs) and not self.read:
             self.static = self._build(example_inputs)
             return
@@ -1276,8 +1283,6 @@ class _Compiled:
 
     def _build(self, inputs, bucket=None):
         fused, rep, start = _compile_graph(self.gm, inputs, self.options)
-        if fused is self.gm:
-            self.values_matter = False
         rep.buckets = bucket or (
             "not used: " + self.no_buckets if self.no_buckets else None)
         if self.options.get("cudagraphs") and any(
@@ -1301,16 +1306,19 @@ class _Compiled:
                 args = self.buckets.pad(args, v, b)
             key = tuple((tuple(a.shape), a.dtype, a.device, a.requires_grad)
                         if isinstance(a, torch.Tensor) else a for a in args)
-            # repr: exact for floats, and hashable for .tolist()'s lists.
-            # Only while builds take the graph (one left to PyTorch reads
-            # the value at each call itself).
-            if self.values_matter:
+            fn = self.by_shape.get(key) if key in self.read_at_run else None
+            if self.read and fn is None:
+                # repr: exact for floats, hashable for .tolist()'s lists.
+                shape_key = key
                 key += tuple(repr(args[i].tolist()) for i in self.read)
-            fn = self.by_shape.get(key)
+            fn = fn or self.by_shape.get(key)
             if fn is None:
                 fn = self.by_shape[key] = self._build(
                     list(args), b is not None and
                     self.buckets.describe(v, b))
+                if self.read and fn is self.gm:
+                    self.read_at_run.add(shape_key)
+                    self.by_shape[shape_key] = fn
         with torch.autocast("cuda", enabled=False), \
                 torch.autocast("cpu", enabled=False):
             out = fn(*args)

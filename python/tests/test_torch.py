@@ -925,6 +925,21 @@ class BackendTest(unittest.TestCase):
         y.sum().backward()
         self.assertIsNotNone(m.l.weight.grad)
 
+        class NotInference(torch.nn.Module):
+            # inference_mode(False) turns grad mode on.
+            def __init__(self):
+                super().__init__()
+                self.l = torch.nn.Linear(8, 8)
+
+            def forward(self, x):
+                with torch.inference_mode(False):
+                    return self.l(x) * 2
+
+        torch._dynamo.reset()
+        with torch.no_grad():
+            y = self._compile(NotInference())(x)
+        self.assertTrue(y.requires_grad)
+
     def test_grad_mode_regions_that_change_nothing_stay_taken(self):
         # A no_grad region over values that need no gradient (a rotary
         # table from a buffer, as in LLaMA-style models) changes no
@@ -1018,6 +1033,43 @@ class BackendTest(unittest.TestCase):
         for g, w in zip(got, want):
             _close(self, g, w, 1e-6)
         self.assertNotIn("shares memory", str(ft.reports()[-1]))
+
+        # With dynamic sizes the offsets are symbols: no proof, so whole to
+        # PyTorch (y[:n-4] and y[4:] are apart at 7 rows, not at 12); and
+        # views of another element size overlap in bytes.
+        class Halves(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.l = torch.nn.Linear(8, 8)
+
+            def forward(self, x):
+                y = self.l(x)
+                return y[:x.shape[0] - 4], y[4:]
+
+        class Bytes(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.l = torch.nn.Linear(8, 8)
+
+            def forward(self, x):
+                y = self.l(x).view(-1)
+                return y[:4], y.view(torch.int16)[4:8]
+
+        torch._dynamo.reset()
+        f = torch.compile(Halves(), backend="fusec", dynamic=True,
+                          options={"compile_options": {"arch": "sm_90"}})
+        for rows, eager in ((7, False), (12, True)):
+            with torch.no_grad():
+                a, b = f(torch.randn(rows, 8))
+            before = b.clone()
+            a.fill_(7)
+            self.assertEqual(not torch.equal(b, before), eager)
+        torch._dynamo.reset()
+        with torch.no_grad():
+            a, b = self._compile(Bytes())(torch.randn(4, 8))
+        before = b.clone()
+        a.fill_(7)
+        self.assertFalse(torch.equal(b, before))
 
     def test_copy_into_a_fresh_tensor_trains(self):
         # z.copy_(y) into a new tensor: functionalization's aten.copy has no
