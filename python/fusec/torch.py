@@ -1311,7 +1311,8 @@ class _Compiled:
                 # repr: exact for floats, hashable for .tolist()'s lists.
                 shape_key = key
                 key += tuple(repr(args[i].tolist()) for i in self.read)
-            fn = fn or self.by_shape.get(key)
+            if fn is None:
+                fn = self.by_shape.get(key)
             if fn is None:
                 fn = self.by_shape[key] = self._build(
                     list(args), b is not None and
