@@ -898,13 +898,7 @@ class BackendTest(unittest.TestCase):
             torch.manual_seed(0)
             m = Region(mode)
             torch._dynamo.reset()
-            f = self._compile(m)
-            f(x).sum().backward()
-            got = [p.grad.clone() for p in m.parameters()]
-            m.zero_grad()
-            m(x).sum().backward()
-            for g, p in zip(got, m.parameters()):
-                _close(self, g, p.grad, 1e-5)
+            self._trains_like_eager(m, x)
             self.assertIn("switches grad mode", str(ft.reports()[-1]))
 
         class Enabled(torch.nn.Module):
@@ -978,12 +972,7 @@ class BackendTest(unittest.TestCase):
             torch.manual_seed(0)
             m = make()
             torch._dynamo.reset()
-            self._compile(m)(x).sum().backward()
-            got = [p.grad.clone() for p in m.parameters()]
-            m.zero_grad()
-            m(x).sum().backward()
-            for g, p in zip(got, m.parameters()):
-                _close(self, g, p.grad, 1e-5)
+            self._trains_like_eager(m, x)
             rep = str(ft.reports()[-1])
             self.assertEqual("switches grad mode" not in rep, taken, rep)
 
@@ -1085,14 +1074,7 @@ class BackendTest(unittest.TestCase):
                 return z * 2
 
         torch.manual_seed(0)
-        m = Copy()
-        x = torch.randn(4, 8)
-        self._compile(m)(x).sum().backward()
-        got = [p.grad.clone() for p in m.parameters()]
-        m.zero_grad()
-        m(x).sum().backward()
-        for g, p in zip(got, m.parameters()):
-            _close(self, g, p.grad, 1e-5)
+        self._trains_like_eager(Copy(), torch.randn(4, 8))
 
     def test_results_without_gradient_need_none(self):
         # In a training graph, a result that depends on no parameter (nor
