@@ -827,7 +827,7 @@ def _aliased_output(gm):
             seen.setdefault(StorageWeakRef(value(n).untyped_storage()),
                             []).append(n)
     for out in gm.graph.find_nodes(op="output"):
-        for n in _flat_nodes(out.args[0]):
+        for n in out.all_input_nodes:
             v = value(n)
             if v is None:
                 continue
@@ -877,12 +877,6 @@ def _may_overlap(a, b):
             return True
     return ra == rb and all(da[d] < db[d] + b.shape[d] and
                             db[d] < da[d] + a.shape[d] for d in order)
-
-
-def _flat_nodes(arg):
-    nodes = []
-    torch.fx.node.map_arg(arg, nodes.append)
-    return nodes
 
 
 def _aliased_write(gm, traced, example_inputs):
