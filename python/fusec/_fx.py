@@ -347,13 +347,13 @@ def _identity(t, node, x, *args, **kwargs):
 
 # ---- Elementwise -------------------------------------------------------------
 
-def _promoted(t, node, arg, nhwc=False):
+def _promoted(t, node, arg, nhwc=False, wide=False):
     """The fuse value of `arg` in the node's result dtype (PyTorch's type
-    promotion of a float operand, or of a number); with nhwc, a 4-D
-    tensor's NHWC value."""
-    _, target = _tensor_meta(node)
+    promotion of a float operand, or of a number), or with `wide` in
+    float32; with nhwc, a 4-D tensor's NHWC value."""
+    target = "f32" if wide else _tensor_meta(node)[1]
     if not isinstance(arg, torch.fx.Node):
-        return t.v(arg, node)
+        return t.v(arg, None if wide else node)
     value = _nhwc_operand(t, arg) if nhwc else t.v(arg)
     _, dtype = _tensor_meta(arg)
     return value if dtype == target else t.g.cast(value, target)
@@ -402,7 +402,8 @@ def _binary(name):
         if numbers and target in ("f16", "bf16"):
             # PyTorch computes a half tensor with a number in float32 and
             # rounds once: -1e9 or 1e-8 would not survive float16 first.
-            lhs, rhs = (_widened(t, x, nhwc) for x in (a, b))
+            lhs, rhs = (_promoted(t, node, x, nhwc, wide=True)
+                        for x in (a, b))
             if alpha != 1:
                 rhs = t.g.mul(rhs, t.constant(alpha, None))
             out = t.g.cast(getattr(t.g, name)(lhs, rhs), target)
@@ -413,15 +414,6 @@ def _binary(name):
         out = getattr(t.g, name)(lhs, rhs)
         return ChannelsLast(out) if nhwc else out
     return fn
-
-
-def _widened(t, arg, nhwc):
-    """The fuse value of an operand (a tensor or a number) in float32."""
-    if not isinstance(arg, torch.fx.Node):
-        return t.v(arg)
-    value = _nhwc_operand(t, arg) if nhwc else t.v(arg)
-    _, dtype = _tensor_meta(arg)
-    return value if dtype == "f32" else t.g.cast(value, "f32")
 
 
 for _name in ("add", "sub", "mul", "div"):
