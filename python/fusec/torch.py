@@ -773,11 +773,12 @@ def _needs_grad_value(value):
 
 def _grad_mode_switch(gm):
     """Why the graph must stay whole with PyTorch, else None: when it
-    switches grad mode inside (torch.no_grad, enable_grad, inference_mode
-    in the compiled region) around an op whose gradient that changes. The
-    ATen trace keeps no grad mode, and its ops all run in the caller's. A
-    region over values that need no gradient (a rotary table from a
-    buffer) changes nothing."""
+    switches grad mode inside (torch.no_grad or enable_grad in the compiled
+    region) around an op whose gradient that changes, enters inference
+    mode, or switches anything inside a submodule's graph (a checkpointed
+    body). The ATen trace keeps no grad mode, and its ops all run in the
+    caller's. A no_grad region over values that need no gradient (a
+    rotary table from a buffer) changes nothing."""
     for name, sub in gm.named_modules():
         if sub is not gm and isinstance(sub, torch.fx.GraphModule) and \
                 any(_switch(n) for n in sub.graph.nodes):
